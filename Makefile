@@ -1,0 +1,109 @@
+# nicoff top-level build.  `make` builds the module, the library, the tools
+# and the tests; `make check` runs every test; `make demo` is the main job.
+# User-space output goes to build/, kernel artefacts stay next to their
+# sources (git-ignored) because kbuild builds external modules in place.
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := all
+
+TOP := $(CURDIR)
+BUILD ?= $(TOP)/build
+
+# The VM runs Debian's cloud kernel: build against the headers that match
+# the newest installed image unless KDIR says otherwise.
+KVER ?= $(shell ls -1v /boot 2>/dev/null | sed -n 's/^vmlinuz-\(.*-cloud-amd64\)$$/\1/p' | tail -n1)
+KDIR ?= /usr/src/linux-headers-$(KVER)
+VMLINUZ ?= /boot/vmlinuz-$(KVER)
+LINUX_SOURCE_TAR ?= $(lastword $(sort $(wildcard /usr/src/linux-source-6.1.tar.xz)))
+
+CC ?= gcc
+CXX ?= g++
+AR ?= ar
+OPT ?= -O2 -g
+WARN_C := -Wall -Wextra -Werror
+CPPFLAGS_COMMON := -I$(TOP)/include -D_GNU_SOURCE
+CFLAGS_USER := -std=gnu11 $(OPT) $(WARN_C) -fPIC $(CPPFLAGS_COMMON)
+CXXFLAGS_USER := -std=c++20 $(OPT) $(WARN_C) -fPIC $(CPPFLAGS_COMMON)
+
+PREFIX ?= /usr/local
+LIBDIR ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+BINDIR ?= $(PREFIX)/bin
+DESTDIR ?=
+
+.PHONY: all module user deps demo check bench vm-shell install clean \
+	unit-tests selftests style vm-check FORCE
+
+all: module user
+
+# ---------------------------------------------------------------- module --
+module: nicoff.ko
+nicoff.ko: FORCE
+	@test -d "$(KDIR)" || { echo "no kernel headers at KDIR=$(KDIR): run 'make deps'"; exit 1; }
+	$(MAKE) -C $(KDIR) M=$(TOP) W=1 modules
+
+# ------------------------------------------------------------ user space --
+include mk/cache.mk
+include firmware-sim/build.mk
+include libnicoff/build.mk
+include selftests/build.mk
+
+user: $(USER_TARGETS)
+
+# ------------------------------------------------------------------ deps --
+deps:
+	tools/deps.sh
+
+# ----------------------------------------------------------------- tests --
+VM_RUN := tools/vm/run.sh --kernel $(VMLINUZ)
+VM_LIBS := --lib-path $(BUILD)/lib
+VM_TIMEOUT ?= 1500
+VM_PARAMS ?=
+
+# Recursive make after deps: KVER/KDIR are found again once packages exist.
+check:
+	@tools/deps.sh --if-missing
+	$(MAKE) all
+	BUILD=$(BUILD) UNIT_TESTS="$(UNIT_TESTS)" VMLINUZ=$(VMLINUZ) tools/check.sh
+
+style:
+	tools/style.sh
+
+# ------------------------------------------------------------------ demo --
+demo:
+	@tools/deps.sh --if-missing
+	$(MAKE) all
+	BUILD=$(BUILD) VMLINUZ=$(VMLINUZ) tools/demo.sh
+
+# ----------------------------------------------------------------- bench --
+SUITE ?= doorbell
+bench:
+	@tools/deps.sh --if-missing
+	$(MAKE) all
+	BUILD=$(BUILD) VMLINUZ=$(VMLINUZ) tools/bench.sh $(SUITE)
+
+vm-shell: all
+	$(VM_RUN) --module $(TOP)/nicoff.ko --params "$(VM_PARAMS)" $(VM_LIBS) \
+		$(foreach b,$(VM_BINS),--bin $(b)) --shell
+
+# --------------------------------------------------------------- install --
+install: user
+	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)/nicoff $(DESTDIR)$(BINDIR)
+	install -m 644 $(BUILD)/lib/libnicoff.a $(DESTDIR)$(LIBDIR)/
+	install -m 755 $(BUILD)/lib/$(LIBNICOFF_SONAME_FULL) $(DESTDIR)$(LIBDIR)/
+	ln -sf $(LIBNICOFF_SONAME_FULL) $(DESTDIR)$(LIBDIR)/$(LIBNICOFF_SONAME)
+	ln -sf $(LIBNICOFF_SONAME) $(DESTDIR)$(LIBDIR)/libnicoff.so
+	install -m 644 include/uapi/nicoff.h $(DESTDIR)$(INCLUDEDIR)/nicoff/nicoff_abi.h
+	install -m 644 $(LIBNICOFF_PUBLIC_HEADERS) $(DESTDIR)$(INCLUDEDIR)/nicoff/
+	install -m 755 $(TOOL_BINS) $(DESTDIR)$(BINDIR)/
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
+	    -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' -e 's|@VERSION@|$(NICOFF_VERSION)|' \
+	    packaging/nicoff.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/nicoff.pc
+	install -d $(DESTDIR)/lib/udev/rules.d
+	install -m 644 packaging/60-nicoff.rules $(DESTDIR)/lib/udev/rules.d/
+
+clean:
+	-$(MAKE) -C $(KDIR) M=$(TOP) clean >/dev/null 2>&1
+	rm -rf $(BUILD)
+
+FORCE:

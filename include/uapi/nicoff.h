@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: GPL-2.0 WITH Linux-syscall-note */
+/*
+ * nicoff user ABI: ioctls, mmap offsets, ring and descriptor layouts.
+ *
+ * Every structure has fixed-width fields and explicit padding; every
+ * reserved field must be zero or the kernel answers -EINVAL, so that a
+ * later ABI version can give those fields a meaning.  The library checks
+ * NICOFF_ABI_VERSION against NICOFF_IOC_QUERY at open.
+ *
+ * See Documentation/abi.md for the semantics of each call.
+ */
+#ifndef _UAPI_NICOFF_H
+#define _UAPI_NICOFF_H
+
+#include <linux/types.h>
+#include <linux/ioctl.h>
+
+#define NICOFF_ABI_VERSION	1
+
+/* One port per open file: "any free port" asks the card to choose. */
+#define NICOFF_PORT_ANY		0xffffffffu
+
+/* Memory region access rights (struct nicoff_reg_mr.access). */
+#define NICOFF_ACCESS_LOCAL_WRITE	(1u << 0)
+#define NICOFF_ACCESS_REMOTE_READ	(1u << 1)
+#define NICOFF_ACCESS_REMOTE_WRITE	(1u << 2)
+#define NICOFF_ACCESS_REMOTE_ATOMIC	(1u << 3)
+#define NICOFF_ACCESS_ALL		0xfu
+
+/* mmap offsets of the two rings of a port (also returned by PORT_OPEN). */
+#define NICOFF_MMAP_CMD_RING	0x00000000ull
+#define NICOFF_MMAP_CQ_RING	0x10000000ull
+
+/* Ring header flags (struct nicoff_ring_hdr.flags). */
+#define NICOFF_RING_NEED_WAKEUP	(1u << 0)	/* cmd ring: card thread sleeps */
+#define NICOFF_RING_ERROR	(1u << 1)	/* port is in the error state */
+
+/*
+ * Ring header at offset 0 of each ring mapping.  The producer and the
+ * consumer index each own a cache line; the flags word has a third.  The
+ * indices run freely and are masked with (entries - 1) on use.
+ *
+ * Command ring: the process produces, the card consumes.
+ * Completion ring: the card produces, the process consumes.
+ */
+struct nicoff_ring_hdr {
+	__u32 producer;
+	__u32 pad0[15];
+	__u32 consumer;
+	__u32 pad1[15];
+	__u32 flags;
+	__u32 entries;		/* read-only copy of the ring size */
+	__u32 pad2[14];
+	__u32 pad3[16];
+};
+
+#define NICOFF_RING_HDR_SIZE	256
+
+/* Opcodes (struct nicoff_cmd.opcode). */
+enum nicoff_opcode {
+	NICOFF_OP_NOP = 0,
+	NICOFF_OP_COPY = 1,
+	NICOFF_OP_MAX,			/* first invalid opcode */
+	/* Completion-only opcode: the port entered the error state. */
+	NICOFF_OP_PORT_ERROR = 0xff,
+};
+
+/* NICOFF_OP_COPY: copy @len bytes between two regions of the port. */
+struct nicoff_op_copy {
+	__u32 src_mr;		/* handle of the source region */
+	__u32 dst_mr;		/* handle of the destination (LOCAL_WRITE) */
+	__u64 src_off;		/* byte offsets within the regions */
+	__u64 dst_off;
+	__u64 len;
+	__u64 reserved[2];
+};
+
+/* A command: 64 bytes, written by the process into the command ring. */
+struct nicoff_cmd {
+	__u8  opcode;
+	__u8  flags;		/* none defined yet: must be zero */
+	__u16 reserved0;
+	__u32 reserved1;
+	__u64 tag;		/* returned untouched in the completion */
+	union {
+		struct nicoff_op_copy copy;
+		__u64 raw[6];
+	};
+};
+
+/* A completion: 32 bytes, written by the card into the completion ring. */
+struct nicoff_cqe {
+	__u64 tag;
+	__s32 status;		/* 0 or a negative errno */
+	__u8  opcode;
+	__u8  flags;
+	__u16 reserved0;
+	__u64 result;		/* bytes copied, old value, ... */
+	__u64 reserved1;
+};
+
+/* NICOFF_IOC_QUERY: what the card and the module offer. */
+struct nicoff_query {
+	__u32 abi_version;
+	__u32 card;		/* this device's card (node) number */
+	__u32 num_cards;
+	__u32 max_ports;
+	__u32 max_ring_entries;
+	__u32 max_mrs;		/* per port */
+	__u32 reserved[10];
+};
+
+/* NICOFF_IOC_PORT_OPEN: turn this open file into a port. */
+struct nicoff_port_open {
+	__u32 abi_version;	/* in: NICOFF_ABI_VERSION */
+	__u32 port;		/* in: wanted port or NICOFF_PORT_ANY; out */
+	__u32 cmd_entries;	/* in: power of two, 2..max_ring_entries */
+	__u32 cq_entries;	/* in: power of two, >= cmd_entries */
+	__u32 flags;		/* in: none defined yet, must be zero */
+	__u32 reserved0;
+	__u64 cmd_offset;	/* out: mmap offset and size of each ring */
+	__u64 cmd_size;
+	__u64 cq_offset;
+	__u64 cq_size;
+	__u64 reserved[4];
+};
+
+/* NICOFF_IOC_REG_MR: pin and register [addr, addr + length). */
+struct nicoff_reg_mr {
+	__u64 addr;
+	__u64 length;
+	__u32 access;		/* NICOFF_ACCESS_* */
+	__u32 reserved0;
+	__u32 handle;		/* out: local handle */
+	__u32 rkey;		/* out: key a peer names the region with */
+	__u64 reserved[2];
+};
+
+/* NICOFF_IOC_DEREG_MR */
+struct nicoff_dereg_mr {
+	__u32 handle;
+	__u32 reserved;
+};
+
+/* NICOFF_IOC_PORT_STATS: counters of this port. */
+struct nicoff_port_stats {
+	__u64 cmds;		/* commands consumed */
+	__u64 cqes;		/* completions posted */
+	__u64 kicks;		/* wake-up ioctls received */
+	__u64 bad_cmds;		/* commands completed with -EINVAL etc. */
+	__u64 cq_full;		/* passes stalled by a full completion ring */
+	__u64 reserved[11];
+};
+
+#define NICOFF_IOC_MAGIC	0xB8
+
+#define NICOFF_IOC_QUERY	_IOR(NICOFF_IOC_MAGIC, 0x00, struct nicoff_query)
+#define NICOFF_IOC_PORT_OPEN	_IOWR(NICOFF_IOC_MAGIC, 0x01, struct nicoff_port_open)
+#define NICOFF_IOC_REG_MR	_IOWR(NICOFF_IOC_MAGIC, 0x02, struct nicoff_reg_mr)
+#define NICOFF_IOC_DEREG_MR	_IOW(NICOFF_IOC_MAGIC, 0x03, struct nicoff_dereg_mr)
+#define NICOFF_IOC_KICK		_IO(NICOFF_IOC_MAGIC, 0x04)
+#define NICOFF_IOC_PORT_STATS	_IOR(NICOFF_IOC_MAGIC, 0x05, struct nicoff_port_stats)
+
+#endif /* _UAPI_NICOFF_H */

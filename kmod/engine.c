@@ -1,0 +1,168 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Card threads.  An engine serves its cards in passes; after poll_usecs
+ * without work it announces NEED_WAKEUP on every port, fences, looks once
+ * more, and sleeps until a wake-up ioctl.  A process publishes its ring
+ * tail, fences, and kicks only if it then sees NEED_WAKEUP, so either the
+ * engine's last look sees the command or the process sees the flag.
+ */
+#include <linux/kthread.h>
+#include <linux/sched.h>
+#include <linux/slab.h>
+#include <linux/ktime.h>
+#include <linux/cpumask.h>
+
+#include "card.h"
+#include "port.h"
+#include "params.h"
+
+static struct nicoff_engine *nicoff_engines;
+static unsigned int nicoff_num_engines;
+
+static unsigned int nicoff_engine_pass(struct nicoff_engine *e)
+{
+	unsigned int budget = READ_ONCE(nicoff_budget);
+	unsigned int work = 0, i;
+
+	for (i = 0; i < e->ncards; i++) {
+		struct nicoff_card *card = e->cards[i];
+		struct nicoff_port *port;
+
+		mutex_lock(&card->lock);
+		list_for_each_entry(port, &card->ports, node)
+			work += nicoff_port_service(port, budget);
+		mutex_unlock(&card->lock);
+	}
+	return work;
+}
+
+static void nicoff_engine_flag_all(struct nicoff_engine *e, bool need_wakeup)
+{
+	u32 set = need_wakeup ? NICOFF_RING_NEED_WAKEUP : 0;
+	u32 clear = need_wakeup ? 0 : NICOFF_RING_NEED_WAKEUP;
+	unsigned int i;
+
+	for (i = 0; i < e->ncards; i++) {
+		struct nicoff_card *card = e->cards[i];
+		struct nicoff_port *port;
+
+		mutex_lock(&card->lock);
+		list_for_each_entry(port, &card->ports, node)
+			nicoff_ring_set_flags(&port->cmd, set, clear);
+		mutex_unlock(&card->lock);
+	}
+}
+
+static bool nicoff_engine_has_work(struct nicoff_engine *e)
+{
+	bool work = false;
+	unsigned int i;
+
+	for (i = 0; i < e->ncards && !work; i++) {
+		struct nicoff_card *card = e->cards[i];
+		struct nicoff_port *port;
+
+		mutex_lock(&card->lock);
+		list_for_each_entry(port, &card->ports, node) {
+			if (nicoff_port_has_work(port)) {
+				work = true;
+				break;
+			}
+		}
+		mutex_unlock(&card->lock);
+	}
+	return work;
+}
+
+static void nicoff_engine_sleep(struct nicoff_engine *e)
+{
+	WRITE_ONCE(e->kicked, false);
+	WRITE_ONCE(e->asleep, true);
+	nicoff_engine_flag_all(e, true);
+	/* Pairs with the fence between the process's tail store and flag load. */
+	smp_mb();
+	if (!nicoff_engine_has_work(e))
+		wait_event_interruptible(e->wq, READ_ONCE(e->kicked) || kthread_should_stop());
+	WRITE_ONCE(e->asleep, false);
+	nicoff_engine_flag_all(e, false);
+}
+
+static int nicoff_engine_fn(void *arg)
+{
+	struct nicoff_engine *e = arg;
+	ktime_t last_work = ktime_get();
+
+	while (!kthread_should_stop()) {
+		if (nicoff_engine_pass(e)) {
+			last_work = ktime_get();
+		} else if (ktime_us_delta(ktime_get(), last_work) >= READ_ONCE(nicoff_poll_usecs)) {
+			nicoff_engine_sleep(e);
+			last_work = ktime_get();
+		} else {
+			cpu_relax();
+		}
+		cond_resched();
+	}
+	return 0;
+}
+
+void nicoff_engine_kick(struct nicoff_engine *e)
+{
+	WRITE_ONCE(e->kicked, true);
+	wake_up_interruptible(&e->wq);
+}
+
+int nicoff_engines_start(void)
+{
+	unsigned int n = nicoff_threads ? nicoff_threads : num_online_cpus();
+	unsigned int i, c;
+
+	n = clamp(n, 1u, nicoff_num_cards);
+	nicoff_engines = kcalloc(n, sizeof(*nicoff_engines), GFP_KERNEL);
+	if (!nicoff_engines)
+		return -ENOMEM;
+	nicoff_num_engines = n;
+
+	for (i = 0; i < n; i++) {
+		struct nicoff_engine *e = &nicoff_engines[i];
+
+		e->id = i;
+		init_waitqueue_head(&e->wq);
+		e->cards = kcalloc(DIV_ROUND_UP(nicoff_num_cards, n), sizeof(*e->cards),
+				   GFP_KERNEL);
+		if (!e->cards)
+			goto fail;
+	}
+	for (c = 0; c < nicoff_num_cards; c++) {
+		struct nicoff_engine *e = &nicoff_engines[c % n];
+
+		e->cards[e->ncards++] = &nicoff_cards[c];
+		nicoff_cards[c].engine = e;
+	}
+	for (i = 0; i < n; i++) {
+		struct task_struct *t;
+
+		t = kthread_run(nicoff_engine_fn, &nicoff_engines[i], "nicoff/%u", i);
+		if (IS_ERR(t))
+			goto fail;
+		nicoff_engines[i].task = t;
+	}
+	return 0;
+fail:
+	nicoff_engines_stop();
+	return -ENOMEM;
+}
+
+void nicoff_engines_stop(void)
+{
+	unsigned int i;
+
+	for (i = 0; i < nicoff_num_engines; i++) {
+		if (nicoff_engines[i].task)
+			kthread_stop(nicoff_engines[i].task);
+		kfree(nicoff_engines[i].cards);
+	}
+	kfree(nicoff_engines);
+	nicoff_engines = NULL;
+	nicoff_num_engines = 0;
+}

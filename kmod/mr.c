@@ -1,0 +1,222 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Memory registration: pin a user range for the card, charge it to the
+ * process the way RDMA does (mm->pinned_vm against RLIMIT_MEMLOCK), and give
+ * the card page-wise access to it.  Nothing here keeps a user address for
+ * later use: every access goes through the pinned page array.
+ */
+#include <linux/mm.h>
+#include <linux/sched/mm.h>
+#include <linux/sched/signal.h>
+#include <linux/slab.h>
+#include <linux/highmem.h>
+#include <linux/random.h>
+#include <linux/capability.h>
+#include <linux/overflow.h>
+#include <uapi/nicoff.h>
+
+#include "mr.h"
+#include "port.h"
+#include "card.h"
+#include "params.h"
+
+atomic64_t nicoff_pinned_pages = ATOMIC64_INIT(0);
+
+/* Handles are small integers; the rkey adds random bits above them. */
+#define NICOFF_MR_HANDLE_BITS	20
+#define NICOFF_MR_HANDLE_MAX	((1u << NICOFF_MR_HANDLE_BITS) - 1)
+/* Pin in chunks so a huge range does not need one huge call. */
+#define NICOFF_PIN_CHUNK	512
+
+static bool nicoff_mr_writable(u32 access)
+{
+	return access & (NICOFF_ACCESS_LOCAL_WRITE | NICOFF_ACCESS_REMOTE_WRITE |
+			 NICOFF_ACCESS_REMOTE_ATOMIC);
+}
+
+static int nicoff_charge(struct mm_struct *mm, unsigned long npages)
+{
+	unsigned long limit = rlimit(RLIMIT_MEMLOCK) >> PAGE_SHIFT;
+	s64 pinned = atomic64_add_return(npages, &mm->pinned_vm);
+
+	if (pinned > limit && !capable(CAP_IPC_LOCK)) {
+		atomic64_sub(npages, &mm->pinned_vm);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static void nicoff_mr_free(struct nicoff_mr *mr)
+{
+	unpin_user_pages_dirty_lock(mr->pages, mr->npages, nicoff_mr_writable(mr->access));
+	atomic64_sub(mr->npages, &mr->mm->pinned_vm);
+	atomic64_sub(mr->npages, &nicoff_pinned_pages);
+	kvfree(mr->pages);
+	kfree(mr);
+}
+
+static int nicoff_pin(struct nicoff_mr *mr)
+{
+	unsigned int flags = FOLL_LONGTERM;
+	unsigned long done = 0;
+	int ret;
+
+	if (nicoff_mr_writable(mr->access))
+		flags |= FOLL_WRITE;
+	while (done < mr->npages) {
+		unsigned long start = (mr->addr & PAGE_MASK) + done * PAGE_SIZE;
+		int n = min_t(unsigned long, mr->npages - done, NICOFF_PIN_CHUNK);
+
+		ret = pin_user_pages_fast(start, n, flags, mr->pages + done);
+		if (ret <= 0) {
+			ret = ret ? ret : -EFAULT;
+			goto unpin;
+		}
+		done += ret;
+		if (fatal_signal_pending(current)) {
+			ret = -EINTR;
+			goto unpin;
+		}
+		cond_resched();
+	}
+	return 0;
+unpin:
+	unpin_user_pages(mr->pages, done);
+	return ret;
+}
+
+int nicoff_mr_register(struct nicoff_port *port, struct nicoff_reg_mr *req)
+{
+	struct nicoff_mr *mr;
+	u64 end;
+	u32 id;
+	int ret;
+
+	if (req->reserved0 || req->reserved[0] || req->reserved[1] || req->handle || req->rkey)
+		return -EINVAL;
+	if (!req->length || (req->access & ~NICOFF_ACCESS_ALL))
+		return -EINVAL;
+	if (check_add_overflow(req->addr, req->length, &end) || end > TASK_SIZE)
+		return -EFAULT;
+	if (current->mm != port->mm)
+		return -EPERM;
+
+	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
+	if (!mr)
+		return -ENOMEM;
+	mr->addr = req->addr;
+	mr->length = req->length;
+	mr->access = req->access;
+	mr->first_off = offset_in_page(req->addr);
+	mr->npages = (PAGE_ALIGN(end) - (req->addr & PAGE_MASK)) >> PAGE_SHIFT;
+	mr->mm = port->mm;
+
+	if (atomic_inc_return(&port->nr_mrs) > nicoff_max_mrs) {
+		ret = -ENOSPC;
+		goto out_count;
+	}
+	ret = nicoff_charge(mr->mm, mr->npages);
+	if (ret)
+		goto out_count;
+	mr->pages = kvmalloc_array(mr->npages, sizeof(*mr->pages), GFP_KERNEL);
+	if (!mr->pages) {
+		ret = -ENOMEM;
+		goto out_charge;
+	}
+	ret = nicoff_pin(mr);
+	if (ret)
+		goto out_pages;
+	atomic64_add(mr->npages, &nicoff_pinned_pages);
+
+	ret = xa_alloc(&port->mrs, &id, mr, XA_LIMIT(1, NICOFF_MR_HANDLE_MAX), GFP_KERNEL);
+	if (ret) {
+		nicoff_mr_free(mr);
+		atomic_dec(&port->nr_mrs);
+		return ret == -EBUSY ? -ENOSPC : ret;
+	}
+	mr->handle = id;
+	mr->rkey = (get_random_u32() << NICOFF_MR_HANDLE_BITS) | id;
+	req->handle = mr->handle;
+	req->rkey = mr->rkey;
+	return 0;
+
+out_pages:
+	kvfree(mr->pages);
+out_charge:
+	atomic64_sub(mr->npages, &mr->mm->pinned_vm);
+out_count:
+	atomic_dec(&port->nr_mrs);
+	kfree(mr);
+	return ret;
+}
+
+int nicoff_mr_deregister(struct nicoff_port *port, u32 handle)
+{
+	struct nicoff_mr *mr;
+
+	/* The engine uses a region only while it holds the card lock. */
+	mutex_lock(&port->card->lock);
+	mr = xa_erase(&port->mrs, handle);
+	mutex_unlock(&port->card->lock);
+	if (!mr)
+		return -ENOENT;
+	nicoff_mr_free(mr);
+	atomic_dec(&port->nr_mrs);
+	return 0;
+}
+
+/* Called once the port is off its card: nobody else can see the table. */
+void nicoff_mr_release_all(struct nicoff_port *port)
+{
+	struct nicoff_mr *mr;
+	unsigned long id;
+
+	xa_for_each(&port->mrs, id, mr) {
+		xa_erase(&port->mrs, id);
+		nicoff_mr_free(mr);
+		cond_resched();
+	}
+	atomic_set(&port->nr_mrs, 0);
+}
+
+struct nicoff_mr *nicoff_mr_lookup(struct nicoff_port *port, u32 handle)
+{
+	return xa_load(&port->mrs, handle);
+}
+
+int nicoff_mr_check(const struct nicoff_mr *mr, u64 off, u64 len, u32 access)
+{
+	u64 end;
+
+	if ((mr->access & access) != access)
+		return -EACCES;
+	if (check_add_overflow(off, len, &end) || end > mr->length)
+		return -ERANGE;
+	return 0;
+}
+
+/* Both ranges have been checked with nicoff_mr_check(). */
+void nicoff_mr_copy(struct nicoff_mr *dst, u64 dst_off, struct nicoff_mr *src, u64 src_off,
+		    u64 len)
+{
+	u64 dpos = dst->first_off + dst_off;
+	u64 spos = src->first_off + src_off;
+	unsigned int pages = 0;
+
+	while (len) {
+		size_t doff = offset_in_page(dpos), soff = offset_in_page(spos);
+		size_t n = min3((u64)(PAGE_SIZE - doff), (u64)(PAGE_SIZE - soff), len);
+		void *d = kmap_local_page(dst->pages[dpos >> PAGE_SHIFT]);
+		void *s = kmap_local_page(src->pages[spos >> PAGE_SHIFT]);
+
+		memcpy(d + doff, s + soff, n);
+		kunmap_local(s);
+		kunmap_local(d);
+		dpos += n;
+		spos += n;
+		len -= n;
+		/* Long copies must not hold the CPU: the engine may sleep here. */
+		if (!(++pages & 63))
+			cond_resched();
+	}
+}

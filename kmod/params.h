@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* Module tunables: validated at load, some changeable at run time. */
+#ifndef NICOFF_PARAMS_H
+#define NICOFF_PARAMS_H
+
+#include <linux/types.h>
+
+#define NICOFF_MAX_CARDS	1024
+#define NICOFF_MAX_PORTS	4096
+#define NICOFF_MAX_RING		65536
+#define NICOFF_MAX_MRS		65536
+#define NICOFF_MAX_BUDGET	4096
+#define NICOFF_MAX_POLL_USECS	10000000
+
+extern unsigned int nicoff_nics;
+extern unsigned int nicoff_ports;
+extern unsigned int nicoff_max_ring_entries;
+extern unsigned int nicoff_max_mrs;
+extern unsigned int nicoff_threads;
+extern unsigned int nicoff_poll_usecs;
+extern unsigned int nicoff_budget;
+
+int nicoff_params_check(void);
+
+#endif

@@ -1,0 +1,296 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Ports: opening and closing them, and the card's service of their rings.
+ *
+ * Everything the process writes into a ring is untrusted: indices are
+ * checked against the ring size, each descriptor is copied once out of
+ * shared memory and only the copy is used.  A port whose process writes an
+ * impossible index goes into the error state; a bad descriptor only earns
+ * an error completion.
+ */
+#include <linux/slab.h>
+#include <linux/sched/mm.h>
+#include <linux/log2.h>
+#include <linux/poll.h>
+#include <uapi/nicoff.h>
+
+#include "port.h"
+#include "card.h"
+#include "mr.h"
+#include "params.h"
+
+static int nicoff_port_claim(struct nicoff_card *card, struct nicoff_port *port, u32 want)
+{
+	u32 i;
+
+	if (want != NICOFF_PORT_ANY) {
+		if (want >= nicoff_ports)
+			return -EINVAL;
+		if (card->port_tab[want])
+			return -EADDRINUSE;
+		port->num = want;
+		return 0;
+	}
+	for (i = 0; i < nicoff_ports; i++) {
+		if (!card->port_tab[i]) {
+			port->num = i;
+			return 0;
+		}
+	}
+	return -EBUSY;
+}
+
+static int nicoff_port_open_check(const struct nicoff_port_open *req)
+{
+	if (req->abi_version != NICOFF_ABI_VERSION)
+		return -EPROTO;
+	if (req->flags || req->reserved0 || req->cmd_offset || req->cmd_size ||
+	    req->cq_offset || req->cq_size || memchr_inv(req->reserved, 0, sizeof(req->reserved)))
+		return -EINVAL;
+	if (req->cmd_entries < 2 || req->cmd_entries > nicoff_max_ring_entries ||
+	    !is_power_of_2(req->cmd_entries))
+		return -EINVAL;
+	if (req->cq_entries < req->cmd_entries || req->cq_entries > nicoff_max_ring_entries ||
+	    !is_power_of_2(req->cq_entries))
+		return -EINVAL;
+	return 0;
+}
+
+int nicoff_port_open(struct nicoff_card *card, struct nicoff_port_open *req,
+		     struct nicoff_port **out)
+{
+	struct nicoff_port *port;
+	int ret;
+
+	ret = nicoff_port_open_check(req);
+	if (ret)
+		return ret;
+
+	port = kzalloc(sizeof(*port), GFP_KERNEL);
+	if (!port)
+		return -ENOMEM;
+	port->card = card;
+	xa_init_flags(&port->mrs, XA_FLAGS_ALLOC1);
+	init_waitqueue_head(&port->wq);
+	ret = nicoff_ring_alloc(&port->cmd, req->cmd_entries, sizeof(struct nicoff_cmd));
+	if (ret)
+		goto out_free;
+	ret = nicoff_ring_alloc(&port->cq, req->cq_entries, sizeof(struct nicoff_cqe));
+	if (ret)
+		goto out_cmd;
+	port->mm = current->mm;
+	mmgrab(port->mm);
+
+	mutex_lock(&card->lock);
+	ret = nicoff_port_claim(card, port, req->port);
+	if (ret) {
+		mutex_unlock(&card->lock);
+		goto out_mm;
+	}
+	/* A sleeping engine must be kicked for this port's first command. */
+	if (READ_ONCE(card->engine->asleep))
+		nicoff_ring_set_flags(&port->cmd, NICOFF_RING_NEED_WAKEUP, 0);
+	card->port_tab[port->num] = port;
+	list_add_tail(&port->node, &card->ports);
+	mutex_unlock(&card->lock);
+
+	req->port = port->num;
+	req->cmd_offset = NICOFF_MMAP_CMD_RING;
+	req->cmd_size = port->cmd.size;
+	req->cq_offset = NICOFF_MMAP_CQ_RING;
+	req->cq_size = port->cq.size;
+	*out = port;
+	return 0;
+
+out_mm:
+	mmdrop(port->mm);
+	nicoff_ring_free(&port->cq);
+out_cmd:
+	nicoff_ring_free(&port->cmd);
+out_free:
+	kfree(port);
+	return ret;
+}
+
+/*
+ * The last reference to the file is gone, so no mapping of the rings and no
+ * ioctl remains.  Once the port is off the card's list the engine cannot be
+ * inside it; commands it never took are cancelled with the port.
+ */
+void nicoff_port_close(struct nicoff_port *port)
+{
+	struct nicoff_card *card = port->card;
+
+	mutex_lock(&card->lock);
+	list_del(&port->node);
+	card->port_tab[port->num] = NULL;
+	mutex_unlock(&card->lock);
+
+	nicoff_mr_release_all(port);
+	xa_destroy(&port->mrs);
+	mmdrop(port->mm);
+	nicoff_ring_free(&port->cq);
+	nicoff_ring_free(&port->cmd);
+	kfree(port);
+}
+
+void nicoff_port_stats(struct nicoff_port *port, struct nicoff_port_stats *st)
+{
+	st->cmds = READ_ONCE(port->cmds);
+	st->cqes = READ_ONCE(port->cqes);
+	st->kicks = atomic64_read(&port->kicks);
+	st->bad_cmds = READ_ONCE(port->bad_cmds);
+	st->cq_full = READ_ONCE(port->cq_full);
+}
+
+static void nicoff_port_wake(struct nicoff_port *port)
+{
+	if (wq_has_sleeper(&port->wq))
+		wake_up_interruptible_poll(&port->wq, EPOLLIN | EPOLLRDNORM);
+}
+
+/* The process broke the ring protocol: stop serving the port for good. */
+static void nicoff_port_fail(struct nicoff_port *port, u32 cq_used)
+{
+	struct nicoff_cqe *cqe;
+
+	port->error = true;
+	nicoff_ring_set_flags(&port->cmd, NICOFF_RING_ERROR, 0);
+	nicoff_ring_set_flags(&port->cq, NICOFF_RING_ERROR, 0);
+	/* Tell it in-band too, unless that would overwrite a completion. */
+	if (cq_used < port->cq.entries) {
+		cqe = nicoff_ring_slot(&port->cq, port->cq.priv);
+		memset(cqe, 0, sizeof(*cqe));
+		cqe->status = -EPROTO;
+		cqe->opcode = NICOFF_OP_PORT_ERROR;
+		/* The entry is written before the process can see it. */
+		smp_store_release(&port->cq.hdr->producer, ++port->cq.priv);
+	}
+	wake_up_interruptible_poll(&port->wq, EPOLLERR);
+}
+
+/* Copy a descriptor out of shared memory once, word by word. */
+static void nicoff_cmd_fetch(struct nicoff_cmd *dst, const struct nicoff_cmd *src)
+{
+	const u64 *s = (const u64 *)src;
+	u64 *d = (u64 *)dst;
+	unsigned int i;
+
+	BUILD_BUG_ON(sizeof(*dst) != 64);
+	for (i = 0; i < sizeof(*dst) / sizeof(u64); i++)
+		d[i] = READ_ONCE(s[i]);
+}
+
+static s32 nicoff_exec_copy(struct nicoff_port *port, const struct nicoff_op_copy *op,
+			    u64 *result)
+{
+	struct nicoff_mr *src, *dst;
+	int ret;
+
+	if (op->reserved[0] || op->reserved[1])
+		return -EINVAL;
+	src = nicoff_mr_lookup(port, op->src_mr);
+	dst = nicoff_mr_lookup(port, op->dst_mr);
+	if (!src || !dst)
+		return -ENOENT;
+	ret = nicoff_mr_check(src, op->src_off, op->len, 0);
+	if (!ret)
+		ret = nicoff_mr_check(dst, op->dst_off, op->len, NICOFF_ACCESS_LOCAL_WRITE);
+	if (ret)
+		return ret;
+	nicoff_mr_copy(dst, op->dst_off, src, op->src_off, op->len);
+	*result = op->len;
+	return 0;
+}
+
+static s32 nicoff_exec(struct nicoff_port *port, const struct nicoff_cmd *cmd, u64 *result)
+{
+	if (cmd->flags || cmd->reserved0 || cmd->reserved1)
+		return -EINVAL;
+	switch (cmd->opcode) {
+	case NICOFF_OP_NOP:
+		return 0;
+	case NICOFF_OP_COPY:
+		return nicoff_exec_copy(port, &cmd->copy, result);
+	default:
+		return -EOPNOTSUPP;
+	}
+}
+
+/*
+ * Serve up to @budget commands.  A command is taken only when the
+ * completion ring has room for its completion, so a full completion ring
+ * holds commands back instead of losing completions.
+ */
+unsigned int nicoff_port_service(struct nicoff_port *port, unsigned int budget)
+{
+	struct nicoff_kring *cmd = &port->cmd, *cq = &port->cq;
+	u32 avail, cq_used, n, i;
+
+	if (port->error)
+		return 0;
+	/* Acquire: the descriptors are read only after the tail that covers them. */
+	avail = smp_load_acquire(&cmd->hdr->producer) - cmd->priv;
+	if (!avail)
+		return 0;
+	/* Acquire: the process is done reading the entries it handed back. */
+	cq_used = cq->priv - smp_load_acquire(&cq->hdr->consumer);
+	if (avail > cmd->entries || cq_used > cq->entries) {
+		nicoff_port_fail(port, cq_used);
+		return 1;
+	}
+	n = min3(avail, cq->entries - cq_used, budget);
+	if (!n) {
+		port->cq_full++;
+		return 0;
+	}
+	for (i = 0; i < n; i++) {
+		struct nicoff_cmd c;
+		struct nicoff_cqe *cqe;
+		u64 result = 0;
+		s32 status;
+
+		nicoff_cmd_fetch(&c, nicoff_ring_slot(cmd, cmd->priv++));
+		status = nicoff_exec(port, &c, &result);
+		if (status)
+			port->bad_cmds++;
+		cqe = nicoff_ring_slot(cq, cq->priv++);
+		cqe->tag = c.tag;
+		cqe->status = status;
+		cqe->opcode = c.opcode;
+		cqe->flags = 0;
+		cqe->reserved0 = 0;
+		cqe->result = result;
+		cqe->reserved1 = 0;
+	}
+	/* Release: the slots are read before the process may reuse them. */
+	smp_store_release(&cmd->hdr->consumer, cmd->priv);
+	/* Release: the completions are written before the process sees them. */
+	smp_store_release(&cq->hdr->producer, cq->priv);
+	port->cmds += n;
+	port->cqes += n;
+	nicoff_port_wake(port);
+	return n;
+}
+
+/* Would a pass do something?  Used before the engine sleeps. */
+bool nicoff_port_has_work(struct nicoff_port *port)
+{
+	u32 avail, cq_used;
+
+	if (port->error)
+		return false;
+	avail = READ_ONCE(port->cmd.hdr->producer) - port->cmd.priv;
+	if (!avail)
+		return false;
+	cq_used = port->cq.priv - READ_ONCE(port->cq.hdr->consumer);
+	/* Garbage counts as work: the next pass puts the port in error. */
+	if (avail > port->cmd.entries || cq_used > port->cq.entries)
+		return true;
+	return cq_used < port->cq.entries;
+}
+
+bool nicoff_port_cq_ready(struct nicoff_port *port)
+{
+	return READ_ONCE(port->cq.hdr->consumer) != READ_ONCE(port->cq.hdr->producer);
+}

@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * A port: one open file of /dev/nicoffN after NICOFF_IOC_PORT_OPEN, with its
+ * command and completion rings and its registered memory.
+ */
+#ifndef NICOFF_PORT_H
+#define NICOFF_PORT_H
+
+#include <linux/types.h>
+#include <linux/list.h>
+#include <linux/mutex.h>
+#include <linux/wait.h>
+#include <linux/xarray.h>
+#include <linux/atomic.h>
+
+#include "ring.h"
+
+struct nicoff_card;
+struct mm_struct;
+
+struct nicoff_port {
+	struct nicoff_card *card;
+	u32 num;
+	struct list_head node;		/* card->ports, under card->lock */
+	struct nicoff_kring cmd;
+	struct nicoff_kring cq;
+	struct xarray mrs;		/* handle -> struct nicoff_mr */
+	atomic_t nr_mrs;
+	struct mm_struct *mm;		/* the process that opened the port */
+	wait_queue_head_t wq;		/* poll() waiters */
+	bool error;			/* written by the engine only */
+	/* Counters written by the engine only, read with READ_ONCE(). */
+	u64 cmds;
+	u64 cqes;
+	u64 bad_cmds;
+	u64 cq_full;
+	atomic64_t kicks;
+};
+
+/* What an open file of /dev/nicoffN holds. */
+struct nicoff_file {
+	struct nicoff_card *card;
+	struct mutex lock;		/* serialises PORT_OPEN */
+	struct nicoff_port *port;	/* set once, read with smp_load_acquire */
+};
+
+struct nicoff_port_open;
+struct nicoff_port_stats;
+
+int nicoff_port_open(struct nicoff_card *card, struct nicoff_port_open *req,
+		     struct nicoff_port **out);
+void nicoff_port_close(struct nicoff_port *port);
+void nicoff_port_stats(struct nicoff_port *port, struct nicoff_port_stats *st);
+unsigned int nicoff_port_service(struct nicoff_port *port, unsigned int budget);
+bool nicoff_port_has_work(struct nicoff_port *port);
+bool nicoff_port_cq_ready(struct nicoff_port *port);
+
+#endif

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# `make check`: style gates, user-space unit tests (cmocka), then the
+# kselftests in the VM.  Ends with one line "N passed, N failed, N skipped"
+# summed over every test run, and exits non-zero if anything failed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${BUILD:-$PWD/build}
+log_dir=$BUILD/check
+rm -rf "$log_dir"
+mkdir -p "$log_dir"
+passed=0 failed=0 skipped=0
+
+# cmocka: "[  PASSED  ] N test(s)." / "[  FAILED  ] N test(s)"
+count_cmocka() {
+	local p f
+	p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$1" | awk '{s+=$1} END {print s+0}')
+	f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' "$1" | awk '{s+=$1} END {print s+0}')
+	passed=$((passed + p)); failed=$((failed + f))
+	echo "$p $f"
+}
+
+# kselftest harness: "# Totals: pass:N fail:N xfail:N xpass:N skip:N error:N"
+count_ksft() {
+	local t p=0 f=0 s=0
+	t=$(grep -ao '# Totals: pass:[0-9]* fail:[0-9]* xfail:[0-9]* xpass:[0-9]* skip:[0-9]* error:[0-9]*' "$1" |
+		awk -F'[: ]+' '{p+=$4; f+=$6+$12; x+=$8+$10; s+=$14} END {print p+x, f, s}')
+	read -r p f s <<<"$t"
+	passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
+	echo "$p $f $s"
+}
+
+echo "== style"
+if tools/style.sh; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+
+echo "== unit tests (user space)"
+for t in ${UNIT_TESTS:-}; do
+	name=$(basename "$t")
+	if "$t" > "$log_dir/$name.log" 2>&1; then rc=0; else rc=$?; fi
+	read -r p f <<<"$(count_cmocka "$log_dir/$name.log")"
+	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+		# crashed or failed without a cmocka summary: one failure
+		failed=$((failed + 1)); f=1
+	fi
+	if [ "$f" -ne 0 ]; then
+		cat "$log_dir/$name.log"
+		echo "not ok - $name ($p passed, $f failed)"
+	else
+		echo "ok - $name ($p passed)"
+	fi
+done
+
+echo "== kselftests (VM)"
+vm_log=$log_dir/selftests-vm.log
+if selftests/run-in-vm.sh > "$vm_log" 2>&1; then vm_rc=0; else vm_rc=$?; fi
+# Show the TAP output of the tests, not the boot chatter.
+grep -aE '^(TAP version|1\.\.|ok |not ok |#|=== vm:|NICOFF-VM)' "$vm_log" | grep -av '^# *$' || true
+read -r p f s <<<"$(count_ksft "$vm_log")"
+if [ "$vm_rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+	# The VM run failed beyond any single test (WARN, oops, rmmod, timeout).
+	tail -n 80 "$vm_log"
+	echo "not ok - VM run failed (see $vm_log)"
+	failed=$((failed + 1))
+fi
+
+echo
+echo "$passed passed, $failed failed, $skipped skipped"
+[ "$failed" -eq 0 ]

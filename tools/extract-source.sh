@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Take what the build needs from Debian's linux-source-6.1 tarball into a
+# git-ignored cache: the kselftest harness headers and checkpatch.pl with its
+# data files.  Nothing of it is ever copied into the repository.
+set -euo pipefail
+tarball=${1:?usage: extract-source.sh LINUX_SOURCE_TAR CACHE_DIR}
+cache=${2:?usage: extract-source.sh LINUX_SOURCE_TAR CACHE_DIR}
+mkdir -p "$cache"
+tmp=$(mktemp -d "$cache/extract.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+# One pass over the tarball; strip its top directory, whatever its name.
+tar -xJf "$tarball" -C "$tmp" --strip-components=1 --wildcards \
+	'*/tools/testing/selftests/kselftest_harness.h' \
+	'*/tools/testing/selftests/kselftest.h' \
+	'*/scripts/checkpatch.pl' \
+	'*/scripts/spelling.txt' \
+	'*/scripts/const_structs.checkpatch'
+top=.
+mkdir -p "$cache/kselftest" "$cache/checkpatch"
+cp "$tmp/$top/tools/testing/selftests/kselftest_harness.h" \
+   "$tmp/$top/tools/testing/selftests/kselftest.h" "$cache/kselftest/"
+cp "$tmp/$top/scripts/checkpatch.pl" "$tmp/$top/scripts/spelling.txt" \
+   "$tmp/$top/scripts/const_structs.checkpatch" "$cache/checkpatch/"
+chmod +x "$cache/checkpatch/checkpatch.pl"
