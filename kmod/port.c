@@ -177,6 +177,7 @@ static void nicoff_cmd_fetch(struct nicoff_cmd *dst, const struct nicoff_cmd *sr
 	unsigned int i;
 
 	BUILD_BUG_ON(sizeof(*dst) != 64);
+	BUILD_BUG_ON(sizeof(struct nicoff_cqe) != 64);
 	for (i = 0; i < sizeof(*dst) / sizeof(u64); i++)
 		d[i] = READ_ONCE(s[i]);
 }
@@ -209,7 +210,7 @@ static s32 nicoff_exec(struct nicoff_port *port, const struct nicoff_cmd *cmd, u
 		return -EINVAL;
 	switch (cmd->opcode) {
 	case NICOFF_OP_NOP:
-		return 0;
+		return memchr_inv(cmd->raw, 0, sizeof(cmd->raw)) ? -EINVAL : 0;
 	case NICOFF_OP_COPY:
 		return nicoff_exec_copy(port, &cmd->copy, result);
 	default:
@@ -255,13 +256,11 @@ unsigned int nicoff_port_service(struct nicoff_port *port, unsigned int budget)
 		if (status)
 			port->bad_cmds++;
 		cqe = nicoff_ring_slot(cq, cq->priv++);
+		memset(cqe, 0, sizeof(*cqe));
 		cqe->tag = c.tag;
 		cqe->status = status;
 		cqe->opcode = c.opcode;
-		cqe->flags = 0;
-		cqe->reserved0 = 0;
 		cqe->result = result;
-		cqe->reserved1 = 0;
 	}
 	/* Release: the slots are read before the process may reuse them. */
 	smp_store_release(&cmd->hdr->consumer, cmd->priv);

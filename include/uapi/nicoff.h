@@ -19,6 +19,8 @@
 
 /* One port per open file: "any free port" asks the card to choose. */
 #define NICOFF_PORT_ANY		0xffffffffu
+/* Wildcard source card or port of a receive. */
+#define NICOFF_ANY		0xffffffffu
 
 /* Memory region access rights (struct nicoff_reg_mr.access). */
 #define NICOFF_ACCESS_LOCAL_WRITE	(1u << 0)
@@ -60,6 +62,10 @@ struct nicoff_ring_hdr {
 enum nicoff_opcode {
 	NICOFF_OP_NOP = 0,
 	NICOFF_OP_COPY = 1,
+	NICOFF_OP_SEND = 2,
+	NICOFF_OP_RECV = 3,
+	NICOFF_OP_PUT = 4,
+	NICOFF_OP_GET = 5,
 	NICOFF_OP_MAX,			/* first invalid opcode */
 	/* Completion-only opcode: the port entered the error state. */
 	NICOFF_OP_PORT_ERROR = 0xff,
@@ -75,6 +81,56 @@ struct nicoff_op_copy {
 	__u64 reserved[2];
 };
 
+/*
+ * NICOFF_OP_SEND: send @len bytes of region @mr at @off as one message to
+ * (dst_card, dst_port), labelled @msg_tag.  Completes once every byte is
+ * acknowledged by the destination card.
+ */
+struct nicoff_op_send {
+	__u32 dst_card;
+	__u32 dst_port;
+	__u32 mr;
+	__u32 reserved0;
+	__u64 off;
+	__u64 len;
+	__u64 msg_tag;
+	__u64 reserved1;
+};
+
+/*
+ * NICOFF_OP_RECV: post a receive buffer (GM's receive token).  It takes the
+ * first message from (src_card, src_port) -- NICOFF_ANY matches any --
+ * whose tag satisfies (msg_tag ^ tag) & tag_mask == 0.  Completes with the
+ * message length, its source and its tag.
+ */
+struct nicoff_op_recv {
+	__u32 mr;
+	__u32 src_card;
+	__u32 src_port;
+	__u32 reserved0;
+	__u64 off;
+	__u64 len;
+	__u64 tag;
+	__u64 tag_mask;
+};
+
+/*
+ * NICOFF_OP_PUT / NICOFF_OP_GET: write @len bytes of local region @mr at
+ * @off into, or read them from, the peer's region named by @rkey at
+ * @remote_off.  The peer's region needs REMOTE_WRITE or REMOTE_READ; the
+ * local one needs LOCAL_WRITE for a get.
+ */
+struct nicoff_op_rdma {
+	__u32 dst_card;
+	__u32 dst_port;
+	__u32 rkey;
+	__u32 mr;
+	__u64 remote_off;
+	__u64 off;
+	__u64 len;
+	__u64 reserved;
+};
+
 /* A command: 64 bytes, written by the process into the command ring. */
 struct nicoff_cmd {
 	__u8  opcode;
@@ -84,19 +140,25 @@ struct nicoff_cmd {
 	__u64 tag;		/* returned untouched in the completion */
 	union {
 		struct nicoff_op_copy copy;
+		struct nicoff_op_send send;
+		struct nicoff_op_recv recv;
+		struct nicoff_op_rdma rdma;
 		__u64 raw[6];
 	};
 };
 
-/* A completion: 32 bytes, written by the card into the completion ring. */
+/* A completion: 64 bytes, written by the card into the completion ring. */
 struct nicoff_cqe {
 	__u64 tag;
 	__s32 status;		/* 0 or a negative errno */
 	__u8  opcode;
 	__u8  flags;
 	__u16 reserved0;
-	__u64 result;		/* bytes copied, old value, ... */
-	__u64 reserved1;
+	__u64 result;		/* bytes copied or received, old value, ... */
+	__u32 src_card;		/* RECV: where the message came from */
+	__u32 src_port;
+	__u64 msg_tag;		/* RECV: the message's tag */
+	__u64 reserved1[3];
 };
 
 /* NICOFF_IOC_QUERY: what the card and the module offer. */

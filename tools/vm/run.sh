@@ -1,0 +1,475 @@
+#!/usr/bin/env bash
+# tools/vm/run.sh - boot a throwaway QEMU VM (TCG only) with a busybox
+# initramfs, optionally insmod a kernel module, run commands in the guest and
+# report PASS/FAIL.  See tools/vm/README.md.
+#
+# Result channel: the guest writes one "NICOFF-VM-RESULT: ..." line (and any
+# collected files, base64 between markers) to its second serial port, which
+# QEMU writes to a file on the host.  The console (first serial port) goes to a
+# log file that is also scanned here, because a panic or a hang never reaches
+# the guest's own checks.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+prog=${0##*/}
+
+# Kernel log lines that make a run fail (extended regex, shared with the
+# guest through its config file).
+FAIL_REGEX='WARNING:|BUG:|Oops|Call Trace|lockup|hung_task|blocked for more than|general protection|kernel BUG|UBSAN|refcount_t|Kernel panic'
+# Expected lines that are never failures (loading an unsigned out-of-tree
+# module taints the kernel).
+IGNORE_REGEX='module verification failed: signature and/or required key missing - tainting kernel|loading out-of-tree module taints kernel'
+RESULT_TAG='NICOFF-VM-RESULT:'
+
+usage() {
+	cat <<EOF
+Usage: $prog [options]
+
+  --kernel PATH        guest kernel (default: newest /boot/vmlinuz-*-cloud-amd64)
+  --module PATH        kernel module (.ko) to insmod in the guest (optional)
+  --params "k=v ..."   module parameters for insmod
+  --bin PATH           host executable to copy to /bin in the guest, with the
+                       shared libraries ldd finds for it (repeatable)
+  --lib-path DIR       extra LD_LIBRARY_PATH entry for ldd and in the guest;
+                       the shared objects in DIR are copied too (repeatable)
+  --file HOST:GUEST    copy a file (or directory) into the guest (repeatable)
+  --cmd "COMMAND"      shell command run in the guest in /tmp; must exit 0
+                       (repeatable, run in order)
+  --keep-going         run all commands even after one fails (still fails)
+  --collect GUEST:HOST bring a guest file back to the host after the commands;
+                       a relative GUEST path is relative to /tmp (repeatable)
+  --timeout SECS       kill QEMU and fail after SECS seconds (default 300)
+  --shell              interactive: boot, load the module, run the commands,
+                       then a busybox shell on the console; no result checks
+                       (exit with 'poweroff' or Ctrl-A x)
+  --memory MB          guest memory (default 1024)
+  --smp N              guest CPUs (default 2)
+  --log FILE           keep the full console log in FILE
+  --quiet              do not stream the console (the log is printed on failure)
+  -h, --help           this text
+
+Exit status: 0 PASS, 1 FAIL, 2 usage or setup error.
+EOF
+}
+
+die() {
+	echo "$prog: $*" >&2
+	exit 2
+}
+
+is_uint() { [[ $1 =~ ^[0-9]+$ ]]; }
+
+# Seconds between two $EPOCHREALTIME values, one decimal.
+elapsed() {
+	local a=${1/[.,]/} b=${2/[.,]/} d
+	d=$(((10#$b - 10#$a) / 100000))
+	printf '%d.%d' $((d / 10)) $((d % 10))
+}
+
+# Quote a string for a POSIX shell (single quotes).
+sq() {
+	local s=${1//\'/\'\\\'\'}
+	printf "'%s'" "$s"
+}
+
+kernel=""
+module=""
+params=""
+bins=()
+lib_paths=()
+files=()
+cmds=()
+collects=()
+keep_going=0
+timeout_secs=300
+shell_mode=0
+memory=1024
+smp=2
+log=""
+quiet=0
+
+while (($#)); do
+	opt=$1
+	val=""
+	has_val=0
+	if [[ $opt == --*=* ]]; then
+		val=${opt#*=}
+		opt=${opt%%=*}
+		has_val=1
+	fi
+	case $opt in
+	--kernel | --module | --params | --bin | --lib-path | --file | --cmd | --collect | \
+		--timeout | --memory | --smp | --log)
+		if ((!has_val)); then
+			(($# >= 2)) || die "$opt needs a value"
+			val=$2
+			shift
+		fi
+		;;
+	--keep-going | --shell | --quiet | -h | --help)
+		((!has_val)) || die "$opt takes no value"
+		;;
+	*) die "unknown option: $opt (see --help)" ;;
+	esac
+	shift
+	case $opt in
+	--kernel) kernel=$val ;;
+	--module) module=$val ;;
+	--params) params=$val ;;
+	--bin) bins+=("$val") ;;
+	--lib-path) lib_paths+=("$val") ;;
+	--file) files+=("$val") ;;
+	--cmd) cmds+=("$val") ;;
+	--collect) collects+=("$val") ;;
+	--timeout) timeout_secs=$val ;;
+	--memory) memory=$val ;;
+	--smp) smp=$val ;;
+	--log) log=$val ;;
+	--keep-going) keep_going=1 ;;
+	--shell) shell_mode=1 ;;
+	--quiet) quiet=1 ;;
+	-h | --help)
+		usage
+		exit 0
+		;;
+	esac
+done
+
+if ! is_uint "$timeout_secs" || ((timeout_secs == 0)); then
+	die "--timeout: not a positive integer: $timeout_secs"
+fi
+if ! is_uint "$memory" || ((memory < 128)); then
+	die "--memory: need an integer >= 128: $memory"
+fi
+if ! is_uint "$smp" || ((smp == 0)); then
+	die "--smp: not a positive integer: $smp"
+fi
+
+qemu_bin="qemu-system-x86_64"
+command -v "$qemu_bin" >/dev/null || die "$qemu_bin not found (apt-get install qemu-system-x86)"
+for tool in cpio gzip ldd base64 sha256sum timeout tail; do
+	command -v "$tool" >/dev/null || die "$tool not found"
+done
+busybox=${BUSYBOX:-/bin/busybox}
+[[ -x $busybox ]] || die "$busybox not found (apt-get install busybox-static)"
+
+if [[ -z $kernel ]]; then
+	# Newest cloud kernel by version order.
+	# shellcheck disable=SC2012
+	kernel=$(ls -v /boot/vmlinuz-*-cloud-amd64 2>/dev/null | tail -n 1) || true
+	[[ -n $kernel ]] || die "no /boot/vmlinuz-*-cloud-amd64 (apt-get install linux-image-cloud-amd64) and no --kernel"
+fi
+[[ -f $kernel && -r $kernel ]] || die "kernel not readable: $kernel"
+
+if [[ -n $params && -z $module ]]; then
+	die "--params needs --module"
+fi
+mod_name=""
+if [[ -n $module ]]; then
+	[[ -f $module && -r $module ]] || die "module not readable: $module"
+	if command -v modinfo >/dev/null; then
+		mod_name=$(modinfo -F name "$module" 2>/dev/null || true)
+	fi
+	if [[ -z $mod_name ]]; then
+		mod_name=${module##*/}
+		mod_name=${mod_name%.ko}
+		mod_name=${mod_name//-/_}
+	fi
+fi
+
+start_time=$EPOCHREALTIME
+work=$(mktemp -d "${TMPDIR:-/tmp}/nicoff-vm.XXXXXX")
+qemu_pid=""
+tail_pid=""
+# shellcheck disable=SC2317 # called by the EXIT trap
+cleanup() {
+	if [[ -n $qemu_pid ]]; then kill "$qemu_pid" 2>/dev/null || true; fi
+	if [[ -n $tail_pid ]]; then kill "$tail_pid" 2>/dev/null || true; fi
+	rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'echo "$prog: interrupted" >&2; exit 130' INT TERM HUP
+
+root=$work/root
+mkdir -p "$root"/{bin,sbin,usr/bin,usr/sbin,proc,sys,dev,tmp,run,root,etc,vm/cmds}
+
+# --- initramfs contents ------------------------------------------------------
+
+# Absolute --lib-path directories: ldd reports libraries by the path they
+# were found at, and the guest gets them at that same path.
+for i in "${!lib_paths[@]}"; do
+	[[ -d ${lib_paths[$i]} ]] || die "--lib-path: not a directory: ${lib_paths[$i]}"
+	lib_paths[i]=$(cd "${lib_paths[$i]}" && pwd -P)
+done
+
+declare -A copied=()
+guest_ld_dirs=("${lib_paths[@]}")
+declare -A guest_ld_seen=()
+for d in "${lib_paths[@]}"; do guest_ld_seen[$d]=1; done
+
+# Copy a host file to the same absolute path in the guest (contents of
+# symlinks are copied, so the guest gets regular files).
+copy_same_path() {
+	local src=$1
+	[[ -n ${copied[$src]:-} ]] && return 0
+	copied[$src]=1
+	mkdir -p "$root${src%/*}"
+	cp -L "$src" "$root$src"
+}
+
+ld_library_path() {
+	local IFS=:
+	local p="${lib_paths[*]}"
+	if [[ -n ${LD_LIBRARY_PATH:-} ]]; then
+		p=${p:+$p:}$LD_LIBRARY_PATH
+	fi
+	printf '%s' "$p"
+}
+
+# Copy every shared library (and the dynamic loader) that ldd reports for an
+# executable or shared object.
+copy_deps() {
+	local exe=$1 out line lib
+	out=$(LD_LIBRARY_PATH=$(ld_library_path) ldd "$exe" 2>&1) || true
+	while IFS= read -r line; do
+		line=${line#"${line%%[![:space:]]*}"}
+		case $line in
+		*"=> not found"*) die "$exe: shared library not found: ${line%% *} (add --lib-path?)" ;;
+		*"=> "*) lib=${line#*=> } ;;
+		/*) lib=$line ;;
+		*) continue ;;
+		esac
+		lib=${lib% (0x*}
+		[[ -n $lib ]] || continue
+		[[ -e $lib ]] || die "$exe: ldd reported a missing file: $lib"
+		if [[ $lib != /* ]]; then
+			lib=$(cd "${lib%/*}" && pwd -P)/${lib##*/}
+		fi
+		copy_same_path "$lib"
+		# The library's directory goes on the guest's LD_LIBRARY_PATH
+		# too, in case the host found it through LD_LIBRARY_PATH.
+		if [[ -z ${guest_ld_seen[${lib%/*}]:-} ]]; then
+			guest_ld_seen[${lib%/*}]=1
+			guest_ld_dirs+=("${lib%/*}")
+		fi
+	done <<<"$out"
+}
+
+cp "$busybox" "$root/bin/busybox"
+copy_deps "$busybox" # nothing for busybox-static
+ln -s busybox "$root/bin/sh"
+cp "$here/init" "$root/init"
+chmod 755 "$root/init"
+
+for b in "${bins[@]}"; do
+	[[ -f $b && -x $b ]] || die "--bin: not an executable file: $b"
+	dst=$root/bin/${b##*/}
+	rm -f "$dst"
+	cp -L "$b" "$dst"
+	copy_deps "$b"
+done
+
+for d in "${lib_paths[@]}"; do
+	# Shared objects of the project library that nothing above needed
+	# directly (e.g. loaded with dlopen), with their own dependencies.
+	for so in "$d"/*.so "$d"/*.so.*; do
+		[[ -f $so ]] || continue
+		copy_same_path "$so"
+		copy_deps "$so"
+	done
+done
+
+for spec in "${files[@]}"; do
+	[[ $spec == *:* ]] || die "--file: expected HOST:GUEST: $spec"
+	src=${spec%:*}
+	dst=${spec##*:}
+	[[ -e $src ]] || die "--file: no such file: $src"
+	[[ $dst == /* ]] || die "--file: guest path must be absolute: $spec"
+	[[ $dst == */ ]] && dst=$dst${src##*/}
+	mkdir -p "$root${dst%/*}"
+	rm -rf "$root$dst"
+	cp -RL --preserve=mode,timestamps "$src" "$root$dst"
+done
+
+mod_guest=""
+if [[ -n $module ]]; then
+	mod_guest=/${module##*/}
+	cp "$module" "$root$mod_guest"
+fi
+
+i=0
+for c in "${cmds[@]}"; do
+	i=$((i + 1))
+	printf '%s\n' "$c" >"$root/vm/cmds/$(printf '%04d' "$i")"
+done
+
+: >"$root/vm/collect"
+for spec in "${collects[@]}"; do
+	[[ $spec == ?*:?* ]] || die "--collect: expected GUEST:HOST: $spec"
+	printf '%s\n' "${spec%%:*}" >>"$root/vm/collect"
+done
+
+guest_ld_path=$(
+	IFS=:
+	printf '%s' "${guest_ld_dirs[*]}"
+)
+{
+	echo "# generated by $prog"
+	echo "module_file=$(sq "$mod_guest")"
+	echo "module_name=$(sq "$mod_name")"
+	echo "module_params=$(sq "$params")"
+	echo "keep_going=$keep_going"
+	echo "shell_mode=$shell_mode"
+	echo "guest_ld_path=$(sq "$guest_ld_path")"
+	echo "fail_regex=$(sq "$FAIL_REGEX")"
+	echo "ignore_regex=$(sq "$IGNORE_REGEX")"
+} >"$root/vm/config"
+
+initrd=$work/initramfs.cpio.gz
+(cd "$root" && find . -mindepth 1 -print0 | LC_ALL=C sort -z |
+	cpio --null --create --format=newc --owner=0:0 --quiet) | gzip -1 >"$initrd"
+build_time=$EPOCHREALTIME
+
+# --- run QEMU ----------------------------------------------------------------
+
+log_kept=$log
+if [[ -z $log ]]; then
+	log=$work/console.log
+fi
+: >"$log"
+result=$work/result.txt
+: >"$result"
+qemu_err=$work/qemu.stderr
+# QEMU option values: a comma is written twice.
+qlog=${log//,/,,}
+qresult=${result//,/,,}
+
+qemu=("$qemu_bin"
+	-accel "tcg,thread=multi" -cpu max -smp "$smp" -m "$memory"
+	-nodefaults -display none -no-reboot
+	-kernel "$kernel" -initrd "$initrd"
+	-append "console=ttyS0 panic=-1 loglevel=5")
+
+if ((shell_mode)); then
+	"${qemu[@]}" \
+		-chardev "stdio,id=con0,mux=on,signal=off,logfile=$qlog,logappend=on" \
+		-serial chardev:con0 -mon chardev=con0,mode=readline \
+		-chardev "file,id=res0,path=$qresult" -serial chardev:res0 || exit $?
+	exit 0
+fi
+
+printf '=== vm: kernel %s, initramfs %s KiB built in %s s\n' "$kernel" \
+	"$(($(stat -c %s "$initrd") / 1024))" "$(elapsed "$start_time" "$build_time")"
+
+timeout --kill-after=5 "$timeout_secs" "${qemu[@]}" \
+	-chardev "file,id=con0,path=$qlog,append=on" -serial chardev:con0 \
+	-chardev "file,id=res0,path=$qresult" -serial chardev:res0 \
+	</dev/null 2>"$qemu_err" &
+qemu_pid=$!
+if ((!quiet)); then
+	tail -n +1 -s 0.1 -f --pid="$qemu_pid" "$log" &
+	tail_pid=$!
+fi
+qemu_rc=0
+wait "$qemu_pid" || qemu_rc=$?
+qemu_pid=""
+if [[ -n $tail_pid ]]; then
+	wait "$tail_pid" || true
+	tail_pid=""
+fi
+end_time=$EPOCHREALTIME
+
+# --- verdict -----------------------------------------------------------------
+
+reasons=()
+if ((qemu_rc == 124 || qemu_rc == 137)); then
+	reasons+=("timeout after ${timeout_secs} s")
+elif ((qemu_rc != 0)); then
+	reasons+=("qemu exited with status $qemu_rc")
+fi
+
+tr -d '\r' <"$result" >"$result.clean"
+nres=$(grep -c "^$RESULT_TAG " "$result.clean" || true)
+res_line=$(grep -m 1 "^$RESULT_TAG " "$result.clean" || true)
+if ((nres == 0)); then
+	if ! grep -q '^=== vm: init started' "$log"; then
+		reasons+=("no result: the guest never reached /init")
+	else
+		reasons+=("no result line from the guest (panic, hang or crash?)")
+	fi
+elif ((nres > 1)); then
+	reasons+=("$nres result lines from the guest")
+elif [[ $res_line != "$RESULT_TAG PASS" ]]; then
+	reasons+=("guest: ${res_line#"$RESULT_TAG "}")
+fi
+
+# (The guest's echo of each command is not scanned: a command may mention a
+# pattern, e.g. "dmesg | grep WARNING:".)
+hits=$(grep -a -v -E "$IGNORE_REGEX|^=== vm: running: " "$log" | grep -a -E -m 3 "$FAIL_REGEX" || true)
+if [[ -n $hits ]]; then
+	reasons+=("console log matches a failure pattern: $(head -n 1 <<<"$hits" | tr -d '\r')")
+fi
+
+# Collected files: "NICOFF-VM-FILE-BEGIN <i> <sha256> <size> gzip", the file
+# compressed with gzip and encoded with base64,
+# "NICOFF-VM-FILE-END <i>", or "NICOFF-VM-FILE-MISSING <i>".
+for i in "${!collects[@]}"; do
+	spec=${collects[$i]}
+	gpath=${spec%%:*}
+	hpath=${spec#*:}
+	if grep -qx "NICOFF-VM-FILE-MISSING $i" "$result.clean"; then
+		reasons+=("collect: $gpath missing in the guest")
+		continue
+	fi
+	header=$(grep -m 1 "^NICOFF-VM-FILE-BEGIN $i " "$result.clean" || true)
+	if [[ -z $header ]]; then
+		reasons+=("collect: $gpath not received")
+		continue
+	fi
+	read -r _ _ want_sum want_size _ <<<"$header"
+	awk -v b="NICOFF-VM-FILE-BEGIN $i " -v e="NICOFF-VM-FILE-END $i" '
+		$0 == e && on { ended = 1; exit }
+		on { print }
+		index($0, b) == 1 { on = 1 }
+		END { exit !ended }' "$result.clean" >"$work/collect.b64" ||
+		{
+			reasons+=("collect: $gpath truncated")
+			continue
+		}
+	if ! base64 -d <"$work/collect.b64" | gzip -dc >"$work/collect.bin"; then
+		reasons+=("collect: $gpath: corrupt transfer")
+		continue
+	fi
+	got_sum=$(sha256sum <"$work/collect.bin")
+	got_sum=${got_sum%% *}
+	if [[ $got_sum != "$want_sum" ]]; then
+		reasons+=("collect: $gpath: checksum mismatch ($(stat -c %s "$work/collect.bin") of $want_size bytes)")
+		continue
+	fi
+	if [[ $hpath == */* ]]; then mkdir -p "${hpath%/*}"; fi
+	cp "$work/collect.bin" "$hpath"
+	echo "=== vm: collected $gpath -> $hpath ($want_size bytes)"
+done
+
+total=$(elapsed "$start_time" "$end_time")
+if ((${#reasons[@]} == 0)); then
+	echo "=== vm: PASS (${total} s)"
+	exit 0
+fi
+
+{
+	if ((quiet)); then
+		echo "=== vm: full console log${log_kept:+ ($log)}:"
+		cat "$log"
+	else
+		echo "=== vm: last 200 lines of the console log${log_kept:+ ($log)}:"
+		tail -n 200 "$log"
+	fi
+	if [[ -s $qemu_err ]]; then
+		echo "=== vm: qemu stderr:"
+		cat "$qemu_err"
+	fi
+	echo "=== vm: FAIL (${total} s):"
+	printf '  %s\n' "${reasons[@]}"
+} >&2
+exit 1
