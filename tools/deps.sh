@@ -15,8 +15,8 @@ pkgs=(
 	build-essential g++ make pkg-config kmod clang-format
 	# libraries
 	libnl-3-dev libnl-genl-3-dev liburcu-dev libcmocka-dev
-	# plots
-	gnuplot-nox
+	# plots and result tables
+	gnuplot-nox python3
 )
 
 missing=()

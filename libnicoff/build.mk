@@ -1,0 +1,136 @@
+# libnicoff/build.mk - the user library, its tools and its unit tests.
+#
+# Included by the top-level Makefile, which defines TOP, BUILD, CC, CXX, AR,
+# CFLAGS_USER and CXXFLAGS_USER.  Every name defined here starts with
+# LIBNICOFF_ or NICOFF_, except the shared lists this file appends to:
+# USER_TARGETS, TOOL_BINS, VM_BINS and UNIT_TESTS.
+#
+# Other parts of the tree that build against the library use
+#   $(LIBNICOFF_CPPFLAGS)   include path for <nicoff/nicoff.h(pp)>
+#   $(LIBNICOFF_ABI_H)      order-only prerequisite of their objects
+#   $(LIBNICOFF_LDLIBS)     link against build/lib/libnicoff.so
+#   $(LIBNICOFF_LINKS)      prerequisite of their link step
+
+NICOFF_VERSION := 0.1.0
+LIBNICOFF_SONAME := libnicoff.so.0
+LIBNICOFF_SONAME_FULL := libnicoff.so.$(NICOFF_VERSION)
+
+LIBNICOFF_DIR := $(TOP)/libnicoff
+LIBNICOFF_OBJDIR := $(BUILD)/obj/libnicoff
+LIBNICOFF_PUBLIC_HEADERS := $(LIBNICOFF_DIR)/include/nicoff/nicoff.h \
+	$(LIBNICOFF_DIR)/include/nicoff/nicoff.hpp
+
+# The public headers include <nicoff/nicoff_abi.h>, the name under which
+# `make install` installs include/uapi/nicoff.h; the build tree gets a copy
+# under that name too.
+LIBNICOFF_ABI_H := $(BUILD)/include/nicoff/nicoff_abi.h
+LIBNICOFF_CPPFLAGS := -I$(BUILD)/include -I$(LIBNICOFF_DIR)/include
+
+LIBNICOFF_SHARED := $(BUILD)/lib/$(LIBNICOFF_SONAME_FULL)
+LIBNICOFF_STATIC := $(BUILD)/lib/libnicoff.a
+LIBNICOFF_LINKS := $(BUILD)/lib/$(LIBNICOFF_SONAME) $(BUILD)/lib/libnicoff.so
+LIBNICOFF_LDLIBS := -L$(BUILD)/lib -lnicoff -pthread
+# What the static library needs besides itself (RegionMap: liburcu-bp).
+LIBNICOFF_PRIVATE_LIBS := -lurcu-bp -lurcu-cds -lurcu-common -pthread
+
+LIBNICOFF_BIN_RPATH := -Wl,-rpath,'$$ORIGIN/../lib'
+LIBNICOFF_DEPFLAGS = -MMD -MP -MF $(@:.o=.d)
+
+# ---------------------------------------------------------------- library --
+LIBNICOFF_LIB_SRCS := $(addprefix $(LIBNICOFF_DIR)/src/, \
+	capi.cpp device.cpp memory_region.cpp port.cpp region_map.cpp shared_port.cpp)
+LIBNICOFF_LIB_OBJS := $(patsubst $(LIBNICOFF_DIR)/%.cpp,$(LIBNICOFF_OBJDIR)/%.o,$(LIBNICOFF_LIB_SRCS))
+
+$(LIBNICOFF_ABI_H): $(TOP)/include/uapi/nicoff.h
+	@mkdir -p $(@D)
+	cp $< $@
+
+$(LIBNICOFF_LIB_OBJS): $(LIBNICOFF_OBJDIR)/%.o: $(LIBNICOFF_DIR)/%.cpp | $(LIBNICOFF_ABI_H)
+	@mkdir -p $(@D)
+	$(CXX) $(CXXFLAGS_USER) $(LIBNICOFF_CPPFLAGS) -fvisibility=hidden \
+		-fvisibility-inlines-hidden -DNICOFF_BUILDING_LIB \
+		-DNICOFF_VERSION_STRING='"$(NICOFF_VERSION)"' $(LIBNICOFF_DEPFLAGS) -c -o $@ $<
+
+$(LIBNICOFF_SHARED): $(LIBNICOFF_LIB_OBJS)
+	@mkdir -p $(@D)
+	$(CXX) -shared -Wl,-soname,$(LIBNICOFF_SONAME) -Wl,-z,defs -Wl,--as-needed \
+		-o $@ $(LIBNICOFF_LIB_OBJS) $(LIBNICOFF_PRIVATE_LIBS)
+
+$(BUILD)/lib/$(LIBNICOFF_SONAME): $(LIBNICOFF_SHARED)
+	ln -sf $(LIBNICOFF_SONAME_FULL) $@
+
+$(BUILD)/lib/libnicoff.so: $(BUILD)/lib/$(LIBNICOFF_SONAME)
+	ln -sf $(LIBNICOFF_SONAME) $@
+
+$(LIBNICOFF_STATIC): $(LIBNICOFF_LIB_OBJS)
+	@mkdir -p $(@D)
+	rm -f $@
+	$(AR) rcs $@ $(LIBNICOFF_LIB_OBJS)
+
+# ------------------------------------------------------------------ tools --
+# Every .cpp in tools/bench/ is part of nicoff-bench: a new suite is a new
+# file there (see tools/bench/bench.hpp).
+LIBNICOFF_BENCH_SRCS := $(sort $(wildcard $(LIBNICOFF_DIR)/tools/bench/*.cpp))
+LIBNICOFF_SMOKE_SRCS := $(LIBNICOFF_DIR)/tools/smoke/smoke.cpp
+LIBNICOFF_TOOL_OBJS := \
+	$(patsubst $(LIBNICOFF_DIR)/%.cpp,$(LIBNICOFF_OBJDIR)/%.o,$(LIBNICOFF_BENCH_SRCS)) \
+	$(patsubst $(LIBNICOFF_DIR)/%.cpp,$(LIBNICOFF_OBJDIR)/%.o,$(LIBNICOFF_SMOKE_SRCS))
+
+$(LIBNICOFF_TOOL_OBJS): $(LIBNICOFF_OBJDIR)/%.o: $(LIBNICOFF_DIR)/%.cpp | $(LIBNICOFF_ABI_H)
+	@mkdir -p $(@D)
+	$(CXX) $(CXXFLAGS_USER) $(LIBNICOFF_CPPFLAGS) $(LIBNICOFF_DEPFLAGS) -c -o $@ $<
+
+$(BUILD)/bin/nicoff-bench: $(filter $(LIBNICOFF_OBJDIR)/tools/bench/%,$(LIBNICOFF_TOOL_OBJS)) \
+		$(LIBNICOFF_LINKS)
+	@mkdir -p $(@D)
+	$(CXX) -o $@ $(filter %.o,$^) $(LIBNICOFF_BIN_RPATH) $(LIBNICOFF_LDLIBS)
+
+$(BUILD)/bin/nicoff-smoke: $(filter $(LIBNICOFF_OBJDIR)/tools/smoke/%,$(LIBNICOFF_TOOL_OBJS)) \
+		$(LIBNICOFF_LINKS)
+	@mkdir -p $(@D)
+	$(CXX) -o $@ $(filter %.o,$^) $(LIBNICOFF_BIN_RPATH) $(LIBNICOFF_LDLIBS)
+
+# ------------------------------------------------------------- unit tests --
+# cmocka programs linked with the static library (they may use its
+# internal headers, e.g. src/ring.hpp); test_capi.c is strict C11.
+LIBNICOFF_UNIT_DIR := $(BUILD)/tests/unit
+LIBNICOFF_UNIT_CXX_SRCS := $(addprefix $(LIBNICOFF_DIR)/tests/unit/, \
+	test_ring.cpp test_ringpair.cpp test_regionmap.cpp test_bench.cpp)
+LIBNICOFF_UNIT_C_SRCS := $(LIBNICOFF_DIR)/tests/unit/test_capi.c
+LIBNICOFF_UNIT_CXX_OBJS := $(patsubst $(LIBNICOFF_DIR)/%.cpp,$(LIBNICOFF_OBJDIR)/%.o,$(LIBNICOFF_UNIT_CXX_SRCS))
+LIBNICOFF_UNIT_C_OBJS := $(patsubst $(LIBNICOFF_DIR)/%.c,$(LIBNICOFF_OBJDIR)/%.o,$(LIBNICOFF_UNIT_C_SRCS))
+LIBNICOFF_UNIT_BINS := $(patsubst $(LIBNICOFF_OBJDIR)/tests/unit/test_%.o,$(LIBNICOFF_UNIT_DIR)/libnicoff-%, \
+	$(LIBNICOFF_UNIT_CXX_OBJS) $(LIBNICOFF_UNIT_C_OBJS))
+
+$(LIBNICOFF_UNIT_CXX_OBJS): $(LIBNICOFF_OBJDIR)/%.o: $(LIBNICOFF_DIR)/%.cpp | $(LIBNICOFF_ABI_H)
+	@mkdir -p $(@D)
+	$(CXX) $(CXXFLAGS_USER) $(LIBNICOFF_CPPFLAGS) -I$(LIBNICOFF_DIR)/src \
+		-I$(LIBNICOFF_DIR)/tools/bench $(LIBNICOFF_DEPFLAGS) -c -o $@ $<
+
+$(LIBNICOFF_UNIT_C_OBJS): $(LIBNICOFF_OBJDIR)/%.o: $(LIBNICOFF_DIR)/%.c | $(LIBNICOFF_ABI_H)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_USER) -std=c11 -Wpedantic $(LIBNICOFF_CPPFLAGS) \
+		$(LIBNICOFF_DEPFLAGS) -c -o $@ $<
+
+$(LIBNICOFF_UNIT_BINS): $(LIBNICOFF_UNIT_DIR)/libnicoff-%: $(LIBNICOFF_OBJDIR)/tests/unit/test_%.o \
+		$(LIBNICOFF_STATIC)
+	@mkdir -p $(@D)
+	$(CXX) -o $@ $(filter %.o,$^) $(LIBNICOFF_STATIC) $(LIBNICOFF_PRIVATE_LIBS) -lcmocka
+
+# The bench framework's own test links the framework's objects.
+$(LIBNICOFF_UNIT_DIR)/libnicoff-bench: $(LIBNICOFF_OBJDIR)/tools/bench/framework.o \
+	$(LIBNICOFF_OBJDIR)/tools/bench/procstat.o
+
+# Build and run only this library's unit tests.
+.PHONY: libnicoff-unit
+libnicoff-unit: $(LIBNICOFF_UNIT_BINS)
+	@set -e; for t in $(LIBNICOFF_UNIT_BINS); do echo "== $$t"; $$t; done
+
+# ------------------------------------------------------------------ lists --
+USER_TARGETS += $(LIBNICOFF_SHARED) $(LIBNICOFF_LINKS) $(LIBNICOFF_STATIC) \
+	$(BUILD)/bin/nicoff-bench $(BUILD)/bin/nicoff-smoke
+TOOL_BINS += $(BUILD)/bin/nicoff-bench
+VM_BINS += $(BUILD)/bin/nicoff-bench $(BUILD)/bin/nicoff-smoke
+UNIT_TESTS += $(LIBNICOFF_UNIT_BINS)
+
+-include $(wildcard $(LIBNICOFF_OBJDIR)/*/*.d $(LIBNICOFF_OBJDIR)/*/*/*.d)

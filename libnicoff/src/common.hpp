@@ -1,0 +1,48 @@
+// Internal helpers of libnicoff: errors, owned file descriptors, ioctls.
+#ifndef NICOFF_SRC_COMMON_HPP
+#define NICOFF_SRC_COMMON_HPP
+
+#include <nicoff/nicoff.hpp>
+
+#include <cerrno>
+#include <string>
+#include <system_error>
+
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+namespace nicoff::detail {
+
+[[noreturn]] inline void throw_errno(int err, const std::string &what) {
+    throw std::system_error(err, std::generic_category(), what);
+}
+
+// An open file, closed when the last owner lets go.
+struct FileDesc {
+    int fd = -1;
+    explicit FileDesc(int f) noexcept : fd(f) {}
+    FileDesc(const FileDesc &) = delete;
+    FileDesc &operator=(const FileDesc &) = delete;
+    ~FileDesc() {
+        if (fd >= 0)
+            ::close(fd);
+    }
+};
+
+// ioctl() restarted on EINTR: 0 or an errno value.
+template <class Arg>
+int do_ioctl(int fd, unsigned long req, Arg arg) noexcept {
+    for (;;) {
+        if (::ioctl(fd, req, arg) == 0)
+            return 0;
+        if (errno != EINTR)
+            return errno;
+    }
+}
+
+// open() + QUERY + ABI check.  Returns the fd; throws on any failure.
+int open_device(const std::string &path, DeviceInfo &info);
+
+} // namespace nicoff::detail
+
+#endif // NICOFF_SRC_COMMON_HPP

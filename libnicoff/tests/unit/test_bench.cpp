@@ -1,0 +1,109 @@
+// nicoff-bench's framework pieces that need no card: /proc/<pid>/stat
+// parsing, statistics, option parsing, JSON records with nulls.
+#include "bench.hpp"
+#include "procstat.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+// Last: cmocka's macros (fail, ...) clash with the standard headers.
+#include "cmocka.hpp"
+
+using namespace nicoff::bench;
+
+namespace {
+
+void test_proc_stat(void **) {
+    TaskCpu t;
+    std::uint64_t flags = 0;
+    // A kernel thread: flags has PF_KTHREAD (0x00200000 = 2097152 + 64).
+    const std::string kthread = "812 (nicoff/0) S 2 0 0 0 -1 2129984 0 0 0 0 17 42 0 0 20 0 1 0";
+    assert_true(parse_proc_stat(kthread, t, flags));
+    assert_int_equal(t.pid, 812);
+    assert_string_equal(t.comm.c_str(), "nicoff/0");
+    assert_int_equal(t.ticks, 17 + 42);
+    assert_true(flags & 0x00200000);
+    // A comm with spaces and parentheses ends at the last ')'.
+    const std::string odd = "99 (a) b (c) R 1 99 99 0 -1 4194304 5 0 0 0 3 4 0 0";
+    assert_true(parse_proc_stat(odd, t, flags));
+    assert_string_equal(t.comm.c_str(), "a) b (c");
+    assert_int_equal(t.ticks, 7);
+    assert_false(flags & 0x00200000);
+    assert_false(parse_proc_stat("12 (short) S 1 2 3", t, flags));
+    assert_false(parse_proc_stat("garbage", t, flags));
+    // This process is no kernel thread: never counted, whatever its name.
+    for (const TaskCpu &k : kernel_threads_cpu(""))
+        assert_true(k.pid != 0);
+}
+
+void test_summary(void **) {
+    const Summary s = summarize({5, 1, 4, 2, 3});
+    assert_true(s.n == 5 && s.min == 1 && s.max == 5);
+    assert_true(s.median == 3 && s.mean == 3);
+    assert_true(summarize({1, 2, 3, 4}).median == 2.5);
+    std::vector<double> v;
+    for (int i = 1; i <= 1000; i++)
+        v.push_back(i);
+    assert_true(summarize(v).p99 == 990);
+    assert_true(summarize({}).n == 0);
+}
+
+void test_options(void **) {
+    std::vector<OptionSpec> specs = {{"runs", "", "10"}, {"secs", "", "1.5"}, {"name", "", "x"}};
+    Options o(specs, {{"runs", "42"}});
+    assert_int_equal(o.u64("runs"), 42);
+    assert_true(o.number("secs") == 1.5);
+    assert_string_equal(o.str("name").c_str(), "x");
+    Options bad(specs, {{"runs", "4x"}, {"secs", "-1"}});
+    bool threw = false;
+    try {
+        (void)bad.u64("runs");
+    } catch (const std::invalid_argument &) {
+        threw = true;
+    }
+    assert_true(threw);
+    threw = false;
+    try {
+        (void)bad.number("secs");
+    } catch (const std::invalid_argument &) {
+        threw = true;
+    }
+    assert_true(threw);
+}
+
+void test_json_and_table(void **) {
+    Context ctx("doorbell", Options(global_options(), {}));
+    Record r = ctx.record("nop", "batch1", "rtt_us", 1.5, "us");
+    r.nodes = 1;
+    r.runs = 10;
+    ctx.add(r);
+    ctx.add(ctx.record("idle", std::nullopt, "idle_cpu_pct", NAN, "%"));
+    const std::string json = format_json(ctx.records());
+    assert_string_equal(json.c_str(),
+                        "[\n"
+                        " {\"suite\": \"doorbell\", \"case\": \"nop\", \"method\": \"batch1\", "
+                        "\"nodes\": 1, \"bytes\": null, \"metric\": \"rtt_us\", \"value\": 1.5, "
+                        "\"unit\": \"us\", \"runs\": 10},\n"
+                        " {\"suite\": \"doorbell\", \"case\": \"idle\", \"method\": null, "
+                        "\"nodes\": null, \"bytes\": null, \"metric\": \"idle_cpu_pct\", "
+                        "\"value\": null, \"unit\": \"%\", \"runs\": null}\n"
+                        "]\n");
+    assert_string_equal(format_json({}).c_str(), "[]\n");
+    const std::string table = format_table(ctx.records());
+    assert_non_null(std::strstr(table.c_str(), "suite     case  method"));
+    assert_non_null(std::strstr(table.c_str(), "rtt_us"));
+}
+
+} // namespace
+
+int main() {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_proc_stat),
+        cmocka_unit_test(test_summary),
+        cmocka_unit_test(test_options),
+        cmocka_unit_test(test_json_and_table),
+    };
+    return cmocka_run_group_tests_name("nicoff-bench framework", tests, nullptr, nullptr);
+}

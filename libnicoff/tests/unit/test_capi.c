@@ -1,0 +1,105 @@
+/*
+ * The C API from strict C11 (built with -std=c11 -Wpedantic): every bad
+ * argument gives a negative errno value, no device needed.
+ */
+#include <nicoff/nicoff.h>
+
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+static nicoff_device *const sentinel_dev = (nicoff_device *)(uintptr_t)0x1234;
+
+static void test_version(void **state) {
+    (void)state;
+    assert_int_equal(nicoff_abi_version(), NICOFF_ABI_VERSION);
+    assert_non_null(nicoff_version());
+    assert_true(strlen(nicoff_version()) >= 5); /* "x.y.z" */
+}
+
+static void test_device_open_bad_card(void **state) {
+    nicoff_device *dev = sentinel_dev;
+    (void)state;
+    assert_int_equal(nicoff_device_open(-1, &dev), -EINVAL);
+    assert_ptr_equal(dev, sentinel_dev); /* untouched on failure */
+    assert_int_equal(nicoff_device_open(-2147483647 - 1, &dev), -EINVAL);
+    assert_int_equal(nicoff_device_open(0, NULL), -EINVAL);
+    /* No such card: /dev/nicoff999999 exists nowhere. */
+    assert_int_equal(nicoff_device_open(999999, &dev), -ENOENT);
+    assert_ptr_equal(dev, sentinel_dev);
+}
+
+static void test_device_open_bad_path(void **state) {
+    nicoff_device *dev = sentinel_dev;
+    (void)state;
+    assert_int_equal(nicoff_device_open_path(NULL, &dev), -EINVAL);
+    assert_int_equal(nicoff_device_open_path("", &dev), -EINVAL);
+    assert_int_equal(nicoff_device_open_path("/dev/nicoff0", NULL), -EINVAL);
+    assert_int_equal(nicoff_device_open_path("/nonexistent/nicoff0", &dev), -ENOENT);
+    /* A char device that is not a nicoff card answers the query with ENOTTY. */
+    assert_int_equal(nicoff_device_open_path("/dev/null", &dev), -ENOTTY);
+    assert_ptr_equal(dev, sentinel_dev);
+    nicoff_device_close(NULL); /* harmless */
+}
+
+static void test_null_device(void **state) {
+    struct nicoff_query q;
+    nicoff_port *port = (nicoff_port *)(uintptr_t)0x5678;
+    struct nicoff_port_attr attr = {NICOFF_PORT_ANY, 64, 64, 0};
+    (void)state;
+    assert_int_equal(nicoff_device_query(NULL, &q), -EINVAL);
+    assert_int_equal(nicoff_device_query(sentinel_dev, NULL), -EINVAL);
+    assert_int_equal(nicoff_port_create(NULL, NULL, &port), -EINVAL);
+    assert_int_equal(nicoff_port_create(NULL, &attr, &port), -EINVAL);
+    assert_int_equal(nicoff_port_create(sentinel_dev, &attr, NULL), -EINVAL);
+    assert_ptr_equal(port, (nicoff_port *)(uintptr_t)0x5678);
+}
+
+static void test_null_port(void **state) {
+    struct nicoff_cmd cmd;
+    struct nicoff_cqe cqe[4];
+    struct nicoff_port_stats st;
+    (void)state;
+    memset(&cmd, 0, sizeof(cmd));
+    nicoff_port_destroy(NULL); /* harmless */
+    assert_int_equal(nicoff_port_fd(NULL), -EINVAL);
+    assert_int_equal(nicoff_port_number(NULL), -EINVAL);
+    assert_int_equal(nicoff_port_in_error(NULL), -EINVAL);
+    assert_int_equal(nicoff_port_kicks(NULL), 0);
+    assert_int_equal(nicoff_port_get_stats(NULL, &st), -EINVAL);
+    assert_int_equal(nicoff_post(NULL, &cmd), -EINVAL);
+    assert_int_equal(nicoff_post_batch(NULL, &cmd, 1), -EINVAL);
+    assert_int_equal(nicoff_post_nop(NULL, 1), -EINVAL);
+    assert_int_equal(nicoff_post_copy(NULL, 1, 0, 2, 0, 64, 1), -EINVAL);
+    assert_int_equal(nicoff_poll(NULL, cqe, 4), -EINVAL);
+    assert_int_equal(nicoff_wait(NULL, 0), -EINVAL);
+}
+
+static void test_null_mr(void **state) {
+    char buf[64];
+    nicoff_mr *mr = (nicoff_mr *)(uintptr_t)0x9abc;
+    (void)state;
+    assert_int_equal(nicoff_mr_reg(NULL, buf, sizeof(buf), NICOFF_ACCESS_LOCAL_WRITE, &mr),
+                     -EINVAL);
+    assert_ptr_equal(mr, (nicoff_mr *)(uintptr_t)0x9abc);
+    assert_int_equal(nicoff_mr_dereg(NULL), -EINVAL);
+    assert_int_equal(nicoff_mr_handle(NULL), 0);
+    assert_int_equal(nicoff_mr_rkey(NULL), 0);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_version),
+        cmocka_unit_test(test_device_open_bad_card),
+        cmocka_unit_test(test_device_open_bad_path),
+        cmocka_unit_test(test_null_device),
+        cmocka_unit_test(test_null_port),
+        cmocka_unit_test(test_null_mr),
+    };
+    return cmocka_run_group_tests_name("libnicoff C API errors", tests, NULL, NULL);
+}

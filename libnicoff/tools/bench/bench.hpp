@@ -1,0 +1,115 @@
+// nicoff-bench: a small benchmark framework.
+//
+//   nicoff-bench <suite> [--json FILE] [--card N] [suite options]
+//
+// A suite is one .cpp file in this directory that registers itself:
+//
+//   static const nicoff::bench::SuiteRegistrar reg{{
+//       "p2p", "what it measures",
+//       {{"size", "bytes per message", "4096"}},   // its options and defaults
+//       [](nicoff::bench::Context &ctx) { ...; ctx.add(record); },
+//   }};
+//
+// and produces records {"suite","case","method","nodes","bytes","metric",
+// "value","unit","runs"} (absent fields are JSON null).  The framework
+// parses the options, prints an aligned table on stdout and writes the
+// records as a JSON array to --json FILE.  The build links every .cpp of
+// this directory into nicoff-bench, so a new suite needs no other change.
+#ifndef NICOFF_BENCH_BENCH_HPP
+#define NICOFF_BENCH_BENCH_HPP
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace nicoff::bench {
+
+struct Record {
+    std::string suite;
+    std::string case_name;
+    std::optional<std::string> method;
+    std::optional<std::int64_t> nodes;
+    std::optional<std::int64_t> bytes;
+    std::string metric;
+    double value = 0;
+    std::string unit;
+    std::optional<std::int64_t> runs;
+};
+
+struct OptionSpec {
+    std::string name; // without the leading "--"
+    std::string help;
+    std::string default_value;
+};
+
+// The command line's --name value pairs, with the declared defaults.
+class Options {
+public:
+    Options(std::vector<OptionSpec> specs, std::map<std::string, std::string> given);
+    const std::string &str(const std::string &name) const;
+    // Throw std::invalid_argument with the option's name on a bad value.
+    std::uint64_t u64(const std::string &name) const;
+    double number(const std::string &name) const;
+
+private:
+    const OptionSpec &spec(const std::string &name) const;
+    std::vector<OptionSpec> specs_;
+    std::map<std::string, std::string> given_;
+};
+
+class Context {
+public:
+    Context(std::string suite, Options opts) : suite_(std::move(suite)), opts_(std::move(opts)) {}
+    const Options &opts() const noexcept { return opts_; }
+    const std::string &suite() const noexcept { return suite_; }
+    // A record of this suite; fill in the optional fields afterwards.
+    Record record(std::string case_name, std::optional<std::string> method, std::string metric,
+                  double value, std::string unit) const;
+    void add(Record r); // also prints it on stderr as progress
+    const std::vector<Record> &records() const noexcept { return records_; }
+
+private:
+    std::string suite_;
+    Options opts_;
+    std::vector<Record> records_;
+};
+
+struct Suite {
+    std::string name;
+    std::string description;
+    std::vector<OptionSpec> options;
+    std::function<void(Context &)> run; // throws on failure
+};
+
+const std::vector<Suite> &suites();
+struct SuiteRegistrar {
+    explicit SuiteRegistrar(Suite s);
+};
+
+// Options every suite has.
+std::vector<OptionSpec> global_options();
+
+// Output.
+std::string format_table(const std::vector<Record> &records);
+std::string format_json(const std::vector<Record> &records);
+
+// Measurement helpers.
+inline std::uint64_t now_ns() {
+    return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                          std::chrono::steady_clock::now().time_since_epoch())
+                                          .count());
+}
+
+struct Summary {
+    double mean = 0, median = 0, p99 = 0, min = 0, max = 0;
+    std::size_t n = 0;
+};
+Summary summarize(std::vector<double> samples);
+
+} // namespace nicoff::bench
+
+#endif // NICOFF_BENCH_BENCH_HPP

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# `make bench SUITE=name`: run `nicoff-bench name` in the VM, bring its
+# records back to build/results/name.json, print them as a table and plot
+# them where a plot helps.  Extra nicoff-bench options: BENCH_ARGS.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+suite=${1:?usage: bench.sh SUITE}
+BUILD=${BUILD:-$PWD/build}
+out=$BUILD/results
+mkdir -p "$out"
+vm_args=(--module "$PWD/nicoff.ko" --lib-path "$BUILD/lib" --quiet
+	 --timeout "${BENCH_TIMEOUT:-3000}" --log "$out/$suite.vm.log")
+[ -n "${VMLINUZ:-}" ] && vm_args+=(--kernel "$VMLINUZ")
+[ -n "${VM_PARAMS:-}" ] && vm_args+=(--params "$VM_PARAMS")
+for b in "$BUILD"/bin/*; do vm_args+=(--bin "$b"); done
+tools/vm/run.sh "${vm_args[@]}" \
+	--cmd "nicoff-bench $suite --json /tmp/$suite.json ${BENCH_ARGS:-}" \
+	--collect "/tmp/$suite.json:$out/$suite.json"
+/usr/bin/python3 tools/results.py "$out/$suite.json" --plot "$out/$suite.png"
