@@ -72,9 +72,11 @@ $(LIBNICOFF_STATIC): $(LIBNICOFF_LIB_OBJS)
 # file there (see tools/bench/bench.hpp).
 LIBNICOFF_BENCH_SRCS := $(sort $(wildcard $(LIBNICOFF_DIR)/tools/bench/*.cpp))
 LIBNICOFF_SMOKE_SRCS := $(LIBNICOFF_DIR)/tools/smoke/smoke.cpp
+LIBNICOFF_DEMO_SRCS := $(sort $(wildcard $(LIBNICOFF_DIR)/tools/demo/*.cpp))
 LIBNICOFF_TOOL_OBJS := \
 	$(patsubst $(LIBNICOFF_DIR)/%.cpp,$(LIBNICOFF_OBJDIR)/%.o,$(LIBNICOFF_BENCH_SRCS)) \
-	$(patsubst $(LIBNICOFF_DIR)/%.cpp,$(LIBNICOFF_OBJDIR)/%.o,$(LIBNICOFF_SMOKE_SRCS))
+	$(patsubst $(LIBNICOFF_DIR)/%.cpp,$(LIBNICOFF_OBJDIR)/%.o,$(LIBNICOFF_SMOKE_SRCS)) \
+	$(patsubst $(LIBNICOFF_DIR)/%.cpp,$(LIBNICOFF_OBJDIR)/%.o,$(LIBNICOFF_DEMO_SRCS))
 
 $(LIBNICOFF_TOOL_OBJS): $(LIBNICOFF_OBJDIR)/%.o: $(LIBNICOFF_DIR)/%.cpp | $(LIBNICOFF_ABI_H)
 	@mkdir -p $(@D)
@@ -86,6 +88,11 @@ $(BUILD)/bin/nicoff-bench: $(filter $(LIBNICOFF_OBJDIR)/tools/bench/%,$(LIBNICOF
 	$(CXX) -o $@ $(filter %.o,$^) $(LIBNICOFF_BIN_RPATH) $(LIBNICOFF_LDLIBS)
 
 $(BUILD)/bin/nicoff-smoke: $(filter $(LIBNICOFF_OBJDIR)/tools/smoke/%,$(LIBNICOFF_TOOL_OBJS)) \
+		$(LIBNICOFF_LINKS)
+	@mkdir -p $(@D)
+	$(CXX) -o $@ $(filter %.o,$^) $(LIBNICOFF_BIN_RPATH) $(LIBNICOFF_LDLIBS)
+
+$(BUILD)/bin/nicoff-demo: $(filter $(LIBNICOFF_OBJDIR)/tools/demo/%,$(LIBNICOFF_TOOL_OBJS)) \
 		$(LIBNICOFF_LINKS)
 	@mkdir -p $(@D)
 	$(CXX) -o $@ $(filter %.o,$^) $(LIBNICOFF_BIN_RPATH) $(LIBNICOFF_LDLIBS)
@@ -128,9 +135,9 @@ libnicoff-unit: $(LIBNICOFF_UNIT_BINS)
 
 # ------------------------------------------------------------------ lists --
 USER_TARGETS += $(LIBNICOFF_SHARED) $(LIBNICOFF_LINKS) $(LIBNICOFF_STATIC) \
-	$(BUILD)/bin/nicoff-bench $(BUILD)/bin/nicoff-smoke
-TOOL_BINS += $(BUILD)/bin/nicoff-bench
-VM_BINS += $(BUILD)/bin/nicoff-bench $(BUILD)/bin/nicoff-smoke
+	$(BUILD)/bin/nicoff-bench $(BUILD)/bin/nicoff-smoke $(BUILD)/bin/nicoff-demo
+TOOL_BINS += $(BUILD)/bin/nicoff-bench $(BUILD)/bin/nicoff-demo
+VM_BINS += $(BUILD)/bin/nicoff-bench $(BUILD)/bin/nicoff-smoke $(BUILD)/bin/nicoff-demo
 UNIT_TESTS += $(LIBNICOFF_UNIT_BINS)
 
 -include $(wildcard $(LIBNICOFF_OBJDIR)/*/*.d $(LIBNICOFF_OBJDIR)/*/*/*.d)
