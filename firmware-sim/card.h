@@ -1,0 +1,244 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The firmware's private state: card, ports, peers (one reliable
+ * connection each), operations, posted receives and messages being
+ * received.  Shared by card.c, peer.c, transport.c, msg.c and rma.c only.
+ */
+#ifndef NICOFF_FW_CARD_H
+#define NICOFF_FW_CARD_H
+
+#include "fw.h"
+#include "fw_os.h"
+#include "fw_list.h"
+#include "fw_pkt.h"
+#include <uapi/nicoff.h>
+
+enum fw_op_kind {
+	FW_OP_SEND,		/* a port's SEND */
+	FW_OP_PUT,		/* a port's PUT */
+	FW_OP_GET,		/* a port's GET */
+	FW_OP_GETRESP,		/* data owed to a peer's GET */
+	FW_OP_ERR,		/* one ERR packet */
+	FW_OP_ABORT,		/* one ABORT packet */
+};
+
+/* Which of its peer's queues an operation is on. */
+enum fw_op_queue {
+	FW_OPQ_NONE,
+	FW_OPQ_TX,		/* peer->txq: packets still to build */
+	FW_OPQ_PENDING,		/* peer->pending: waits for the peer, not for acks */
+};
+
+/*
+ * Something this card sends to a peer.  It lives until it is done (its
+ * completion posted, or none owed) and no send record refers to it.
+ */
+struct fw_op {
+	struct fw_list peer_node;	/* peer->ops */
+	struct fw_list port_node;	/* port->ops while the port lives */
+	struct fw_list q_node;		/* peer->txq or peer->pending */
+	struct fw_peer *peer;
+	struct fw_port *port;		/* NULL once detached, or for ERR/ABORT */
+	u8 kind;			/* enum fw_op_kind */
+	u8 queue;			/* enum fw_op_queue */
+	bool done;			/* completion posted, or none owed */
+	bool all_sent;			/* every packet built */
+	bool acked;			/* every packet acknowledged */
+	u32 nrec;			/* send records still unacknowledged */
+	u32 need_epoch;			/* SEND/PUT: peer's epoch and error count */
+	u32 need_err;			/*  that vouch no ERR is owed for it */
+	u32 lport;			/* our port number */
+	u32 dst_port;			/* the peer's port */
+	u32 key;			/* local handle (SEND, PUT, GET) */
+	u32 rkey;			/* the target's region (PUT, GET, GETRESP) */
+	s32 err;			/* ERR: errno to send; GET: first write error */
+	u64 cmd_tag;
+	u64 msg_id;
+	u64 msg_tag;
+	u64 off;			/* offset in the local region */
+	u64 roff;			/* offset in the target's region */
+	u64 len;
+	u64 pos;			/* bytes put in packets so far */
+	u64 rcvd;			/* GET: bytes written back so far */
+};
+
+/* A packet sent and not yet acknowledged: the card's copy of it. */
+struct fw_srec {
+	struct fw_pkt *pkt;
+	struct fw_op *op;
+	u64 ts;				/* last transmission */
+	u32 tries;
+};
+
+/*
+ * The reliable connection with one peer node, both directions, shared by
+ * all ports.  Created when first needed and kept until the card goes.
+ */
+struct fw_peer {
+	struct fw_peer *hnext;		/* hash chain */
+	u32 node;
+	u32 heap_idx;			/* in card->heap, or FW_U32_MAX */
+	u64 deadline;			/* earliest timer, FW_NEVER if none */
+
+	/* Our stream to the peer. */
+	u32 epoch;
+	u32 snd_una;			/* oldest unacknowledged sequence */
+	u32 snd_nxt;			/* next sequence to use */
+	u32 rec_head;			/* recs[] slot of snd_una */
+	u32 retries;			/* consecutive timeouts */
+	u32 err_tx;			/* ERR packets queued in this epoch */
+	bool syn;			/* next packet opens the epoch */
+	bool ackreq_out;		/* a packet asking for an ack is unacked: */
+	u32 ackreq_seq;			/*  this one */
+	u64 rto;
+	u64 rto_at;			/* retransmission deadline or FW_NEVER */
+	struct fw_srec *recs;		/* ring of rec_cap records, grown to window */
+	u32 rec_cap;
+	struct fw_list txq;		/* ops with packets to build */
+	struct fw_list pending;		/* ops waiting for a reply or a verdict */
+	struct fw_list ops;		/* every op of ours with this peer */
+
+	/* The peer's stream to us. */
+	u32 rx_epoch;			/* 0 until the first SYN */
+	u32 rx_prev_epoch;
+	u32 rcv_nxt;
+	u32 err_rx;			/* ERR packets accepted in rx_epoch */
+	bool ack_pending;
+	u32 ack_count;			/* accepted since our last acknowledgment */
+	u64 ack_at;
+	u64 wd_base;			/* last sign of life while the peer owes us */
+	struct fw_list rx_msgs;		/* incomplete incoming messages */
+	u64 err_msg_id;			/* last message of its we answered with ERR */
+
+	struct fw_peer *flush_next;	/* card->flush_head: to flush after a detach */
+	bool flush_mark;
+};
+
+struct fw_port {
+	u32 id;
+	struct fw_list posted;		/* struct fw_recv, in posting order */
+	struct fw_list unexp;		/* unmatched struct fw_rmsg, arrival order */
+	struct fw_list bound;		/* incomplete fw_rmsg matched to a receive */
+	struct fw_list ops;		/* struct fw_op of this port */
+	u64 unexp_used;			/* bytes charged to unexpected messages */
+	u64 remote_errors;
+	struct fw_remote_error last_remote;
+};
+
+/* A posted receive buffer (GM's receive token). */
+struct fw_recv {
+	struct fw_list node;		/* port->posted */
+	u64 cmd_tag;
+	u32 mr;
+	u32 src_card;
+	u32 src_port;
+	u64 off;
+	u64 len;
+	u64 tag;
+	u64 tag_mask;
+};
+
+/* A buffered fragment of an unexpected message: the packet itself. */
+struct fw_rfrag {
+	struct fw_rfrag *next;
+	struct fw_pkt *pkt;
+};
+
+/* A message arriving from a peer. */
+struct fw_rmsg {
+	struct fw_list peer_node;	/* peer->rx_msgs until complete */
+	struct fw_list port_node;	/* port->unexp or port->bound */
+	struct fw_port *port;
+	struct fw_recv *recv;		/* NULL while unexpected */
+	struct fw_rfrag *frags;		/* unexpected: what arrived so far */
+	struct fw_rfrag **ftail;
+	u64 msg_id;
+	u32 src_node;
+	u32 src_port;
+	u64 msg_tag;
+	u64 total;
+	u64 rcvd;
+	u64 charge;			/* against port->unexp_used */
+	s32 status;			/* first write error */
+};
+
+struct fw_card {
+	struct fw_host *host;
+	struct fw_config cfg;
+	struct fw_stats stats;
+	u64 dead_ns;			/* silence after which an owing peer is dead */
+	u64 next_msg_id;
+	bool dying;
+	struct fw_peer *flush_head;	/* peers a detaching port touched */
+	struct fw_port **ports;
+	u32 nports;
+	struct fw_peer **buckets;	/* peer hash table */
+	u32 hash_bits;
+	u32 npeers;
+	struct fw_peer **heap;		/* peers with timers, earliest first */
+	u32 nheap;
+	u32 heap_cap;
+};
+
+/* What a receive handler did with an in-order packet. */
+enum fw_rx_verdict {
+	FW_RX_DONE,			/* accepted; free the packet */
+	FW_RX_KEPT,			/* accepted; the handler keeps the packet */
+	FW_RX_RNR,			/* not accepted (no room): drop, no ack */
+};
+
+/* What building an operation's next packet gave. */
+enum fw_build {
+	FW_BUILD_PKT,			/* a packet */
+	FW_BUILD_NOMEM,			/* nothing now; try again later */
+	FW_BUILD_GONE,			/* the op failed and left the queue */
+};
+
+/* card.c */
+struct fw_port *fw_port_find(struct fw_card *card, u32 id);
+struct fw_op *fw_op_new(struct fw_card *card, struct fw_peer *peer, struct fw_port *port,
+			u8 kind, u64 cmd_tag);
+void fw_op_unqueue(struct fw_op *op);
+void fw_op_put(struct fw_card *card, struct fw_op *op);
+void fw_op_finish(struct fw_card *card, struct fw_op *op, s32 status, u64 result);
+void fw_post(struct fw_card *card, u32 port, const struct nicoff_cqe *cqe);
+
+/* peer.c */
+struct fw_peer *fw_peer_find(struct fw_card *card, u32 node);
+struct fw_peer *fw_peer_get(struct fw_card *card, u32 node);
+void fw_peers_free(struct fw_card *card);
+void fw_timer_set(struct fw_card *card, struct fw_peer *peer, u64 deadline);
+
+/* transport.c */
+void fw_tx_enqueue(struct fw_peer *peer, struct fw_op *op);
+void fw_tx_flush(struct fw_card *card, struct fw_peer *peer);
+void fw_tx_queue_ctrl(struct fw_card *card, struct fw_peer *peer, u8 kind, u32 lport,
+		      u32 rport, u64 msg_id, s32 err, struct fw_list *before);
+void fw_reply_err(struct fw_card *card, struct fw_peer *peer, const struct fw_pkt_hdr *h,
+		  s32 err);
+void fw_peer_pending_add(struct fw_card *card, struct fw_peer *peer, struct fw_op *op);
+void fw_peer_owe(struct fw_card *card, struct fw_peer *peer);
+void fw_peer_rearm(struct fw_card *card, struct fw_peer *peer);
+void fw_peer_timer(struct fw_card *card, struct fw_peer *peer, u64 now);
+void fw_peer_release(struct fw_card *card, struct fw_peer *peer);
+struct fw_pkt *fw_pkt_new(struct fw_card *card, struct fw_peer *peer, u8 type, u32 lport,
+			  u32 rport, u32 len);
+
+/* msg.c */
+int fw_msg_send(struct fw_card *card, struct fw_port *port, const struct nicoff_cmd *cmd);
+int fw_msg_recv(struct fw_card *card, struct fw_port *port, const struct nicoff_cmd *cmd);
+int fw_msg_build(struct fw_card *card, struct fw_peer *peer, struct fw_op *op,
+		 struct fw_pkt **out);
+int fw_msg_rx_data(struct fw_card *card, struct fw_peer *peer, struct fw_pkt *pkt);
+void fw_msg_rx_abort(struct fw_card *card, struct fw_peer *peer, const struct fw_pkt_hdr *h);
+void fw_msg_abort_peer(struct fw_card *card, struct fw_peer *peer, s32 status);
+void fw_msg_port_detach(struct fw_card *card, struct fw_port *port);
+
+/* rma.c */
+int fw_rma_put(struct fw_card *card, struct fw_port *port, const struct nicoff_cmd *cmd);
+int fw_rma_get(struct fw_card *card, struct fw_port *port, const struct nicoff_cmd *cmd);
+int fw_rma_build(struct fw_card *card, struct fw_peer *peer, struct fw_op *op,
+		 struct fw_pkt **out);
+int fw_rma_rx(struct fw_card *card, struct fw_peer *peer, struct fw_pkt *pkt);
+
+#endif

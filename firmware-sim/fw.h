@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The card firmware, as its host sees it.  One struct fw_card per emulated
+ * card; all calls for one card come from the one context that owns it (a
+ * card thread in the module, the event loop in the simulator).
+ *
+ * Contract with the host:
+ * - fw_cmd() is given each command the process posted, in ring order, only
+ *   when the host has reserved room for one completion on that port; the
+ *   firmware then posts exactly one completion for it with fwos_complete(),
+ *   now or later, unless the port is detached first.
+ * - fw_rx() is given each packet the fabric delivers to this card, with the
+ *   number of bytes the fabric delivered (the header's len may be corrupt).
+ * - fw_poll() runs timers (retransmission, delayed acknowledgments) and
+ *   returns the time of the next one, so an idle host can sleep until then.
+ *   fw_cmd(), fw_rx() and fw_port_detach() may arm timers: call fw_poll()
+ *   after them before sleeping.
+ * - fwos_send() must not call back into the firmware (deliver later).
+ */
+#ifndef NICOFF_FW_H
+#define NICOFF_FW_H
+
+#include "fw_compat.h"
+
+struct fw_host;
+struct fw_card;
+struct fw_pkt;
+struct nicoff_cmd;
+
+#define FW_NEVER	((u64)-1)
+
+/*
+ * Completion-only opcode: a peer's put or get violated this port's memory
+ * (bad rkey, bounds, rights).  The firmware cannot post it (the host holds
+ * no room for it); the host reads fw_port_remote_errors() and posts one
+ * best-effort when its completion ring has room.
+ */
+#define FW_CQE_REMOTE_ACCESS_ERROR	0xfe
+
+struct fw_config {
+	u32 node;		/* this card's node number */
+	u32 num_nodes;		/* nodes on the fabric */
+	u32 mtu;		/* payload bytes per packet */
+	u32 window;		/* unacknowledged packets per peer */
+	u64 rto_ns;		/* first retransmission timeout */
+	u64 rto_max_ns;		/* backoff ceiling */
+	u32 max_retries;	/* then the peer's sends fail with -ETIMEDOUT */
+	u32 ack_delay_ns;	/* how long an acknowledgment may wait for a ride */
+	u64 unexpected_bytes;	/* per port: unmatched messages buffered */
+	u64 max_msg;		/* largest message, put or get */
+	u32 initial_seq;	/* first sequence number of every connection epoch */
+	u32 epoch;		/* first connection epoch; a restarted card picks another */
+};
+
+void fw_config_default(struct fw_config *cfg, u32 node, u32 num_nodes);
+
+/* NULL if the configuration is invalid or memory runs out. */
+struct fw_card *fw_card_create(struct fw_host *host, const struct fw_config *cfg);
+/* Frees everything; posts no completion. */
+void fw_card_destroy(struct fw_card *card);
+
+/*
+ * A port opened / is closing: detach cancels all it has in flight silently.
+ * attach: 0, -EBUSY (attached already), -EINVAL (port >= FW_MAX_PORTS),
+ * -ENOMEM.
+ */
+#define FW_MAX_PORTS	65536u
+int fw_port_attach(struct fw_card *card, u32 port);
+void fw_port_detach(struct fw_card *card, u32 port);
+
+void fw_cmd(struct fw_card *card, u32 port, const struct nicoff_cmd *cmd);
+void fw_rx(struct fw_card *card, struct fw_pkt *pkt, u32 size);
+u64 fw_poll(struct fw_card *card, u64 now);
+
+/* Per-card counters.  Bytes count headers too. */
+struct fw_stats {
+	u64 tx_pkts, tx_bytes, rx_pkts, rx_bytes;
+	u64 tx_acks, rx_acks;		/* explicit ACK packets */
+	u64 retransmits, timeouts;	/* packets sent again; RTO expiries */
+	u64 duplicates, out_of_order, crc_errors;
+	u64 unexpected, rnr_drops;	/* messages buffered; fragments refused */
+	u64 remote_errors;		/* peers' puts/gets refused here */
+	u64 conn_failures;		/* connections given up (-ETIMEDOUT) */
+	u64 stale;			/* packets of another connection epoch */
+	u64 err_replies;		/* ERR packets queued to peers */
+};
+
+void fw_get_stats(const struct fw_card *card, struct fw_stats *st);
+
+/* The last remote access violation on a port. */
+struct fw_remote_error {
+	s32 status;		/* negative errno the initiator was given */
+	u32 src_card;		/* the initiator */
+	u32 src_port;
+	u32 opcode;		/* NICOFF_OP_PUT or NICOFF_OP_GET */
+};
+
+/*
+ * Remote access violations on @port since it was attached (0 if it is
+ * not); @last, if not NULL, gets the latest one.
+ */
+u64 fw_port_remote_errors(const struct fw_card *card, u32 port, struct fw_remote_error *last);
+
+#endif

@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The firmware's only door to its host.  The firmware never calls the
+ * kernel or libc itself: time, packets, registered host memory,
+ * completions, allocation and CRC all come through these functions.
+ * kmod/fw_host.c implements them in the module's card threads;
+ * firmware-sim/host/ implements them in user space for the unit tests and
+ * the simulator.  Each host also provides "fw_compat.h" (fixed-width types,
+ * bool, size_t, memcpy/memset, errno values) on its include path.
+ *
+ * Every call is made by the single context that owns the card; none may
+ * be made concurrently for the same card.
+ */
+#ifndef NICOFF_FW_OS_H
+#define NICOFF_FW_OS_H
+
+#include "fw_compat.h"
+
+struct fw_host;		/* the host's per-card context, opaque here */
+struct fw_pkt;
+struct nicoff_cqe;
+
+/* Monotonic time in nanoseconds (virtual time in the simulator). */
+u64 fwos_now(struct fw_host *h);
+
+/*
+ * Packets: allocate one with room for @payload bytes, fill it, and hand it
+ * to the fabric with fwos_send(), which takes ownership.  Packets the
+ * fabric delivers (fw_rx()) are the firmware's to free.
+ */
+struct fw_pkt *fwos_pkt_alloc(struct fw_host *h, u32 payload);
+void fwos_pkt_free(struct fw_host *h, struct fw_pkt *pkt);
+void fwos_send(struct fw_host *h, struct fw_pkt *pkt);
+
+/*
+ * Registered host memory of a port of this card.  @key is a local handle,
+ * or an rkey when FWOS_MEM_REMOTE is set in @flags.  The other bits of
+ * @flags are the NICOFF_ACCESS_* rights the access needs (none to read for
+ * the port's own commands).  The host checks that the region exists and
+ * belongs to @port (-ENOENT), holds those rights (-EACCES) and covers
+ * [off, off + len) (-ERANGE), then copies through its pinned pages.  With
+ * @len 0 it only checks (off <= length), and the buffer may be NULL.
+ */
+#define FWOS_MEM_REMOTE	0x80000000u
+int fwos_mem_read(struct fw_host *h, u32 port, u32 key, u32 flags, u64 off, void *dst,
+		  u32 len);
+int fwos_mem_write(struct fw_host *h, u32 port, u32 key, u32 flags, u64 off, const void *src,
+		   u32 len);
+
+/*
+ * Post a completion to a port.  The host reserved room for it when it gave
+ * the command to the firmware, so this cannot fail; completions for a port
+ * the firmware was told is gone (fw_port_detach()) are never posted.
+ */
+void fwos_complete(struct fw_host *h, u32 port, const struct nicoff_cqe *cqe);
+
+/* Zeroed memory for firmware state; may return NULL. */
+void *fwos_zalloc(struct fw_host *h, size_t size);
+void fwos_free(struct fw_host *h, void *p);
+
+/* CRC-32 (IEEE 802.3, reflected, as zlib and the kernel's crc32_le). */
+u32 fwos_crc32(u32 crc, const void *buf, size_t len);
+
+#endif

@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The wire format between cards.  A packet is a fixed 96-byte header and
+ * hdr.len payload bytes.  Fields are in host byte order: the fabric never
+ * leaves the machine (module or simulator).  The fabrics route on
+ * hdr.dst_node and size a packet as sizeof(struct fw_pkt_hdr) + hdr.len.
+ *
+ * Reliability is per (source node, destination node) connection, shared by
+ * all ports: seq numbers the sender's stream within its epoch, ack/ack_epoch
+ * acknowledge the reverse stream cumulatively (every seq before ack arrived).
+ */
+#ifndef NICOFF_FW_PKT_H
+#define NICOFF_FW_PKT_H
+
+#include "fw_util.h"
+
+enum fw_pkt_type {
+	FW_PKT_ACK = 1,		/* acknowledgment only: takes no sequence number */
+	FW_PKT_DATA = 2,	/* a fragment of a SEND */
+	FW_PKT_PUT = 3,		/* a fragment of a PUT */
+	FW_PKT_GET_REQ = 4,	/* asks for [roff, roff + total) of region rkey */
+	FW_PKT_GET_RESP = 5,	/* a fragment of the answer to a GET_REQ */
+	FW_PKT_ERR = 6,		/* error reply about the peer's message msg_id */
+	FW_PKT_ABORT = 7,	/* the sender gave up message msg_id half way */
+};
+
+/* First packet of a connection epoch: the receiver restarts at its seq. */
+#define FW_PKT_F_SYN		FW_BIT(0)
+/* The sender's window is full or its queue drained: acknowledge at once. */
+#define FW_PKT_F_ACKREQ		FW_BIT(1)
+
+struct fw_pkt_hdr {
+	u32 src_node;
+	u32 dst_node;
+	u32 src_port;
+	u32 dst_port;
+	u8 type;		/* enum fw_pkt_type */
+	u8 flags;		/* FW_PKT_F_* */
+	u16 reserved;		/* zero */
+	u32 len;		/* payload bytes */
+	u32 epoch;		/* sender's connection epoch (of seq and err_count) */
+	u32 seq;		/* sender's sequence number; next one to use in an ACK */
+	u32 ack_epoch;		/* epoch of the stream that ack acknowledges */
+	u32 ack;		/* next sequence number expected from the receiver */
+	u32 err_count;		/* ERR packets the sender queued in its epoch so far */
+	u32 crc;		/* CRC-32 of header (this field zero) and payload */
+	u64 msg_id;		/* initiator's message number, unique per card */
+	u64 offset;		/* byte offset of this fragment in the message */
+	u64 total;		/* message, put or get length */
+	u64 tag;		/* DATA: message tag */
+	u64 roff;		/* PUT/GET: offset in the target's region */
+	u32 rkey;		/* PUT/GET: the target's region */
+	s32 err;		/* ERR: negative errno */
+};
+
+FW_STATIC_ASSERT(sizeof(struct fw_pkt_hdr) == 96, "fw_pkt_hdr must stay 96 bytes");
+FW_STATIC_ASSERT(offsetof(struct fw_pkt_hdr, msg_id) == 48, "fw_pkt_hdr: no hidden padding");
+
+struct fw_pkt {
+	struct fw_pkt_hdr hdr;
+	u8 payload[];
+};
+
+#define FW_PKT_HDR_SIZE		((u32)sizeof(struct fw_pkt_hdr))
+
+static inline u32 fw_pkt_size(const struct fw_pkt *pkt)
+{
+	return FW_PKT_HDR_SIZE + pkt->hdr.len;
+}
+
+#endif

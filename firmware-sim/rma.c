@@ -1,0 +1,250 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Put and get (GM's directed sends) on a peer's registered memory named by
+ * its rkey.  A PUT travels as fragments carrying rkey and offset; the
+ * target checks the whole range at the first one and writes each as it
+ * comes.  A GET is one request; the target checks it, then streams the
+ * data back as reliable fragments of its own, read from host memory only
+ * as its window opens.  A refusal (no such port, bad rkey, bounds, rights)
+ * is an ERR reply that fails the initiator's command, and is counted on
+ * the target's port for its host to report.
+ */
+#include "card.h"
+
+static int fw_rma_cmd(struct fw_card *card, struct fw_port *port, const struct nicoff_cmd *cmd,
+		      u8 kind)
+{
+	const struct nicoff_op_rdma *d = &cmd->rdma;
+	struct fw_peer *peer;
+	struct fw_op *op;
+	int ret;
+
+	if (d->reserved || d->dst_card >= card->cfg.num_nodes)
+		return -EINVAL;
+	if (d->len > card->cfg.max_msg)
+		return -EMSGSIZE;
+	if (d->off + d->len < d->off || d->remote_off + d->len < d->remote_off)
+		return -ERANGE;
+	if (kind == FW_OP_PUT)
+		ret = fwos_mem_read(card->host, port->id, d->mr, 0, d->off + d->len, NULL, 0);
+	else
+		ret = fwos_mem_write(card->host, port->id, d->mr, NICOFF_ACCESS_LOCAL_WRITE,
+				     d->off + d->len, NULL, 0);
+	if (ret)
+		return ret;
+	peer = fw_peer_get(card, d->dst_card);
+	if (!peer)
+		return -ENOMEM;
+	op = fw_op_new(card, peer, port, kind, cmd->tag);
+	if (!op)
+		return -ENOMEM;
+	op->dst_port = d->dst_port;
+	op->key = d->mr;
+	op->rkey = d->rkey;
+	op->off = d->off;
+	op->roff = d->remote_off;
+	op->len = d->len;
+	op->msg_id = card->next_msg_id++;
+	fw_tx_enqueue(peer, op);
+	fw_tx_flush(card, peer);
+	fw_peer_rearm(card, peer);
+	return 0;
+}
+
+int fw_rma_put(struct fw_card *card, struct fw_port *port, const struct nicoff_cmd *cmd)
+{
+	return fw_rma_cmd(card, port, cmd, FW_OP_PUT);
+}
+
+int fw_rma_get(struct fw_card *card, struct fw_port *port, const struct nicoff_cmd *cmd)
+{
+	return fw_rma_cmd(card, port, cmd, FW_OP_GET);
+}
+
+static void fw_rma_count(struct fw_card *card, struct fw_port *port, u32 src_card,
+			 u32 src_port, s32 err, u32 opcode)
+{
+	card->stats.remote_errors++;
+	if (!port)
+		return;
+	port->remote_errors++;
+	port->last_remote.status = err;
+	port->last_remote.src_card = src_card;
+	port->last_remote.src_port = src_port;
+	port->last_remote.opcode = opcode;
+}
+
+static void fw_rma_refuse(struct fw_card *card, struct fw_peer *peer, struct fw_port *port,
+			  const struct fw_pkt_hdr *h, s32 err, u32 opcode)
+{
+	fw_rma_count(card, port, peer->node, h->src_port, err, opcode);
+	fw_reply_err(card, peer, h, err);
+}
+
+/* The next fragment of a PUT or of a GET answer: header and data. */
+static int fw_rma_build_data(struct fw_card *card, struct fw_peer *peer, struct fw_op *op,
+			     struct fw_pkt **out)
+{
+	bool put = op->kind == FW_OP_PUT;
+	u32 frag = (u32)fw_min_u64(card->cfg.mtu, op->len - op->pos);
+	struct fw_pkt *pkt = fw_pkt_new(card, peer, put ? FW_PKT_PUT : FW_PKT_GET_RESP, op->lport,
+					op->dst_port, frag);
+	int ret = 0;
+
+	if (!pkt)
+		return FW_BUILD_NOMEM;
+	pkt->hdr.msg_id = op->msg_id;
+	pkt->hdr.offset = op->pos;
+	pkt->hdr.total = op->len;
+	if (put) {
+		pkt->hdr.rkey = op->rkey;
+		pkt->hdr.roff = op->roff;
+		if (frag)
+			ret = fwos_mem_read(card->host, op->lport, op->key, 0, op->off + op->pos,
+					    pkt->payload, frag);
+	} else if (frag) {
+		ret = fwos_mem_read(card->host, op->lport, op->rkey,
+				    FWOS_MEM_REMOTE | NICOFF_ACCESS_REMOTE_READ,
+				    op->roff + op->pos, pkt->payload, frag);
+	}
+	if (ret) {
+		fwos_pkt_free(card->host, pkt);
+		if (!put) {
+			/* Deregistered under the answer: the initiator gets the error. */
+			fw_rma_count(card, op->port, peer->node, op->dst_port, ret, NICOFF_OP_GET);
+			fw_tx_queue_ctrl(card, peer, FW_OP_ERR, op->lport, op->dst_port,
+					 op->msg_id, ret, &op->q_node);
+		}
+		fw_op_finish(card, op, ret, 0);
+		return FW_BUILD_GONE;
+	}
+	op->pos += frag;
+	op->all_sent = op->pos == op->len;
+	*out = pkt;
+	return FW_BUILD_PKT;
+}
+
+int fw_rma_build(struct fw_card *card, struct fw_peer *peer, struct fw_op *op,
+		 struct fw_pkt **out)
+{
+	struct fw_pkt *pkt;
+
+	if (op->kind != FW_OP_GET)
+		return fw_rma_build_data(card, peer, op, out);
+	pkt = fw_pkt_new(card, peer, FW_PKT_GET_REQ, op->lport, op->dst_port, 0);
+	if (!pkt)
+		return FW_BUILD_NOMEM;
+	pkt->hdr.msg_id = op->msg_id;
+	pkt->hdr.total = op->len;
+	pkt->hdr.rkey = op->rkey;
+	pkt->hdr.roff = op->roff;
+	op->all_sent = true;
+	*out = pkt;
+	return FW_BUILD_PKT;
+}
+
+static int fw_rma_rx_put(struct fw_card *card, struct fw_peer *peer, struct fw_pkt *pkt)
+{
+	const u32 flags = FWOS_MEM_REMOTE | NICOFF_ACCESS_REMOTE_WRITE;
+	const struct fw_pkt_hdr *h = &pkt->hdr;
+	struct fw_port *port = fw_port_find(card, h->dst_port);
+	int err = 0;
+
+	if (h->msg_id == peer->err_msg_id)
+		return FW_RX_DONE;	/* refused already: the rest goes too */
+	if (h->len > h->total || h->offset > h->total - h->len)
+		return FW_RX_DONE;	/* malformed: ignored */
+	if (!port)
+		err = -ECONNREFUSED;
+	else if (h->roff + h->total < h->roff)
+		err = -ERANGE;
+	else if (!h->offset)	/* all or nothing, as far as checks go */
+		err = fwos_mem_write(card->host, port->id, h->rkey, flags, h->roff + h->total,
+				     NULL, 0);
+	if (!err && h->len)
+		err = fwos_mem_write(card->host, port->id, h->rkey, flags, h->roff + h->offset,
+				     pkt->payload, h->len);
+	if (err)
+		fw_rma_refuse(card, peer, port, h, err, NICOFF_OP_PUT);
+	return FW_RX_DONE;
+}
+
+static int fw_rma_rx_get_req(struct fw_card *card, struct fw_peer *peer,
+			     const struct fw_pkt_hdr *h)
+{
+	struct fw_port *port = fw_port_find(card, h->dst_port);
+	struct fw_op *op;
+	int err;
+
+	if (!port)
+		err = -ECONNREFUSED;
+	else if (h->total > card->cfg.max_msg)
+		err = -EMSGSIZE;
+	else if (h->roff + h->total < h->roff)
+		err = -ERANGE;
+	else
+		err = fwos_mem_read(card->host, port->id, h->rkey,
+				    FWOS_MEM_REMOTE | NICOFF_ACCESS_REMOTE_READ,
+				    h->roff + h->total, NULL, 0);
+	if (err) {
+		fw_rma_refuse(card, peer, port, h, err, NICOFF_OP_GET);
+		return FW_RX_DONE;
+	}
+	op = fw_op_new(card, peer, port, FW_OP_GETRESP, 0);
+	if (!op)
+		return FW_RX_RNR;
+	op->done = true;	/* nothing to complete here */
+	op->dst_port = h->src_port;
+	op->rkey = h->rkey;
+	op->roff = h->roff;
+	op->len = h->total;
+	op->msg_id = h->msg_id;
+	fw_tx_enqueue(peer, op);
+	return FW_RX_DONE;
+}
+
+static struct fw_op *fw_rma_find_get(struct fw_peer *peer, u64 msg_id)
+{
+	struct fw_list *n;
+
+	for (n = peer->pending.next; n != &peer->pending; n = n->next) {
+		struct fw_op *op = fw_list_entry(n, struct fw_op, q_node);
+
+		if (op->kind == FW_OP_GET && op->msg_id == msg_id)
+			return op;
+	}
+	return NULL;
+}
+
+static int fw_rma_rx_get_resp(struct fw_card *card, struct fw_peer *peer, struct fw_pkt *pkt)
+{
+	const struct fw_pkt_hdr *h = &pkt->hdr;
+	struct fw_op *op = fw_rma_find_get(peer, h->msg_id);
+
+	/* Not (or no longer) waited for, or malformed: ignored. */
+	if (!op || h->total != op->len || h->offset != op->rcvd || h->len > op->len - op->rcvd)
+		return FW_RX_DONE;
+	if (h->len && !op->err) {
+		int ret = fwos_mem_write(card->host, op->lport, op->key, NICOFF_ACCESS_LOCAL_WRITE,
+					 op->off + h->offset, pkt->payload, h->len);
+
+		if (ret)
+			op->err = ret;
+	}
+	op->rcvd += h->len;
+	if (op->rcvd == op->len)
+		fw_op_finish(card, op, op->err, op->err ? 0 : op->len);
+	return FW_RX_DONE;
+}
+
+int fw_rma_rx(struct fw_card *card, struct fw_peer *peer, struct fw_pkt *pkt)
+{
+	switch (pkt->hdr.type) {
+	case FW_PKT_PUT:
+		return fw_rma_rx_put(card, peer, pkt);
+	case FW_PKT_GET_REQ:
+		return fw_rma_rx_get_req(card, peer, &pkt->hdr);
+	default:
+		return fw_rma_rx_get_resp(card, peer, pkt);
+	}
+}

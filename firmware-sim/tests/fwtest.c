@@ -1,0 +1,133 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Helpers of the firmware's unit tests.
+ */
+#include "fwtest.h"
+
+struct nicoff_cmd t_send(u64 tag, u32 dst, u32 dport, u32 mr, u64 off, u64 len, u64 msg_tag)
+{
+	struct nicoff_cmd c;
+
+	memset(&c, 0, sizeof(c));
+	c.opcode = NICOFF_OP_SEND;
+	c.tag = tag;
+	c.send.dst_card = dst;
+	c.send.dst_port = dport;
+	c.send.mr = mr;
+	c.send.off = off;
+	c.send.len = len;
+	c.send.msg_tag = msg_tag;
+	return c;
+}
+
+struct nicoff_cmd t_recv(u64 tag, u32 mr, u64 off, u64 len, u32 src, u32 sport, u64 match,
+			 u64 mask)
+{
+	struct nicoff_cmd c;
+
+	memset(&c, 0, sizeof(c));
+	c.opcode = NICOFF_OP_RECV;
+	c.tag = tag;
+	c.recv.mr = mr;
+	c.recv.off = off;
+	c.recv.len = len;
+	c.recv.src_card = src;
+	c.recv.src_port = sport;
+	c.recv.tag = match;
+	c.recv.tag_mask = mask;
+	return c;
+}
+
+struct nicoff_cmd t_rdma(u8 opcode, u64 tag, u32 dst, u32 dport, u32 rkey, u64 roff, u32 mr,
+			 u64 off, u64 len)
+{
+	struct nicoff_cmd c;
+
+	memset(&c, 0, sizeof(c));
+	c.opcode = opcode;
+	c.tag = tag;
+	c.rdma.dst_card = dst;
+	c.rdma.dst_port = dport;
+	c.rdma.rkey = rkey;
+	c.rdma.remote_off = roff;
+	c.rdma.mr = mr;
+	c.rdma.off = off;
+	c.rdma.len = len;
+	return c;
+}
+
+static u8 t_byte(size_t i, u32 seed)
+{
+	u32 x = (u32)i * 2654435761u + seed * 40503u + (u32)(i >> 16);
+
+	return (u8)(x ^ (x >> 13) ^ (x >> 24));
+}
+
+void t_fill(void *buf, size_t len, u32 seed)
+{
+	u8 *p = buf;
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		p[i] = t_byte(i, seed);
+}
+
+bool t_check(const void *buf, size_t len, u32 seed)
+{
+	const u8 *p = buf;
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		if (p[i] != t_byte(i, seed))
+			return false;
+	return true;
+}
+
+u32 t_port_mr(struct sim *s, u32 node, u32 port, void *buf, u64 len, u32 access, u32 *rkey)
+{
+	u32 handle = 0, key = 0;
+
+	if (!sim_attached(s, node, port))
+		assert_int_equal(sim_attach(s, node, port), 0);
+	assert_int_equal(sim_reg_mr(s, node, port, buf, len, access, &handle, &key), 0);
+	if (rkey)
+		*rkey = key;
+	return handle;
+}
+
+struct nicoff_cqe t_cqe(struct sim *s, u32 node, u32 port, u64 limit)
+{
+	struct nicoff_cqe cqe;
+
+	memset(&cqe, 0, sizeof(cqe));
+	if (!sim_wait_cqe(s, node, port, &cqe, limit))
+		fail_msg("no completion on card %u port %u by %llu ns (now %llu)", node, port,
+			 (unsigned long long)limit, (unsigned long long)sim_now(s));
+	return cqe;
+}
+
+void t_stats_sum(struct sim *s, struct fw_stats *sum)
+{
+	u32 n;
+
+	memset(sum, 0, sizeof(*sum));
+	for (n = 0; n < sim_nodes(s); n++) {
+		struct fw_stats st;
+		u64 *a = (u64 *)sum, *b = (u64 *)&st;
+		size_t i;
+
+		fw_get_stats(sim_card(s, n), &st);
+		for (i = 0; i < sizeof(st) / sizeof(u64); i++)
+			a[i] += b[i];
+	}
+}
+
+void t_finish(struct sim *s)
+{
+	const struct sim_stats *st = sim_stats(s);
+
+	assert_true(sim_run_idle(s, sim_now(s) + 100 * T_SEC));
+	assert_int_equal(st->bad_completions, 0);
+	assert_int_equal(st->bad_mem, 0);
+	assert_int_equal(sim_destroy(s), 0);
+}

@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Helpers of the firmware's unit tests: commands, data patterns and a
+ * simulator that checks, when a test ends, that nothing leaked and no
+ * completion went to a closed port.
+ */
+#ifndef NICOFF_FWTEST_H
+#define NICOFF_FWTEST_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "sim.h"
+#include "card.h"
+
+#define T_MS	1000000ull
+#define T_SEC	1000000000ull
+
+/*
+ * cmocka's struct of a test case: build.mk passes its (CamelCase) name in
+ * FWT_UNIT_TEST, which keeps checkpatch's naming rule quiet here.
+ */
+#ifndef FWT_UNIT_TEST
+#error "build with -DFWT_UNIT_TEST=<cmocka's test case struct>"
+#endif
+
+#define T_ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
+
+struct nicoff_cmd t_send(u64 tag, u32 dst, u32 dport, u32 mr, u64 off, u64 len, u64 msg_tag);
+struct nicoff_cmd t_recv(u64 tag, u32 mr, u64 off, u64 len, u32 src, u32 sport, u64 match,
+			 u64 mask);
+struct nicoff_cmd t_rdma(u8 opcode, u64 tag, u32 dst, u32 dport, u32 rkey, u64 roff, u32 mr,
+			 u64 off, u64 len);
+
+/* A pattern that differs per seed and per byte. */
+void t_fill(void *buf, size_t len, u32 seed);
+bool t_check(const void *buf, size_t len, u32 seed);
+
+/* Attach @port on @node and register @buf on it; returns the handle. */
+u32 t_port_mr(struct sim *s, u32 node, u32 port, void *buf, u64 len, u32 access, u32 *rkey);
+
+/* Wait for one completion or fail the test. */
+struct nicoff_cqe t_cqe(struct sim *s, u32 node, u32 port, u64 limit);
+
+/* Sum of every card's counters. */
+void t_stats_sum(struct sim *s, struct fw_stats *sum);
+
+/* Let the fabric go quiet, then destroy it and demand no leak. */
+void t_finish(struct sim *s);
+
+#endif

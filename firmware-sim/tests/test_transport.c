@@ -1,0 +1,646 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Reliability: sequence wrap-around, each fault alone and all together,
+ * determinism, timeouts and new epochs, the reply watchdog, receiver not
+ * ready, acknowledgments, and many peers.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "fwtest.h"
+
+#define TR_MTU		1024u
+#define TR_SLOT		20480u
+#define TR_SRC_SIZE	65536u
+
+static const u32 tr_sizes[] = { 0, 1, 100, TR_MTU - 1, TR_MTU, TR_MTU + 1, 3 * TR_MTU + 5,
+				20000 };
+#define TR_NSIZES	(T_ARRAY_SIZE(tr_sizes))
+
+static void tr_cfg(struct sim_cfg *cfg, u32 nodes, u64 seed)
+{
+	sim_cfg_default(cfg, nodes);
+	cfg->seed = seed;
+	cfg->fw.mtu = TR_MTU;
+	cfg->fw.window = 16;
+	cfg->fw.rto_ns = 20000;
+	cfg->fw.rto_max_ns = 2000000;
+	cfg->fw.max_retries = 12;
+	cfg->fw.ack_delay_ns = 2000;
+}
+
+static u32 tr_len(u32 k)
+{
+	return tr_sizes[k % TR_NSIZES];
+}
+
+static u64 tr_off(u32 k)
+{
+	return (k * 997ull) % (TR_SRC_SIZE - 20000);
+}
+
+/*
+ * Every node sends @msgs messages to every node (itself included) and
+ * checks that each arrives exactly once, in order and intact.
+ */
+static u64 tr_done_at;
+
+static void tr_traffic(struct sim *s, u32 msgs, u64 limit)
+{
+	u32 n = sim_nodes(s), i, j, k;
+	u8 **src = calloc(n, sizeof(*src)), **dst = calloc(n, sizeof(*dst));
+	u32 *ms = calloc(n, sizeof(*ms)), *md = calloc(n, sizeof(*md));
+	u32 *next = calloc(n * n, sizeof(*next));
+	struct nicoff_cmd c;
+	struct nicoff_cqe q;
+	u32 sends = 0, recvs = 0;
+
+	for (i = 0; i < n; i++) {
+		src[i] = malloc(TR_SRC_SIZE);
+		dst[i] = calloc((size_t)n * msgs, TR_SLOT);
+		t_fill(src[i], TR_SRC_SIZE, i + 1);
+		ms[i] = t_port_mr(s, i, 0, src[i], TR_SRC_SIZE, 0, NULL);
+		md[i] = t_port_mr(s, i, 1, dst[i], (u64)n * msgs * TR_SLOT,
+				  NICOFF_ACCESS_LOCAL_WRITE, NULL);
+	}
+	/* Receives first, per source in order: slot (src, k). */
+	for (i = 0; i < n; i++)
+		for (j = 0; j < n; j++)
+			for (k = 0; k < msgs; k++) {
+				c = t_recv(j * msgs + k, md[i], (u64)(j * msgs + k) * TR_SLOT,
+					   TR_SLOT, j, 0, 0, 0);
+				sim_post(s, i, 1, &c);
+			}
+	for (k = 0; k < msgs; k++)
+		for (i = 0; i < n; i++)
+			for (j = 0; j < n; j++) {
+				c = t_send(j * msgs + k, j, 1, ms[i], tr_off(k), tr_len(k), k);
+				sim_post(s, i, 0, &c);
+			}
+	while (sends + recvs < 2 * n * n * msgs) {
+		bool got = false;
+
+		for (i = 0; i < n; i++) {
+			while (sim_cq_pop(s, i, 0, &q)) {
+				assert_int_equal(q.status, 0);
+				assert_int_equal(q.opcode, NICOFF_OP_SEND);
+				assert_int_equal(q.result, tr_len(q.tag % msgs));
+				sends++;
+				got = true;
+			}
+			while (sim_cq_pop(s, i, 1, &q)) {
+				u32 from = q.src_card;
+
+				assert_int_equal(q.status, 0);
+				assert_int_equal(q.tag / msgs, from);
+				/* In order: the k-th receive from a source gets message k. */
+				assert_int_equal(q.msg_tag, next[i * n + from]);
+				assert_int_equal(q.tag % msgs, next[i * n + from]);
+				next[i * n + from]++;
+				assert_int_equal(q.result, tr_len(q.msg_tag));
+				assert_memory_equal(dst[i] + q.tag * TR_SLOT,
+						    src[from] + tr_off(q.msg_tag), q.result);
+				recvs++;
+				got = true;
+			}
+		}
+		if (!got && !sim_step(s))
+			break;
+		assert_true(sim_now(s) <= limit);
+	}
+	assert_int_equal(sends, n * n * msgs);
+	assert_int_equal(recvs, n * n * msgs);
+	tr_done_at = sim_now(s);
+	assert_true(sim_run_idle(s, sim_now(s) + 10 * T_SEC));
+	for (i = 0; i < n; i++) {
+		assert_int_equal(sim_cq_count(s, i, 0), 0);
+		assert_int_equal(sim_cq_count(s, i, 1), 0);
+		sim_detach(s, i, 0);
+		sim_detach(s, i, 1);
+		free(src[i]);
+		free(dst[i]);
+	}
+	free(src);
+	free(dst);
+	free(ms);
+	free(md);
+	free(next);
+}
+
+/* The fabric's and the cards' counters must tell the same story. */
+static void tr_consistent(struct sim *s, struct fw_stats *sum)
+{
+	const struct sim_stats *ss = sim_stats(s);
+
+	t_stats_sum(s, sum);
+	assert_int_equal(sum->tx_pkts, ss->sent);
+	assert_int_equal(sum->rx_pkts + sum->crc_errors, ss->delivered);
+	assert_int_equal(sum->crc_errors, ss->corrupted);
+	assert_int_equal(ss->sent + ss->dups, ss->delivered + ss->dropped + ss->dead);
+	assert_int_equal(sum->conn_failures, 0);
+	assert_int_equal(sum->unexpected, 0);
+	assert_int_equal(sum->rnr_drops, 0);
+}
+
+static void test_seq_wrap(void **state)
+{
+	struct sim_cfg cfg;
+	struct sim *s;
+	struct fw_stats sum;
+	struct fw_peer *p;
+
+	(void)state;
+	tr_cfg(&cfg, 2, 5);
+	cfg.fw.initial_seq = 0xffffffc0u;
+	cfg.faults.drop_ppm = 50000;
+	s = sim_create(&cfg);
+	tr_traffic(s, 40, 10 * T_SEC);
+	/* Both streams crossed 2^32 and went on. */
+	p = fw_peer_find(sim_card(s, 0), 1);
+	assert_non_null(p);
+	assert_true(p->snd_nxt < 0x10000u);
+	p = fw_peer_find(sim_card(s, 1), 0);
+	assert_true(p->rcv_nxt < 0x10000u);
+	p = fw_peer_find(sim_card(s, 1), 1);
+	assert_true(p->snd_nxt < 0x10000u && p->rcv_nxt == p->snd_nxt);
+	tr_consistent(s, &sum);
+	assert_true(sum.retransmits > 0);
+	t_finish(s);
+}
+
+struct tr_fault {
+	const char *name;
+	struct fw_fault_cfg f;
+};
+
+static void test_each_fault(void **state)
+{
+	static const struct tr_fault faults[] = {
+		{ "none", { 0 } },
+		{ "drop", { .drop_ppm = 100000 } },
+		{ "dup", { .dup_ppm = 100000 } },
+		{ "corrupt", { .corrupt_ppm = 50000 } },
+		{ "reorder", { .reorder_ppm = 100000, .delay_ns = 10000 } },
+		{ "delay", { .delay_ppm = 200000, .delay_ns = 50000 } },
+	};
+	unsigned int i;
+
+	(void)state;
+	for (i = 0; i < T_ARRAY_SIZE(faults); i++) {
+		struct sim_cfg cfg;
+		struct fw_stats sum;
+		const struct sim_stats *ss;
+		struct sim *s;
+
+		tr_cfg(&cfg, 3, 100 + i);
+		cfg.faults = faults[i].f;
+		s = sim_create(&cfg);
+		tr_traffic(s, 24, 20 * T_SEC);
+		tr_consistent(s, &sum);
+		ss = sim_stats(s);
+		print_message("%-8s t=%6llu us pkts %llu retx %llu", faults[i].name,
+			      (unsigned long long)tr_done_at / 1000,
+			      (unsigned long long)ss->sent, (unsigned long long)sum.retransmits);
+		print_message(" dup %llu ooo %llu crc %llu acks %llu\n",
+			      (unsigned long long)sum.duplicates,
+			      (unsigned long long)sum.out_of_order,
+			      (unsigned long long)sum.crc_errors, (unsigned long long)sum.tx_acks);
+		switch (i) {
+		case 0:
+			assert_int_equal(sum.retransmits, 0);
+			assert_int_equal(sum.duplicates + sum.out_of_order + sum.crc_errors, 0);
+			break;
+		case 1:
+			assert_true(ss->dropped > 0 && sum.retransmits > 0 && sum.timeouts > 0);
+			break;
+		case 2:
+			assert_true(ss->dups > 0 && sum.duplicates >= ss->dups / 2);
+			break;
+		case 3:
+			assert_true(ss->corrupted > 0 && sum.retransmits > 0);
+			break;
+		default:
+			assert_true(sum.out_of_order > 0);
+			break;
+		}
+		t_finish(s);
+	}
+}
+
+static void test_all_faults(void **state)
+{
+	struct sim_cfg cfg;
+	struct fw_stats sum;
+	const struct sim_stats *ss;
+	struct sim *s;
+
+	(void)state;
+	tr_cfg(&cfg, 4, 2024);
+	cfg.faults.drop_ppm = 100000;
+	cfg.faults.dup_ppm = 50000;
+	cfg.faults.reorder_ppm = 50000;
+	cfg.faults.corrupt_ppm = 10000;
+	cfg.faults.delay_ns = 10000;
+	s = sim_create(&cfg);
+	tr_traffic(s, 32, 60 * T_SEC);
+	tr_consistent(s, &sum);
+	ss = sim_stats(s);
+	print_message("all: t=%llu us pkts %llu dropped %llu dups %llu corrupted %llu",
+		      (unsigned long long)tr_done_at / 1000, (unsigned long long)ss->sent,
+		      (unsigned long long)ss->dropped, (unsigned long long)ss->dups,
+		      (unsigned long long)ss->corrupted);
+	print_message(" retx %llu timeouts %llu dup %llu ooo %llu\n",
+		      (unsigned long long)sum.retransmits,
+		      (unsigned long long)sum.timeouts, (unsigned long long)sum.duplicates,
+		      (unsigned long long)sum.out_of_order);
+	assert_true(ss->dropped && ss->dups && ss->corrupted && ss->reorders);
+	assert_true(sum.retransmits && sum.duplicates && sum.out_of_order && sum.crc_errors);
+	t_finish(s);
+}
+
+/* Same seed, same run: to the nanosecond and the counter. */
+static void test_determinism(void **state)
+{
+	struct fw_stats a, b;
+	u64 ta, tb;
+	int run;
+
+	(void)state;
+	for (run = 0; run < 2; run++) {
+		struct sim_cfg cfg;
+		struct sim *s;
+
+		tr_cfg(&cfg, 3, 77);
+		cfg.faults.drop_ppm = 100000;
+		cfg.faults.dup_ppm = 50000;
+		cfg.faults.reorder_ppm = 50000;
+		cfg.faults.corrupt_ppm = 10000;
+		cfg.faults.delay_ns = 10000;
+		s = sim_create(&cfg);
+		tr_traffic(s, 8, 10 * T_SEC);
+		t_stats_sum(s, run ? &b : &a);
+		if (run)
+			tb = sim_now(s);
+		else
+			ta = sim_now(s);
+		t_finish(s);
+	}
+	assert_int_equal(ta, tb);
+	assert_memory_equal(&a, &b, sizeof(a));
+}
+
+/* A dead peer: every operation fails within the retry budget; then a new
+ * epoch works once it is back.
+ */
+static void test_timeout(void **state)
+{
+	struct sim_cfg cfg;
+	struct sim *s;
+	static u8 a[100000], b[100000];
+	struct fw_stats st;
+	struct nicoff_cmd c;
+	struct nicoff_cqe q;
+	u32 ma, mb, rkey;
+	u64 t0, budget = 0, rto;
+	int i;
+
+	(void)state;
+	tr_cfg(&cfg, 2, 1);
+	cfg.fw.max_retries = 8;
+	s = sim_create(&cfg);
+	ma = t_port_mr(s, 0, 0, a, sizeof(a), NICOFF_ACCESS_LOCAL_WRITE, NULL);
+	mb = t_port_mr(s, 1, 0, b, sizeof(b), NICOFF_ACCESS_ALL, &rkey);
+	for (i = 0, rto = cfg.fw.rto_ns; i <= (int)cfg.fw.max_retries; i++) {
+		budget += rto;
+		rto = rto * 2 > cfg.fw.rto_max_ns ? cfg.fw.rto_max_ns : rto * 2;
+	}
+
+	sim_set_dead(s, 1, true);
+	t0 = sim_now(s);
+	c = t_send(1, 1, 0, ma, 0, 50000, 0);	/* several windows */
+	sim_post(s, 0, 0, &c);
+	c = t_send(2, 1, 0, ma, 0, 10, 0);
+	sim_post(s, 0, 0, &c);
+	c = t_rdma(NICOFF_OP_PUT, 3, 1, 0, rkey, 0, ma, 0, 3000);
+	sim_post(s, 0, 0, &c);
+	c = t_rdma(NICOFF_OP_GET, 4, 1, 0, rkey, 0, ma, 0, 3000);
+	sim_post(s, 0, 0, &c);
+	for (i = 0; i < 4; i++) {
+		q = t_cqe(s, 0, 0, t0 + budget + cfg.fw.rto_ns);
+		assert_int_equal(q.tag, i + 1);
+		assert_int_equal(q.status, -ETIMEDOUT);
+	}
+	print_message("failed after %llu us (budget %llu us)\n",
+		      (unsigned long long)(sim_now(s) - t0) / 1000,
+		      (unsigned long long)budget / 1000);
+	fw_get_stats(sim_card(s, 0), &st);
+	assert_int_equal(st.conn_failures, 1);
+	assert_int_equal(st.timeouts, cfg.fw.max_retries + 1);
+	assert_true(sim_run_idle(s, sim_now(s) + T_SEC));
+
+	/* Back: the next packet opens a new epoch and the receiver follows. */
+	sim_set_dead(s, 1, false);
+	t_fill(a, sizeof(a), 12);
+	c = t_recv(5, mb, 0, sizeof(b), 0, 0, 0, 0);
+	sim_post(s, 1, 0, &c);
+	c = t_send(6, 1, 0, ma, 0, 50000, 0);
+	sim_post(s, 0, 0, &c);
+	assert_int_equal(t_cqe(s, 0, 0, sim_now(s) + T_SEC).status, 0);
+	q = t_cqe(s, 1, 0, sim_now(s) + T_SEC);
+	assert_int_equal(q.status, 0);
+	assert_int_equal(q.result, 50000);
+	assert_memory_equal(a, b, 50000);
+	assert_int_equal(fw_peer_find(sim_card(s, 0), 1)->epoch, cfg.fw.epoch + 1);
+	assert_int_equal(fw_peer_find(sim_card(s, 1), 0)->rx_epoch, cfg.fw.epoch + 1);
+	c = t_rdma(NICOFF_OP_GET, 7, 1, 0, rkey, 0, ma, 0, 3000);
+	sim_post(s, 0, 0, &c);
+	q = t_cqe(s, 0, 0, sim_now(s) + T_SEC);
+	assert_int_equal(q.status, 0);
+	assert_int_equal(q.result, 3000);
+	t_finish(s);
+}
+
+/* A card restarts: its peer's first operation may fail, the next work. */
+static void test_restart(void **state)
+{
+	struct sim_cfg cfg;
+	struct sim *s;
+	static u8 a[5000], b[5000];
+	struct nicoff_cmd c;
+	struct nicoff_cqe q;
+	u32 ma, mb;
+	int i;
+
+	(void)state;
+	tr_cfg(&cfg, 2, 1);
+	cfg.fw.max_retries = 6;
+	s = sim_create(&cfg);
+	ma = t_port_mr(s, 0, 0, a, sizeof(a), NICOFF_ACCESS_LOCAL_WRITE, NULL);
+	mb = t_port_mr(s, 1, 0, b, sizeof(b), NICOFF_ACCESS_LOCAL_WRITE, NULL);
+	for (i = 0; i < 2; i++) {
+		c = t_recv(i, mb, 0, sizeof(b), 0, 0, 0, 0);
+		sim_post(s, 1, 0, &c);
+		c = t_send(i, 1, 0, ma, 0, 5000, 0);
+		sim_post(s, 0, 0, &c);
+		assert_int_equal(t_cqe(s, 1, 0, T_SEC).status, 0);
+		assert_int_equal(t_cqe(s, 0, 0, T_SEC).status, 0);
+		c = t_recv(i, ma, 0, sizeof(a), 1, 0, 0, 0);
+		sim_post(s, 0, 0, &c);
+		c = t_send(i, 0, 0, mb, 0, 5000, 0);
+		sim_post(s, 1, 0, &c);
+		assert_int_equal(t_cqe(s, 0, 0, T_SEC).status, 0);
+		assert_int_equal(t_cqe(s, 1, 0, T_SEC).status, 0);
+	}
+	assert_int_equal(sim_restart(s, 1, 1000), 0);
+	mb = t_port_mr(s, 1, 0, b, sizeof(b), NICOFF_ACCESS_LOCAL_WRITE, NULL);
+
+	/* Restarted -> old peer: a new epoch from the start, accepted at once. */
+	c = t_recv(9, ma, 0, sizeof(a), 1, 0, 0, 0);
+	sim_post(s, 0, 0, &c);
+	c = t_send(9, 0, 0, mb, 0, 4000, 0);
+	sim_post(s, 1, 0, &c);
+	assert_int_equal(t_cqe(s, 0, 0, sim_now(s) + T_SEC).status, 0);
+	assert_int_equal(t_cqe(s, 1, 0, sim_now(s) + T_SEC).status, 0);
+
+	/* Old peer -> restarted: its stream is unknown there, so it fails once. */
+	for (i = 0; i < 2; i++) {
+		c = t_recv(10 + i, mb, 0, sizeof(b), 0, 0, 0, 0);
+		sim_post(s, 1, 0, &c);
+	}
+	c = t_send(10, 1, 0, ma, 0, 100, 0);
+	sim_post(s, 0, 0, &c);
+	q = t_cqe(s, 0, 0, sim_now(s) + T_SEC);
+	assert_true(q.status == -ETIMEDOUT || q.status == 0);
+	c = t_send(11, 1, 0, ma, 0, 100, 0);
+	sim_post(s, 0, 0, &c);
+	assert_int_equal(t_cqe(s, 0, 0, sim_now(s) + T_SEC).status, 0);
+	q = t_cqe(s, 1, 0, sim_now(s) + T_SEC);
+	assert_int_equal(q.status, 0);
+	t_finish(s);
+}
+
+/* A peer dies while it owes us data: the watchdog ends the wait. */
+static void test_watchdog(void **state)
+{
+	const u64 big = 4ull << 20;
+	struct sim_cfg cfg;
+	struct sim *s;
+	u8 *a = calloc(1, big), *b = calloc(1, big);
+	struct nicoff_cmd c;
+	struct nicoff_cqe q;
+	u32 ma, mb, rkey;
+	u64 t0;
+
+	(void)state;
+	tr_cfg(&cfg, 2, 1);
+	cfg.fw.max_retries = 6;
+	s = sim_create(&cfg);
+	ma = t_port_mr(s, 0, 0, a, big, NICOFF_ACCESS_LOCAL_WRITE, NULL);
+	mb = t_port_mr(s, 1, 0, b, big, NICOFF_ACCESS_ALL, &rkey);
+
+	/* A GET whose answer stops half way. */
+	c = t_rdma(NICOFF_OP_GET, 1, 1, 0, rkey, 0, ma, 0, big);
+	sim_post(s, 0, 0, &c);
+	sim_run_until(s, sim_now(s) + 100000);
+	assert_int_equal(sim_cq_count(s, 0, 0), 0);
+	sim_set_dead(s, 1, true);
+	t0 = sim_now(s);
+	q = t_cqe(s, 0, 0, t0 + sim_card(s, 0)->dead_ns + T_MS);
+	assert_int_equal(q.status, -ETIMEDOUT);
+	print_message("get failed %llu us after the peer died\n",
+		      (unsigned long long)(sim_now(s) - t0) / 1000);
+	assert_true(sim_run_idle(s, sim_now(s) + T_SEC));
+
+	/* A message whose sender dies half way. */
+	sim_set_dead(s, 1, false);
+	c = t_recv(2, ma, 0, big, 1, 0, 0, 0);
+	sim_post(s, 0, 0, &c);
+	c = t_send(3, 0, 0, mb, 0, big, 0);
+	sim_post(s, 1, 0, &c);
+	sim_run_until(s, sim_now(s) + 100000);
+	assert_int_equal(sim_cq_count(s, 0, 0), 0);
+	sim_set_dead(s, 1, true);
+	t0 = sim_now(s);
+	q = t_cqe(s, 0, 0, t0 + sim_card(s, 0)->dead_ns + T_MS);
+	assert_int_equal(q.status, -ETIMEDOUT);
+	assert_int_equal(q.tag, 2);
+	q = t_cqe(s, 1, 0, t0 + sim_card(s, 1)->dead_ns + T_MS);
+	assert_int_equal(q.status, -ETIMEDOUT);
+	t_finish(s);
+	free(a);
+	free(b);
+}
+
+/* More than the unexpected buffer: refused unacknowledged, then recovered. */
+static void test_rnr(void **state)
+{
+	struct sim_cfg cfg;
+	struct sim *s;
+	static u8 a[65536], b[6][65536];
+	struct fw_stats st;
+	struct nicoff_cmd c;
+	struct nicoff_cqe q;
+	u32 ma, mb;
+	int i;
+
+	(void)state;
+	tr_cfg(&cfg, 2, 1);
+	cfg.fw.unexpected_bytes = 8192;
+	s = sim_create(&cfg);
+	ma = t_port_mr(s, 0, 0, a, sizeof(a), 0, NULL);
+	mb = t_port_mr(s, 1, 0, b, sizeof(b), NICOFF_ACCESS_LOCAL_WRITE, NULL);
+	t_fill(a, sizeof(a), 5);
+	/* 4 KiB, 4 KiB fit; then 4 KiB, 64 KiB (never fits), 10 B wait. */
+	for (i = 0; i < 5; i++) {
+		static const u32 len[] = { 4096, 4096, 4096, 65536, 10 };
+
+		c = t_send(i, 1, 0, ma, 0, len[i], i);
+		sim_post(s, 0, 0, &c);
+	}
+	sim_run_until(s, sim_now(s) + T_MS);
+	fw_get_stats(sim_card(s, 1), &st);
+	assert_true(st.rnr_drops > 0);
+	assert_int_equal(st.unexpected, 2);
+	for (i = 0; i < 5; i++) {
+		c = t_recv(i, mb, (u64)i * 65536, 65536, 0, 0, 0, 0);
+		sim_post(s, 1, 0, &c);
+	}
+	for (i = 0; i < 5; i++) {
+		q = t_cqe(s, 1, 0, sim_now(s) + T_SEC);
+		assert_int_equal(q.status, 0);
+		assert_int_equal(q.tag, i);
+		assert_int_equal(q.msg_tag, i);
+		assert_memory_equal(b[i], a, q.result);
+	}
+	for (i = 0; i < 5; i++) {
+		q = t_cqe(s, 0, 0, sim_now(s) + T_SEC);
+		assert_int_equal(q.status, 0);
+		assert_int_equal(q.tag, i);
+	}
+	fw_get_stats(sim_card(s, 1), &st);
+	print_message("rnr drops %llu, unexpected %llu\n", (unsigned long long)st.rnr_drops,
+		      (unsigned long long)st.unexpected);
+	assert_int_equal(st.unexpected, 2);
+	assert_int_equal(sim_card(s, 1)->ports[0]->unexp_used, 0);
+	t_finish(s);
+}
+
+/* Acknowledgments: at once for a lone message, coalesced in a burst. */
+static void test_acks(void **state)
+{
+	struct sim_cfg cfg;
+	struct sim *s;
+	static u8 a[64], b[64 * 256];
+	struct fw_stats st0, st1, e0, e1;
+	struct nicoff_cmd c;
+	u32 ma, mb;
+	u64 t0;
+	int i;
+
+	(void)state;
+	tr_cfg(&cfg, 2, 1);
+	cfg.fw.ack_delay_ns = 50000;
+	s = sim_create(&cfg);
+	ma = t_port_mr(s, 0, 0, a, sizeof(a), 0, NULL);
+	mb = t_port_mr(s, 1, 0, b, sizeof(b), NICOFF_ACCESS_LOCAL_WRITE, NULL);
+
+	/* Nothing else to send: ACKREQ, and the send completes in one round trip. */
+	c = t_recv(0, mb, 0, 64, 0, 0, 0, 0);
+	sim_post(s, 1, 0, &c);
+	t0 = sim_now(s);
+	c = t_send(0, 1, 0, ma, 0, 64, 0);
+	sim_post(s, 0, 0, &c);
+	assert_int_equal(t_cqe(s, 0, 0, T_SEC).status, 0);
+	assert_true(sim_now(s) - t0 < 5000);
+	assert_int_equal(t_cqe(s, 1, 0, T_SEC).status, 0);
+
+	/* A burst of 256 one-packet messages: one ACK per quarter window or so. */
+	fw_get_stats(sim_card(s, 0), &st0);
+	fw_get_stats(sim_card(s, 1), &st1);
+	for (i = 0; i < 256; i++) {
+		c = t_recv(i, mb, 64 * i, 64, 0, 0, 0, 0);
+		sim_post(s, 1, 0, &c);
+	}
+	for (i = 0; i < 256; i++) {
+		c = t_send(i, 1, 0, ma, 0, 64, 0);
+		sim_post(s, 0, 0, &c);
+	}
+	for (i = 0; i < 256; i++) {
+		assert_int_equal(t_cqe(s, 0, 0, sim_now(s) + T_SEC).status, 0);
+		assert_int_equal(t_cqe(s, 1, 0, sim_now(s) + T_SEC).status, 0);
+	}
+	assert_true(sim_run_idle(s, sim_now(s) + T_SEC));
+	fw_get_stats(sim_card(s, 0), &e0);
+	fw_get_stats(sim_card(s, 1), &e1);
+	print_message("burst of 256: %llu acks\n", (unsigned long long)(e1.tx_acks - st1.tx_acks));
+	assert_int_equal(e0.tx_acks, st0.tx_acks);
+	assert_true(e1.tx_acks - st1.tx_acks <= 256 / 4 + 256 / 16 + 2);
+	assert_int_equal(e0.retransmits, 0);
+	t_finish(s);
+}
+
+/* Many peers: state only for those met, and timers for those active. */
+static void test_many_peers(void **state)
+{
+	const u32 n = 3000;
+	struct sim_cfg cfg;
+	struct sim *s;
+	static u8 a[256], b[256 * 8];
+	struct nicoff_cmd c;
+	u32 i, mb, got = 0;
+	u32 *ma = calloc(n, sizeof(*ma));
+
+	(void)state;
+	tr_cfg(&cfg, n, 3);
+	cfg.faults.drop_ppm = 20000;
+	s = sim_create(&cfg);
+	mb = t_port_mr(s, 0, 0, b, sizeof(b), NICOFF_ACCESS_LOCAL_WRITE, NULL);
+	for (i = 1; i < n; i++) {
+		ma[i] = t_port_mr(s, i, 0, a, sizeof(a), 0, NULL);
+		c = t_send(i, 0, 0, ma[i], 0, 1 + i % 256, i);
+		sim_post(s, i, 0, &c);
+	}
+	for (i = 0; i < n - 1; i++) {
+		c = t_recv(i, mb, (i % 8) * 256, 256, NICOFF_ANY, NICOFF_ANY, 0, 0);
+		sim_post(s, 0, 0, &c);
+	}
+	for (i = 0; i < n - 1; i++) {
+		struct nicoff_cqe q = t_cqe(s, 0, 0, sim_now(s) + T_SEC);
+
+		assert_int_equal(q.status, 0);
+		assert_int_equal(q.result, 1 + q.src_card % 256);
+		assert_int_equal(q.msg_tag, q.src_card);
+		got++;
+	}
+	assert_int_equal(got, n - 1);
+	assert_true(sim_run_idle(s, sim_now(s) + T_SEC));
+	assert_int_equal(sim_card(s, 0)->npeers, n - 1);
+	assert_int_equal(sim_card(s, 0)->nheap, 0);
+	assert_int_equal(sim_card(s, 7)->npeers, 1);
+	for (i = 1; i < n; i++) {
+		struct nicoff_cqe q;
+
+		assert_true(sim_cq_pop(s, i, 0, &q));
+		assert_int_equal(q.status, 0);
+	}
+	free(ma);
+	t_finish(s);
+}
+
+int main(void)
+{
+	const struct FWT_UNIT_TEST tests[] = {
+		cmocka_unit_test(test_seq_wrap),
+		cmocka_unit_test(test_each_fault),
+		cmocka_unit_test(test_all_faults),
+		cmocka_unit_test(test_determinism),
+		cmocka_unit_test(test_timeout),
+		cmocka_unit_test(test_restart),
+		cmocka_unit_test(test_watchdog),
+		cmocka_unit_test(test_rnr),
+		cmocka_unit_test(test_acks),
+		cmocka_unit_test(test_many_peers),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,613 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Per-peer reliability, after GM: one connection per (this node, peer
+ * node), shared by all ports.  Each packet sent gets a sequence number and a
+ * send record holding the card's copy of it and a timestamp; the peer
+ * acknowledges cumulatively, on its own packets or in an ACK sent at most
+ * ack_delay_ns later.  Packets are accepted only in order: a duplicate or
+ * out-of-order one is dropped and the last in-order one acknowledged again.
+ * A timeout resends everything unacknowledged (go-back-N) with the timeout
+ * doubled up to rto_max_ns; after max_retries the connection fails, every
+ * operation on it completes with -ETIMEDOUT and the next packet opens a new
+ * epoch (SYN), whose first sequence number the receiver adopts.
+ *
+ * Error replies (ERR) are reliable packets of the reverse stream, so one
+ * may arrive after the acknowledgment of the packet it is about.  Every
+ * packet therefore carries err_count, the ERR packets its sender queued so
+ * far in its epoch: a SEND or PUT whose packets are all acknowledged
+ * completes with success only once the ERRs vouched by that acknowledgment
+ * have all arrived here.
+ */
+#include "card.h"
+
+static bool fw_peer_owed(const struct fw_peer *peer)
+{
+	return !fw_list_empty(&peer->pending) || !fw_list_empty(&peer->rx_msgs);
+}
+
+/* The peer is about to owe us something: time its silence from now. */
+void fw_peer_owe(struct fw_card *card, struct fw_peer *peer)
+{
+	if (!fw_peer_owed(peer))
+		peer->wd_base = fwos_now(card->host);
+}
+
+void fw_peer_pending_add(struct fw_card *card, struct fw_peer *peer, struct fw_op *op)
+{
+	fw_peer_owe(card, peer);
+	fw_list_add_tail(&op->q_node, &peer->pending);
+	op->queue = FW_OPQ_PENDING;
+}
+
+struct fw_pkt *fw_pkt_new(struct fw_card *card, struct fw_peer *peer, u8 type, u32 lport,
+			  u32 rport, u32 len)
+{
+	struct fw_pkt *pkt = fwos_pkt_alloc(card->host, len);
+
+	if (!pkt)
+		return NULL;
+	memset(&pkt->hdr, 0, sizeof(pkt->hdr));
+	pkt->hdr.src_node = card->cfg.node;
+	pkt->hdr.dst_node = peer->node;
+	pkt->hdr.src_port = lport;
+	pkt->hdr.dst_port = rport;
+	pkt->hdr.type = type;
+	pkt->hdr.len = len;
+	return pkt;
+}
+
+static u32 fw_pkt_crc(const struct fw_pkt *pkt)
+{
+	u32 crc = fwos_crc32(0, &pkt->hdr, FW_PKT_HDR_SIZE);
+
+	return fwos_crc32(crc, pkt->payload, pkt->hdr.len);
+}
+
+static void fw_pkt_send(struct fw_card *card, struct fw_pkt *pkt)
+{
+	pkt->hdr.crc = 0;
+	pkt->hdr.crc = fw_pkt_crc(pkt);
+	card->stats.tx_pkts++;
+	card->stats.tx_bytes += fw_pkt_size(pkt);
+	fwos_send(card->host, pkt);
+}
+
+/* The fabric's length must match the header's before the CRC is trusted. */
+static bool fw_pkt_check(struct fw_pkt *pkt, u32 size)
+{
+	u32 crc;
+	bool ok;
+
+	if (size < FW_PKT_HDR_SIZE || size - FW_PKT_HDR_SIZE != pkt->hdr.len)
+		return false;
+	crc = pkt->hdr.crc;
+	pkt->hdr.crc = 0;
+	ok = fw_pkt_crc(pkt) == crc;
+	pkt->hdr.crc = crc;
+	return ok;
+}
+
+/* Every packet acknowledges what we received: the ack rides along. */
+static void fw_fill_ack(struct fw_peer *peer, struct fw_pkt_hdr *h)
+{
+	h->ack_epoch = peer->rx_epoch;
+	h->ack = peer->rcv_nxt;
+	h->err_count = peer->err_tx;
+	peer->ack_pending = false;
+	peer->ack_count = 0;
+}
+
+static void fw_send_ack(struct fw_card *card, struct fw_peer *peer)
+{
+	struct fw_pkt *pkt;
+
+	/* Cleared even if no packet can be had: the peer's retry re-asks. */
+	peer->ack_pending = false;
+	if (!peer->rx_epoch)
+		return;
+	pkt = fw_pkt_new(card, peer, FW_PKT_ACK, 0, 0, 0);
+	if (!pkt)
+		return;
+	pkt->hdr.epoch = peer->epoch;
+	pkt->hdr.seq = peer->snd_nxt;
+	fw_fill_ack(peer, &pkt->hdr);
+	card->stats.tx_acks++;
+	fw_pkt_send(card, pkt);
+}
+
+/* The fabric takes the packet it is given: send a fresh copy of the record. */
+static void fw_xmit(struct fw_card *card, struct fw_peer *peer, struct fw_srec *rec, u8 flags)
+{
+	struct fw_pkt *pkt = fwos_pkt_alloc(card->host, rec->pkt->hdr.len);
+
+	if (!pkt)
+		return;		/* as good as lost: the timer resends it */
+	memcpy(pkt, rec->pkt, fw_pkt_size(rec->pkt));
+	pkt->hdr.flags |= flags;
+	fw_fill_ack(peer, &pkt->hdr);
+	fw_pkt_send(card, pkt);
+}
+
+static struct fw_srec *fw_rec_at(struct fw_peer *peer, u32 seq)
+{
+	return &peer->recs[(peer->rec_head + (seq - peer->snd_una)) % peer->rec_cap];
+}
+
+/*
+ * Room for one more send record.  The ring starts small and doubles up to
+ * the window, so that a peer exchanging small messages costs little.
+ */
+static bool fw_recs_room(struct fw_card *card, struct fw_peer *peer)
+{
+	u32 n = peer->snd_nxt - peer->snd_una, cap, i;
+	struct fw_srec *recs;
+
+	if (n < peer->rec_cap)
+		return true;
+	cap = peer->rec_cap ? fw_min_u32(peer->rec_cap * 2, card->cfg.window) :
+			      fw_min_u32(4, card->cfg.window);
+	recs = fwos_zalloc(card->host, cap * sizeof(*recs));
+	if (!recs)
+		return false;
+	for (i = 0; i < n; i++)
+		recs[i] = *fw_rec_at(peer, peer->snd_una + i);
+	if (peer->recs)
+		fwos_free(card->host, peer->recs);
+	peer->recs = recs;
+	peer->rec_cap = cap;
+	peer->rec_head = 0;
+	return true;
+}
+
+void fw_tx_enqueue(struct fw_peer *peer, struct fw_op *op)
+{
+	fw_list_add_tail(&op->q_node, &peer->txq);
+	op->queue = FW_OPQ_TX;
+}
+
+/* A one-packet operation (ERR or ABORT), queued before @before or last. */
+void fw_tx_queue_ctrl(struct fw_card *card, struct fw_peer *peer, u8 kind, u32 lport,
+		      u32 rport, u64 msg_id, s32 err, struct fw_list *before)
+{
+	struct fw_op *op = fw_op_new(card, peer, NULL, kind, 0);
+
+	if (!op)
+		return;		/* the peer's operation will time out instead */
+	op->done = true;
+	op->lport = lport;
+	op->dst_port = rport;
+	op->msg_id = msg_id;
+	op->err = err;
+	if (kind == FW_OP_ERR) {
+		peer->err_tx++;
+		card->stats.err_replies++;
+	}
+	if (!before)
+		before = &peer->txq;
+	fw_list_insert(&op->q_node, before->prev, before);
+	op->queue = FW_OPQ_TX;
+}
+
+/*
+ * Refuse the peer's message @h with @err.  Once per message: its later
+ * fragments are dropped quietly.  Queued first, so that the peer's
+ * operations waiting for our error count are not held up behind data.
+ */
+void fw_reply_err(struct fw_card *card, struct fw_peer *peer, const struct fw_pkt_hdr *h,
+		  s32 err)
+{
+	if (h->msg_id == peer->err_msg_id)
+		return;
+	peer->err_msg_id = h->msg_id;
+	fw_tx_queue_ctrl(card, peer, FW_OP_ERR, h->dst_port, h->src_port, h->msg_id, err,
+			 peer->txq.next);
+}
+
+static int fw_ctrl_build(struct fw_card *card, struct fw_peer *peer, struct fw_op *op,
+			 struct fw_pkt **out)
+{
+	u8 type = op->kind == FW_OP_ERR ? FW_PKT_ERR : FW_PKT_ABORT;
+	struct fw_pkt *pkt = fw_pkt_new(card, peer, type, op->lport, op->dst_port, 0);
+
+	if (!pkt)
+		return FW_BUILD_NOMEM;
+	pkt->hdr.msg_id = op->msg_id;
+	pkt->hdr.err = op->err;
+	op->all_sent = true;
+	*out = pkt;
+	return FW_BUILD_PKT;
+}
+
+static int fw_op_build(struct fw_card *card, struct fw_peer *peer, struct fw_op *op,
+		       struct fw_pkt **out)
+{
+	switch (op->kind) {
+	case FW_OP_SEND:
+		return fw_msg_build(card, peer, op, out);
+	case FW_OP_PUT:
+	case FW_OP_GET:
+	case FW_OP_GETRESP:
+		return fw_rma_build(card, peer, op, out);
+	default:
+		return fw_ctrl_build(card, peer, op, out);
+	}
+}
+
+/* Build and send packets while the window has room. */
+void fw_tx_flush(struct fw_card *card, struct fw_peer *peer)
+{
+	u64 now = fwos_now(card->host);
+
+	while (!fw_list_empty(&peer->txq) && peer->snd_nxt - peer->snd_una < card->cfg.window) {
+		struct fw_op *op = fw_list_entry(peer->txq.next, struct fw_op, q_node);
+		struct fw_pkt *pkt = NULL;
+		struct fw_srec *rec;
+		u8 flags = 0;
+		int r = fw_recs_room(card, peer) ? fw_op_build(card, peer, op, &pkt) :
+			FW_BUILD_NOMEM;
+
+		if (r == FW_BUILD_NOMEM) {
+			/* The retransmission timer tries again. */
+			if (peer->rto_at == FW_NEVER)
+				peer->rto_at = fw_add_sat(now, peer->rto);
+			break;
+		}
+		if (r == FW_BUILD_GONE)
+			continue;
+		rec = fw_rec_at(peer, peer->snd_nxt);
+		pkt->hdr.epoch = peer->epoch;
+		pkt->hdr.seq = peer->snd_nxt++;
+		if (peer->syn) {
+			pkt->hdr.flags |= FW_PKT_F_SYN;
+			peer->syn = false;
+		}
+		rec->pkt = pkt;
+		rec->op = op;
+		rec->ts = now;
+		rec->tries = 1;
+		op->nrec++;
+		if (op->all_sent) {
+			fw_op_unqueue(op);
+			if (op->kind == FW_OP_GET)
+				fw_peer_pending_add(card, peer, op);
+		}
+		/*
+		 * Ask for an ack at once when the window is full, or when the
+		 * queue ran dry and no earlier request is still on its way: a
+		 * lone message completes in one round trip, and a stream of
+		 * commands arriving one by one does not get one ack per packet.
+		 */
+		if (peer->snd_nxt - peer->snd_una == card->cfg.window ||
+		    (fw_list_empty(&peer->txq) &&
+		     !(peer->ackreq_out && !fw_seq_before(peer->ackreq_seq, peer->snd_una)))) {
+			flags = FW_PKT_F_ACKREQ;
+			peer->ackreq_out = true;
+			peer->ackreq_seq = rec->pkt->hdr.seq;
+		}
+		fw_xmit(card, peer, rec, flags);
+		if (peer->rto_at == FW_NEVER)
+			peer->rto_at = fw_add_sat(now, peer->rto);
+	}
+}
+
+/* Whether the ERRs that the acknowledgment of @op vouched for are in. */
+static bool fw_op_settled(const struct fw_peer *peer, const struct fw_op *op)
+{
+	if (!op->need_err)
+		return true;
+	return op->need_epoch == peer->rx_epoch && !fw_seq_before(peer->err_rx, op->need_err);
+}
+
+static void fw_pending_settle(struct fw_card *card, struct fw_peer *peer)
+{
+	struct fw_list *n, *next;
+
+	for (n = peer->pending.next; n != &peer->pending; n = next) {
+		struct fw_op *op = fw_list_entry(n, struct fw_op, q_node);
+
+		next = n->next;
+		if (op->kind != FW_OP_GET && fw_op_settled(peer, op))
+			fw_op_finish(card, op, 0, op->len);
+	}
+}
+
+/* The last send record of @op was acknowledged by a packet with header @h. */
+static void fw_op_acked(struct fw_card *card, struct fw_peer *peer, struct fw_op *op,
+			const struct fw_pkt_hdr *h)
+{
+	if (op->nrec || !op->all_sent) {
+		fw_op_put(card, op);
+		return;
+	}
+	op->acked = true;
+	op->need_epoch = h->epoch;
+	op->need_err = h->err_count;
+	if (!op->done && (op->kind == FW_OP_SEND || op->kind == FW_OP_PUT)) {
+		if (fw_op_settled(peer, op))
+			fw_op_finish(card, op, 0, op->len);
+		else
+			fw_peer_pending_add(card, peer, op);
+		return;
+	}
+	fw_op_put(card, op);
+}
+
+static void fw_ack_rx(struct fw_card *card, struct fw_peer *peer, const struct fw_pkt_hdr *h,
+		      u64 now)
+{
+	u32 adv = h->ack - peer->snd_una;
+	u32 i;
+
+	if (h->ack_epoch != peer->epoch || !adv || adv > peer->snd_nxt - peer->snd_una)
+		return;
+	for (i = 0; i < adv; i++) {
+		struct fw_srec *rec = &peer->recs[peer->rec_head];
+		struct fw_op *op = rec->op;
+
+		fwos_pkt_free(card->host, rec->pkt);
+		rec->pkt = NULL;
+		rec->op = NULL;
+		if (++peer->rec_head == peer->rec_cap)
+			peer->rec_head = 0;
+		peer->snd_una++;
+		op->nrec--;
+		fw_op_acked(card, peer, op, h);
+	}
+	/* Progress: the backoff starts over. */
+	peer->retries = 0;
+	peer->rto = card->cfg.rto_ns;
+	peer->rto_at = peer->snd_una == peer->snd_nxt ? FW_NEVER : fw_add_sat(now, peer->rto);
+}
+
+static int fw_rx_err(struct fw_card *card, struct fw_peer *peer, const struct fw_pkt_hdr *h)
+{
+	struct fw_list *n;
+
+	peer->err_rx++;
+	for (n = peer->ops.next; n != &peer->ops; n = n->next) {
+		struct fw_op *op = fw_list_entry(n, struct fw_op, peer_node);
+
+		if (op->msg_id == h->msg_id && op->kind <= FW_OP_GET && !op->done) {
+			fw_op_finish(card, op, h->err < 0 ? h->err : -EIO, 0);
+			break;
+		}
+	}
+	fw_pending_settle(card, peer);
+	return FW_RX_DONE;
+}
+
+/*
+ * The peer opened epoch @epoch.  If it had another before, it failed its
+ * connection to us and dropped what it owed us: messages it was sending,
+ * GET answers and ERRs of the old epoch.
+ */
+static void fw_rx_sync(struct fw_card *card, struct fw_peer *peer, u32 epoch, u32 seq)
+{
+	bool reset = peer->rx_epoch;
+	struct fw_list *n, *next;
+
+	peer->rx_prev_epoch = peer->rx_epoch;
+	peer->rx_epoch = epoch;
+	peer->rcv_nxt = seq;
+	peer->err_rx = 0;
+	peer->err_msg_id = 0;
+	if (reset) {
+		fw_msg_abort_peer(card, peer, -ECONNRESET);
+		for (n = peer->pending.next; n != &peer->pending; n = next) {
+			struct fw_op *op = fw_list_entry(n, struct fw_op, q_node);
+
+			next = n->next;
+			if (op->acked && op->need_epoch != epoch)
+				fw_op_finish(card, op, -ECONNRESET, 0);
+		}
+	}
+	fw_pending_settle(card, peer);
+}
+
+static int fw_rx_content(struct fw_card *card, struct fw_peer *peer, struct fw_pkt *pkt)
+{
+	switch (pkt->hdr.type) {
+	case FW_PKT_DATA:
+		return fw_msg_rx_data(card, peer, pkt);
+	case FW_PKT_ABORT:
+		fw_msg_rx_abort(card, peer, &pkt->hdr);
+		return FW_RX_DONE;
+	case FW_PKT_ERR:
+		return fw_rx_err(card, peer, &pkt->hdr);
+	default:
+		return fw_rma_rx(card, peer, pkt);
+	}
+}
+
+/* A sequenced packet: accept it in order or drop it.  Whether to ack now. */
+static bool fw_rx_seq(struct fw_card *card, struct fw_peer *peer, struct fw_pkt *pkt, u64 now)
+{
+	struct fw_pkt_hdr *h = &pkt->hdr;
+	bool ackreq = h->flags & FW_PKT_F_ACKREQ;
+	int verdict;
+
+	if (h->epoch != peer->rx_epoch) {
+		if (!(h->flags & FW_PKT_F_SYN) || !h->epoch || h->epoch == peer->rx_prev_epoch) {
+			card->stats.stale++;
+			fwos_pkt_free(card->host, pkt);
+			return false;
+		}
+		fw_rx_sync(card, peer, h->epoch, h->seq);
+	}
+	if (h->seq != peer->rcv_nxt) {
+		if (fw_seq_before(h->seq, peer->rcv_nxt))
+			card->stats.duplicates++;
+		else
+			card->stats.out_of_order++;
+		fwos_pkt_free(card->host, pkt);
+		peer->ack_pending = true;	/* tell the sender where we are */
+		return true;
+	}
+	verdict = fw_rx_content(card, peer, pkt);
+	if (verdict == FW_RX_RNR) {
+		/* No room: no ack, the sender's retransmission retries. */
+		card->stats.rnr_drops++;
+		fwos_pkt_free(card->host, pkt);
+		return false;
+	}
+	if (verdict == FW_RX_DONE)
+		fwos_pkt_free(card->host, pkt);
+	peer->rcv_nxt++;
+	peer->wd_base = now;
+	if (!peer->ack_pending) {
+		peer->ack_pending = true;
+		peer->ack_at = fw_add_sat(now, card->cfg.ack_delay_ns);
+	}
+	peer->ack_count++;
+	return ackreq || peer->ack_count >= fw_max_u64(1, card->cfg.window / 4);
+}
+
+void fw_rx(struct fw_card *card, struct fw_pkt *pkt, u32 size)
+{
+	struct fw_peer *peer;
+	bool ack_now = false;
+	u64 now;
+
+	if (!fw_pkt_check(pkt, size)) {
+		card->stats.crc_errors++;
+		fwos_pkt_free(card->host, pkt);
+		return;
+	}
+	if (pkt->hdr.dst_node != card->cfg.node || pkt->hdr.type < FW_PKT_ACK ||
+	    pkt->hdr.type > FW_PKT_ABORT) {
+		fwos_pkt_free(card->host, pkt);
+		return;
+	}
+	card->stats.rx_pkts++;
+	card->stats.rx_bytes += size;
+	peer = fw_peer_get(card, pkt->hdr.src_node);
+	if (!peer) {
+		fwos_pkt_free(card->host, pkt);
+		return;
+	}
+	now = fwos_now(card->host);
+	fw_ack_rx(card, peer, &pkt->hdr, now);
+	if (pkt->hdr.type == FW_PKT_ACK) {
+		card->stats.rx_acks++;
+		fwos_pkt_free(card->host, pkt);
+	} else {
+		ack_now = fw_rx_seq(card, peer, pkt, now);
+	}
+	fw_tx_flush(card, peer);
+	if (ack_now && peer->ack_pending)
+		fw_send_ack(card, peer);
+	fw_peer_rearm(card, peer);
+}
+
+/*
+ * Give up on the peer: every operation with it fails with @status, what we
+ * owed it is dropped, and our stream restarts in a new epoch.
+ */
+static void fw_peer_fail(struct fw_card *card, struct fw_peer *peer, s32 status)
+{
+	u32 n = peer->snd_nxt - peer->snd_una;
+	struct fw_list *node, *next;
+	u32 i;
+
+	card->stats.conn_failures++;
+	for (i = 0; i < n; i++) {
+		struct fw_srec *rec = fw_rec_at(peer, peer->snd_una + i);
+
+		fwos_pkt_free(card->host, rec->pkt);
+		rec->op->nrec--;
+		rec->pkt = NULL;
+		rec->op = NULL;
+	}
+	for (node = peer->ops.next; node != &peer->ops; node = next) {
+		next = node->next;
+		fw_op_finish(card, fw_list_entry(node, struct fw_op, peer_node), status, 0);
+	}
+	if (!++peer->epoch)
+		peer->epoch = 1;
+	peer->snd_una = card->cfg.initial_seq;
+	peer->snd_nxt = card->cfg.initial_seq;
+	peer->rec_head = 0;
+	peer->retries = 0;
+	peer->err_tx = 0;
+	peer->syn = true;
+	peer->ackreq_out = false;
+	peer->rto = card->cfg.rto_ns;
+	peer->rto_at = FW_NEVER;
+	fw_msg_abort_peer(card, peer, status);
+}
+
+static void fw_peer_rto(struct fw_card *card, struct fw_peer *peer, u64 now)
+{
+	u32 n = peer->snd_nxt - peer->snd_una;
+	u32 i;
+
+	card->stats.timeouts++;
+	if (peer->retries >= card->cfg.max_retries) {
+		fw_peer_fail(card, peer, -ETIMEDOUT);
+		return;
+	}
+	peer->retries++;
+	peer->rto = peer->rto > card->cfg.rto_max_ns >> 1 ? card->cfg.rto_max_ns : peer->rto << 1;
+	for (i = 0; i < n; i++) {
+		struct fw_srec *rec = fw_rec_at(peer, peer->snd_una + i);
+
+		rec->ts = now;
+		rec->tries++;
+		card->stats.retransmits++;
+		fw_xmit(card, peer, rec, i == n - 1 ? FW_PKT_F_ACKREQ : 0);
+	}
+	peer->rto_at = fw_add_sat(now, peer->rto);
+}
+
+void fw_peer_rearm(struct fw_card *card, struct fw_peer *peer)
+{
+	u64 d = peer->rto_at;
+
+	if (peer->ack_pending)
+		d = fw_min_u64(d, peer->ack_at);
+	if (fw_peer_owed(peer))
+		d = fw_min_u64(d, fw_add_sat(peer->wd_base, card->dead_ns));
+	fw_timer_set(card, peer, d);
+}
+
+void fw_peer_timer(struct fw_card *card, struct fw_peer *peer, u64 now)
+{
+	if (peer->rto_at <= now) {
+		if (peer->snd_una != peer->snd_nxt) {
+			fw_peer_rto(card, peer, now);
+		} else {
+			peer->rto_at = FW_NEVER;
+			fw_tx_flush(card, peer);
+		}
+	}
+	if (peer->ack_pending && peer->ack_at <= now)
+		fw_send_ack(card, peer);
+	/* A peer that owes us a reply and has been silent that long is dead. */
+	if (fw_peer_owed(peer) && fw_add_sat(peer->wd_base, card->dead_ns) <= now)
+		fw_peer_fail(card, peer, -ETIMEDOUT);
+	fw_peer_rearm(card, peer);
+}
+
+/* The card is going: drop everything of the peer, completing nothing. */
+void fw_peer_release(struct fw_card *card, struct fw_peer *peer)
+{
+	u32 n = peer->snd_nxt - peer->snd_una;
+	struct fw_list *node, *next;
+	u32 i;
+
+	for (i = 0; i < n; i++) {
+		struct fw_srec *rec = fw_rec_at(peer, peer->snd_una + i);
+
+		fwos_pkt_free(card->host, rec->pkt);
+		rec->op->nrec--;
+	}
+	peer->snd_una = peer->snd_nxt;
+	for (node = peer->ops.next; node != &peer->ops; node = next) {
+		struct fw_op *op = fw_list_entry(node, struct fw_op, peer_node);
+
+		next = node->next;
+		op->done = true;
+		fw_op_unqueue(op);
+		fw_op_put(card, op);
+	}
+}
