@@ -1,15 +1,27 @@
 // SPDX-License-Identifier: GPL-2.0
 /* The array of emulated cards. */
 #include <linux/slab.h>
+#include <linux/ktime.h>
 
 #include "card.h"
 #include "params.h"
+#include "fw.h"
 
 struct nicoff_card *nicoff_cards;
 unsigned int nicoff_num_cards;
 
+/* The firmware's configuration, from the tunables. */
+static void nicoff_fw_config(struct fw_config *cfg, u32 node)
+{
+	fw_config_default(cfg, node, nicoff_num_cards);
+	cfg->mtu = nicoff_mtu;
+	cfg->rto_ns = (u64)nicoff_rto_usecs * NSEC_PER_USEC;
+	cfg->max_retries = nicoff_max_retries;
+}
+
 int nicoff_cards_init(void)
 {
+	struct fw_config cfg;
 	unsigned int i;
 
 	nicoff_cards = kcalloc(nicoff_nics, sizeof(*nicoff_cards), GFP_KERNEL);
@@ -22,22 +34,37 @@ int nicoff_cards_init(void)
 		card->id = i;
 		mutex_init(&card->lock);
 		INIT_LIST_HEAD(&card->ports);
+		nicoff_rxq_init(&card->rxq);
+		fw_fault_init(&card->faults, nicoff_fault_seed, i);
+		card->next_timer = U64_MAX;
+		card->host.card = card;
 		card->port_tab = kcalloc(nicoff_ports, sizeof(*card->port_tab), GFP_KERNEL);
-		if (!card->port_tab) {
-			nicoff_cards_exit();
-			return -ENOMEM;
-		}
+		if (!card->port_tab)
+			goto fail;
+		nicoff_fw_config(&cfg, i);
+		card->fw = fw_card_create(&card->host, &cfg);
+		if (!card->fw)
+			goto fail;
 	}
 	return 0;
+fail:
+	nicoff_cards_exit();
+	return -ENOMEM;
 }
 
 void nicoff_cards_exit(void)
 {
 	unsigned int i;
 
+	/* The engines are stopped: nothing sends or delivers any more. */
 	for (i = 0; i < nicoff_num_cards; i++) {
-		kfree(nicoff_cards[i].port_tab);
-		mutex_destroy(&nicoff_cards[i].lock);
+		struct nicoff_card *card = &nicoff_cards[i];
+
+		if (card->fw)
+			fw_card_destroy(card->fw);
+		nicoff_rxq_purge(&card->rxq);
+		kfree(card->port_tab);
+		mutex_destroy(&card->lock);
 	}
 	kfree(nicoff_cards);
 	nicoff_cards = NULL;

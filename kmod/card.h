@@ -12,6 +12,9 @@
 #include <linux/mutex.h>
 #include <linux/wait.h>
 
+#include "fabric.h"
+#include "faults.h"
+
 struct nicoff_port;
 struct task_struct;
 struct device;
@@ -26,13 +29,35 @@ struct nicoff_engine {
 	bool asleep;		/* NEED_WAKEUP is (being) set on every port */
 };
 
+/* The firmware's handle on its host: fw_os.h leaves it to us. */
+struct fw_host {
+	struct nicoff_card *card;
+};
+
+struct nicoff_fabric_stats {
+	u64 no_route;
+};
+
 struct nicoff_card {
 	u32 id;
 	struct nicoff_engine *engine;
-	struct mutex lock;	/* ports list and port_tab */
+	/*
+	 * Held by the engine while it runs the card's firmware and serves its
+	 * ports, and by a process opening or closing a port: so the firmware
+	 * state and the port table have one user at a time.
+	 */
+	struct mutex lock;
 	struct list_head ports;
 	struct nicoff_port **port_tab;
 	struct device *dev;
+	struct fw_card *fw;
+	struct fw_host host;
+	u64 next_timer;		/* firmware's next deadline, ns */
+	struct nicoff_rxq rxq;	/* packets from the fabric */
+	struct fw_fault_state faults;	/* the card's outgoing link */
+	struct fw_fault_cfg fault_cfg;		/* used when fault_override */
+	bool fault_override;
+	struct nicoff_fabric_stats fabric_stats;
 };
 
 extern struct nicoff_card *nicoff_cards;

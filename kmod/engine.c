@@ -15,25 +15,50 @@
 #include "card.h"
 #include "port.h"
 #include "params.h"
+#include "fabric.h"
+#include "fw.h"
 
 static struct nicoff_engine *nicoff_engines;
 static unsigned int nicoff_num_engines;
+
+/* One pass over a card: packets that are due, commands, then timers. */
+static unsigned int nicoff_card_pass(struct nicoff_card *card, unsigned int budget)
+{
+	struct nicoff_port *port;
+	unsigned int work;
+	u64 now = ktime_get_ns();
+
+	mutex_lock(&card->lock);
+	work = nicoff_fabric_deliver(card, now);
+	list_for_each_entry(port, &card->ports, node)
+		work += nicoff_port_service(port, budget);
+	if (work || card->next_timer <= now)
+		card->next_timer = fw_poll(card->fw, now);
+	mutex_unlock(&card->lock);
+	return work;
+}
 
 static unsigned int nicoff_engine_pass(struct nicoff_engine *e)
 {
 	unsigned int budget = READ_ONCE(nicoff_budget);
 	unsigned int work = 0, i;
 
-	for (i = 0; i < e->ncards; i++) {
-		struct nicoff_card *card = e->cards[i];
-		struct nicoff_port *port;
-
-		mutex_lock(&card->lock);
-		list_for_each_entry(port, &card->ports, node)
-			work += nicoff_port_service(port, budget);
-		mutex_unlock(&card->lock);
-	}
+	for (i = 0; i < e->ncards; i++)
+		work += nicoff_card_pass(e->cards[i], budget);
 	return work;
+}
+
+/* The earliest firmware timer or packet arrival among the engine's cards. */
+static u64 nicoff_engine_deadline(struct nicoff_engine *e)
+{
+	u64 next = U64_MAX;
+	unsigned int i;
+
+	for (i = 0; i < e->ncards; i++) {
+		next = min(next, READ_ONCE(e->cards[i]->next_timer));
+		next = min(next, nicoff_fabric_next_due(e->cards[i]));
+	}
+	return next;
 }
 
 static void nicoff_engine_flag_all(struct nicoff_engine *e, bool need_wakeup)
@@ -76,13 +101,28 @@ static bool nicoff_engine_has_work(struct nicoff_engine *e)
 
 static void nicoff_engine_sleep(struct nicoff_engine *e)
 {
+	u64 deadline, now;
+
 	WRITE_ONCE(e->kicked, false);
 	WRITE_ONCE(e->asleep, true);
 	nicoff_engine_flag_all(e, true);
-	/* Pairs with the fence between the process's tail store and flag load. */
+	/*
+	 * Pairs with the fence between a process's tail store and its flag
+	 * load, and with the one after the fabric queues a packet: either we
+	 * see their work now or they see us asleep and kick.
+	 */
 	smp_mb();
-	if (!nicoff_engine_has_work(e))
-		wait_event_interruptible(e->wq, READ_ONCE(e->kicked) || kthread_should_stop());
+	deadline = nicoff_engine_deadline(e);
+	now = ktime_get_ns();
+	if (!nicoff_engine_has_work(e) && deadline > now) {
+		if (deadline == U64_MAX)
+			wait_event_interruptible(e->wq, READ_ONCE(e->kicked) ||
+						 kthread_should_stop());
+		else
+			wait_event_interruptible_hrtimeout(e->wq, READ_ONCE(e->kicked) ||
+							   kthread_should_stop(),
+							   ns_to_ktime(deadline - now));
+	}
 	WRITE_ONCE(e->asleep, false);
 	nicoff_engine_flag_all(e, false);
 }

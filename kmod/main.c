@@ -11,6 +11,7 @@
 #include "params.h"
 #include "card.h"
 #include "chardev.h"
+#include "netlink.h"
 
 static int __init nicoff_init(void)
 {
@@ -28,9 +29,14 @@ static int __init nicoff_init(void)
 	ret = nicoff_chardev_init();
 	if (ret)
 		goto out_engines;
+	ret = nicoff_netlink_init();
+	if (ret)
+		goto out_chardev;
 	pr_info("nicoff: %u cards, %u ports each\n", nicoff_num_cards, nicoff_ports);
 	return 0;
 
+out_chardev:
+	nicoff_chardev_exit();
 out_engines:
 	nicoff_engines_stop();
 out_cards:
@@ -40,6 +46,7 @@ out_cards:
 
 static void __exit nicoff_exit(void)
 {
+	nicoff_netlink_exit();
 	nicoff_chardev_exit();
 	nicoff_engines_stop();
 	nicoff_cards_exit();

@@ -55,13 +55,40 @@ static void nicoff_mr_free(struct nicoff_mr *mr)
 	kfree(mr);
 }
 
+/*
+ * Is all of [start, end) mapped writable?  Then the pin is made writable
+ * even for read-only rights: a read-only pin of untouched anonymous memory
+ * would take the shared zero page (6.1 does not unshare it for long-term
+ * pins), and the process's later writes would land in a copy the card
+ * never sees.
+ */
+static bool nicoff_range_writable(struct mm_struct *mm, unsigned long start, unsigned long end)
+{
+	struct vm_area_struct *vma;
+	bool ok = true;
+
+	mmap_read_lock(mm);
+	while (start < end) {
+		vma = find_vma(mm, start);
+		if (!vma || vma->vm_start > start || !(vma->vm_flags & VM_WRITE)) {
+			ok = false;
+			break;
+		}
+		start = vma->vm_end;
+	}
+	mmap_read_unlock(mm);
+	return ok;
+}
+
 static int nicoff_pin(struct nicoff_mr *mr)
 {
+	unsigned long start = mr->addr & PAGE_MASK;
 	unsigned int flags = FOLL_LONGTERM;
 	unsigned long done = 0;
 	int ret;
 
-	if (nicoff_mr_writable(mr->access))
+	if (nicoff_mr_writable(mr->access) ||
+	    nicoff_range_writable(current->mm, start, start + mr->npages * PAGE_SIZE))
 		flags |= FOLL_WRITE;
 	while (done < mr->npages) {
 		unsigned long start = (mr->addr & PAGE_MASK) + done * PAGE_SIZE;
@@ -111,6 +138,11 @@ int nicoff_mr_register(struct nicoff_port *port, struct nicoff_reg_mr *req)
 	mr->npages = (PAGE_ALIGN(end) - (req->addr & PAGE_MASK)) >> PAGE_SHIFT;
 	mr->mm = port->mm;
 
+	/* More than RAM can never be pinned: refuse before sizing anything by it. */
+	if (mr->npages > totalram_pages()) {
+		kfree(mr);
+		return -ENOMEM;
+	}
 	if (atomic_inc_return(&port->nr_mrs) > nicoff_max_mrs) {
 		ret = -ENOSPC;
 		goto out_count;
@@ -118,7 +150,7 @@ int nicoff_mr_register(struct nicoff_port *port, struct nicoff_reg_mr *req)
 	ret = nicoff_charge(mr->mm, mr->npages);
 	if (ret)
 		goto out_count;
-	mr->pages = kvmalloc_array(mr->npages, sizeof(*mr->pages), GFP_KERNEL);
+	mr->pages = kvmalloc_array(mr->npages, sizeof(*mr->pages), GFP_KERNEL | __GFP_NOWARN);
 	if (!mr->pages) {
 		ret = -ENOMEM;
 		goto out_charge;
@@ -184,6 +216,13 @@ struct nicoff_mr *nicoff_mr_lookup(struct nicoff_port *port, u32 handle)
 	return xa_load(&port->mrs, handle);
 }
 
+struct nicoff_mr *nicoff_mr_lookup_rkey(struct nicoff_port *port, u32 rkey)
+{
+	struct nicoff_mr *mr = xa_load(&port->mrs, rkey & NICOFF_MR_HANDLE_MAX);
+
+	return mr && mr->rkey == rkey ? mr : NULL;
+}
+
 int nicoff_mr_check(const struct nicoff_mr *mr, u64 off, u64 len, u32 access)
 {
 	u64 end;
@@ -219,4 +258,38 @@ void nicoff_mr_copy(struct nicoff_mr *dst, u64 dst_off, struct nicoff_mr *src, u
 		if (!(++pages & 63))
 			cond_resched();
 	}
+}
+
+/*
+ * Walk [off, off + len) of a region page by page; @fn copies one piece.
+ * The range has been checked with nicoff_mr_check().
+ */
+static void nicoff_mr_walk(struct nicoff_mr *mr, u64 off, u8 *buf, u64 len, bool to_mr)
+{
+	u64 pos = mr->first_off + off;
+
+	while (len) {
+		size_t in = offset_in_page(pos);
+		size_t n = min_t(u64, PAGE_SIZE - in, len);
+		void *p = kmap_local_page(mr->pages[pos >> PAGE_SHIFT]);
+
+		if (to_mr)
+			memcpy(p + in, buf, n);
+		else
+			memcpy(buf, p + in, n);
+		kunmap_local(p);
+		pos += n;
+		buf += n;
+		len -= n;
+	}
+}
+
+void nicoff_mr_read(struct nicoff_mr *mr, u64 off, void *buf, u64 len)
+{
+	nicoff_mr_walk(mr, off, buf, len, false);
+}
+
+void nicoff_mr_write(struct nicoff_mr *mr, u64 off, const void *buf, u64 len)
+{
+	nicoff_mr_walk(mr, off, (u8 *)buf, len, true);
 }

@@ -48,39 +48,121 @@ static int nicoff_param_set_range(const char *val, const struct kernel_param *kp
 	return 0;
 }
 
-unsigned int nicoff_poll_usecs = 50;
-
-static int nicoff_poll_usecs_set(const char *val, const struct kernel_param *kp)
+/* Setters of the run-time tunables, one per range. */
+static int nicoff_set_usecs(const char *val, const struct kernel_param *kp)
 {
 	return nicoff_param_set_range(val, kp, 0, NICOFF_MAX_POLL_USECS);
 }
 
-static const struct kernel_param_ops nicoff_poll_usecs_ops = {
-	.set = nicoff_poll_usecs_set,
+static const struct kernel_param_ops nicoff_usecs_ops = {
+	.set = nicoff_set_usecs,
 	.get = param_get_uint,
 };
 
-module_param_cb(poll_usecs, &nicoff_poll_usecs_ops, &nicoff_poll_usecs, 0644);
-MODULE_PARM_DESC(poll_usecs,
-		 "Idle time a card thread keeps polling before it sleeps (0-10000000 us, default 50)");
-
-unsigned int nicoff_budget = 64;
-
-static int nicoff_budget_set(const char *val, const struct kernel_param *kp)
+static int nicoff_set_budget(const char *val, const struct kernel_param *kp)
 {
 	return nicoff_param_set_range(val, kp, 1, NICOFF_MAX_BUDGET);
 }
 
 static const struct kernel_param_ops nicoff_budget_ops = {
-	.set = nicoff_budget_set,
+	.set = nicoff_set_budget,
 	.get = param_get_uint,
 };
 
+static int nicoff_set_million(const char *val, const struct kernel_param *kp)
+{
+	return nicoff_param_set_range(val, kp, 0, 1000000);
+}
+
+static const struct kernel_param_ops nicoff_million_ops = {
+	.set = nicoff_set_million,
+	.get = param_get_uint,
+};
+
+static int nicoff_set_ns(const char *val, const struct kernel_param *kp)
+{
+	return nicoff_param_set_range(val, kp, 0, 100000000);
+}
+
+static const struct kernel_param_ops nicoff_ns_ops = {
+	.set = nicoff_set_ns,
+	.get = param_get_uint,
+};
+
+unsigned int nicoff_poll_usecs = 50;
+module_param_cb(poll_usecs, &nicoff_usecs_ops, &nicoff_poll_usecs, 0644);
+MODULE_PARM_DESC(poll_usecs,
+		 "Idle time a card thread keeps polling before it sleeps (0-10000000 us, default 50)");
+
+unsigned int nicoff_budget = 64;
 module_param_cb(budget, &nicoff_budget_ops, &nicoff_budget, 0644);
-MODULE_PARM_DESC(budget, "Commands a card thread takes from one port per pass (1-4096, default 64)");
+MODULE_PARM_DESC(budget,
+		 "Commands a card thread takes from one port per pass (1-4096, default 64)");
+
+unsigned int nicoff_mtu = 4096;
+module_param_named(mtu, nicoff_mtu, uint, 0444);
+MODULE_PARM_DESC(mtu, "Payload bytes per packet on the fabric (256-65536, default 4096)");
+
+unsigned int nicoff_rto_usecs = 2000;
+module_param_named(rto_usecs, nicoff_rto_usecs, uint, 0444);
+MODULE_PARM_DESC(rto_usecs, "First retransmission timeout (10-10000000 us, default 2000)");
+
+unsigned int nicoff_max_retries = 12;
+module_param_named(max_retries, nicoff_max_retries, uint, 0444);
+MODULE_PARM_DESC(max_retries,
+		 "Retransmissions before a peer's operations fail with ETIMEDOUT (1-64, default 12)");
+
+unsigned int nicoff_link_latency_ns;
+module_param_cb(link_latency_ns, &nicoff_ns_ops, &nicoff_link_latency_ns, 0644);
+MODULE_PARM_DESC(link_latency_ns,
+		 "Extra one-way latency of every link (0-100000000 ns, default 0)");
+
+unsigned int nicoff_link_mbps;
+module_param_cb(link_mbps, &nicoff_million_ops, &nicoff_link_mbps, 0644);
+MODULE_PARM_DESC(link_mbps,
+		 "Link bandwidth in Mbit/s (0 = unlimited, the default)");
+
+unsigned int nicoff_fault_drop_ppm;
+module_param_cb(fault_drop_ppm, &nicoff_million_ops, &nicoff_fault_drop_ppm, 0644);
+MODULE_PARM_DESC(fault_drop_ppm,
+		 "Packets dropped, per million (default 0)");
+
+unsigned int nicoff_fault_dup_ppm;
+module_param_cb(fault_dup_ppm, &nicoff_million_ops, &nicoff_fault_dup_ppm, 0644);
+MODULE_PARM_DESC(fault_dup_ppm,
+		 "Packets duplicated, per million (default 0)");
+
+unsigned int nicoff_fault_corrupt_ppm;
+module_param_cb(fault_corrupt_ppm, &nicoff_million_ops, &nicoff_fault_corrupt_ppm, 0644);
+MODULE_PARM_DESC(fault_corrupt_ppm,
+		 "Packets with one bit flipped, per million (default 0)");
+
+unsigned int nicoff_fault_reorder_ppm;
+module_param_cb(fault_reorder_ppm, &nicoff_million_ops, &nicoff_fault_reorder_ppm, 0644);
+MODULE_PARM_DESC(fault_reorder_ppm,
+		 "Packets held back behind later ones, per million (default 0)");
+
+unsigned int nicoff_fault_delay_ppm;
+module_param_cb(fault_delay_ppm, &nicoff_million_ops, &nicoff_fault_delay_ppm, 0644);
+MODULE_PARM_DESC(fault_delay_ppm,
+		 "Packets delayed by fault_delay_usecs, per million (default 0)");
+
+unsigned int nicoff_fault_delay_usecs = 100;
+module_param_cb(fault_delay_usecs, &nicoff_usecs_ops, &nicoff_fault_delay_usecs, 0644);
+MODULE_PARM_DESC(fault_delay_usecs,
+		 "Delay of delayed and reordered packets (0-10000000 us, default 100)");
+
+unsigned long long nicoff_fault_seed = 1;
+module_param_named(fault_seed, nicoff_fault_seed, ullong, 0444);
+MODULE_PARM_DESC(fault_seed, "Seed of the fault injector: same seed, same faults (default 1)");
 
 int nicoff_params_check(void)
 {
+	if (nicoff_mtu < 256 || nicoff_mtu > 65536 || nicoff_rto_usecs < 10 ||
+	    nicoff_rto_usecs > 10000000 || nicoff_max_retries < 1 || nicoff_max_retries > 64) {
+		pr_err("nicoff: mtu, rto_usecs or max_retries out of range\n");
+		return -EINVAL;
+	}
 	if (nicoff_nics < 1 || nicoff_nics > NICOFF_MAX_CARDS) {
 		pr_err("nicoff: nics=%u out of range 1-%u\n", nicoff_nics, NICOFF_MAX_CARDS);
 		return -EINVAL;

@@ -20,6 +20,21 @@ extern unsigned int nicoff_threads;
 extern unsigned int nicoff_poll_usecs;
 extern unsigned int nicoff_budget;
 
+extern unsigned int nicoff_mtu;
+extern unsigned int nicoff_link_latency_ns;
+extern unsigned int nicoff_link_mbps;
+extern unsigned int nicoff_rto_usecs;
+extern unsigned int nicoff_max_retries;
+
+/* Fault injection, global: parts per million of packets. */
+extern unsigned int nicoff_fault_drop_ppm;
+extern unsigned int nicoff_fault_dup_ppm;
+extern unsigned int nicoff_fault_corrupt_ppm;
+extern unsigned int nicoff_fault_reorder_ppm;
+extern unsigned int nicoff_fault_delay_ppm;
+extern unsigned int nicoff_fault_delay_usecs;
+extern unsigned long long nicoff_fault_seed;
+
 int nicoff_params_check(void);
 
 #endif

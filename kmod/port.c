@@ -18,6 +18,7 @@
 #include "card.h"
 #include "mr.h"
 #include "params.h"
+#include "fw.h"
 
 static int nicoff_port_claim(struct nicoff_card *card, struct nicoff_port *port, u32 want)
 {
@@ -83,6 +84,8 @@ int nicoff_port_open(struct nicoff_card *card, struct nicoff_port_open *req,
 
 	mutex_lock(&card->lock);
 	ret = nicoff_port_claim(card, port, req->port);
+	if (!ret)
+		ret = fw_port_attach(card->fw, port->num);
 	if (ret) {
 		mutex_unlock(&card->lock);
 		goto out_mm;
@@ -122,6 +125,8 @@ void nicoff_port_close(struct nicoff_port *port)
 	struct nicoff_card *card = port->card;
 
 	mutex_lock(&card->lock);
+	/* The firmware forgets the port: no completion for it after this. */
+	fw_port_detach(card->fw, port->num);
 	list_del(&port->node);
 	card->port_tab[port->num] = NULL;
 	mutex_unlock(&card->lock);
@@ -204,18 +209,72 @@ static s32 nicoff_exec_copy(struct nicoff_port *port, const struct nicoff_op_cop
 	return 0;
 }
 
-static s32 nicoff_exec(struct nicoff_port *port, const struct nicoff_cmd *cmd, u64 *result)
+/* NOP, COPY and malformed commands are the host's; the rest the firmware's. */
+static bool nicoff_exec_local(struct nicoff_port *port, const struct nicoff_cmd *cmd,
+			      s32 *status, u64 *result)
 {
-	if (cmd->flags || cmd->reserved0 || cmd->reserved1)
-		return -EINVAL;
+	if (cmd->flags || cmd->reserved0 || cmd->reserved1) {
+		*status = -EINVAL;
+		return true;
+	}
 	switch (cmd->opcode) {
 	case NICOFF_OP_NOP:
-		return memchr_inv(cmd->raw, 0, sizeof(cmd->raw)) ? -EINVAL : 0;
+		*status = memchr_inv(cmd->raw, 0, sizeof(cmd->raw)) ? -EINVAL : 0;
+		return true;
 	case NICOFF_OP_COPY:
-		return nicoff_exec_copy(port, &cmd->copy, result);
+		*status = nicoff_exec_copy(port, &cmd->copy, result);
+		return true;
+	case NICOFF_OP_SEND:
+	case NICOFF_OP_RECV:
+	case NICOFF_OP_PUT:
+	case NICOFF_OP_GET:
+		return false;
 	default:
-		return -EOPNOTSUPP;
+		*status = -EOPNOTSUPP;
+		return true;
 	}
+}
+
+/* A completion the firmware posts, into room reserved when it took the command. */
+void nicoff_port_complete_async(struct nicoff_port *port, const struct nicoff_cqe *cqe)
+{
+	struct nicoff_kring *cq = &port->cq;
+
+	port->cq_pending--;
+	if (port->error)
+		return;
+	memcpy(nicoff_ring_slot(cq, cq->priv++), cqe, sizeof(*cqe));
+	port->cqes++;
+	/* Release: the completion is written before the process sees it. */
+	smp_store_release(&cq->hdr->producer, cq->priv);
+	nicoff_port_wake(port);
+}
+
+/*
+ * A peer broke this port's memory rules: tell the process, best effort,
+ * once its completion ring has room (it has no command this answers).
+ */
+static void nicoff_port_remote_errors(struct nicoff_port *port, u32 cq_used)
+{
+	struct fw_remote_error last;
+	struct nicoff_cqe *cqe;
+	u64 n;
+
+	n = fw_port_remote_errors(port->card->fw, port->num, &last);
+	if (n == port->remote_errors_told || cq_used + port->cq_pending >= port->cq.entries)
+		return;
+	port->remote_errors_told = n;
+	cqe = nicoff_ring_slot(&port->cq, port->cq.priv++);
+	memset(cqe, 0, sizeof(*cqe));
+	cqe->status = last.status;
+	cqe->opcode = NICOFF_OP_REMOTE_ACCESS_ERROR;
+	cqe->result = n;
+	cqe->src_card = last.src_card;
+	cqe->src_port = last.src_port;
+	port->cqes++;
+	/* Release: the completion is written before the process sees it. */
+	smp_store_release(&port->cq.hdr->producer, port->cq.priv);
+	nicoff_port_wake(port);
 }
 
 /*
@@ -226,10 +285,17 @@ static s32 nicoff_exec(struct nicoff_port *port, const struct nicoff_cmd *cmd, u
 unsigned int nicoff_port_service(struct nicoff_port *port, unsigned int budget)
 {
 	struct nicoff_kring *cmd = &port->cmd, *cq = &port->cq;
-	u32 avail, cq_used, n, i;
+	u32 avail, cq_used, owed, n, i;
 
 	if (port->error)
 		return 0;
+	if (unlikely(fw_port_remote_errors(port->card->fw, port->num, NULL) !=
+		     port->remote_errors_told)) {
+		/* Acquire: the process is done with the entries it handed back. */
+		cq_used = cq->priv - smp_load_acquire(&cq->hdr->consumer);
+		if (cq_used <= cq->entries)
+			nicoff_port_remote_errors(port, cq_used);
+	}
 	/* Acquire: the descriptors are read only after the tail that covers them. */
 	avail = smp_load_acquire(&cmd->hdr->producer) - cmd->priv;
 	if (!avail)
@@ -240,7 +306,9 @@ unsigned int nicoff_port_service(struct nicoff_port *port, unsigned int budget)
 		nicoff_port_fail(port, cq_used);
 		return 1;
 	}
-	n = min3(avail, cq->entries - cq_used, budget);
+	/* Room for one completion per command, besides those owed already. */
+	owed = cq_used + port->cq_pending;
+	n = min3(avail, owed < cq->entries ? cq->entries - owed : 0, budget);
 	if (!n) {
 		port->cq_full++;
 		return 0;
@@ -252,9 +320,16 @@ unsigned int nicoff_port_service(struct nicoff_port *port, unsigned int budget)
 		s32 status;
 
 		nicoff_cmd_fetch(&c, nicoff_ring_slot(cmd, cmd->priv++));
-		status = nicoff_exec(port, &c, &result);
+		if (!nicoff_exec_local(port, &c, &status, &result)) {
+			port->cq_pending++;
+			port->cmds++;
+			fw_cmd(port->card->fw, port->num, &c);
+			continue;
+		}
 		if (status)
 			port->bad_cmds++;
+		port->cmds++;
+		port->cqes++;
 		cqe = nicoff_ring_slot(cq, cq->priv++);
 		memset(cqe, 0, sizeof(*cqe));
 		cqe->tag = c.tag;
@@ -266,8 +341,6 @@ unsigned int nicoff_port_service(struct nicoff_port *port, unsigned int budget)
 	smp_store_release(&cmd->hdr->consumer, cmd->priv);
 	/* Release: the completions are written before the process sees them. */
 	smp_store_release(&cq->hdr->producer, cq->priv);
-	port->cmds += n;
-	port->cqes += n;
 	nicoff_port_wake(port);
 	return n;
 }
@@ -286,7 +359,7 @@ bool nicoff_port_has_work(struct nicoff_port *port)
 	/* Garbage counts as work: the next pass puts the port in error. */
 	if (avail > port->cmd.entries || cq_used > port->cq.entries)
 		return true;
-	return cq_used < port->cq.entries;
+	return cq_used + port->cq_pending < port->cq.entries;
 }
 
 bool nicoff_port_cq_ready(struct nicoff_port *port)

@@ -34,6 +34,8 @@ struct nicoff_port {
 	u64 cqes;
 	u64 bad_cmds;
 	u64 cq_full;
+	u32 cq_pending;			/* completions the firmware owes */
+	u64 remote_errors_told;		/* peers' violations reported so far */
 	atomic64_t kicks;
 };
 
@@ -54,5 +56,7 @@ void nicoff_port_stats(struct nicoff_port *port, struct nicoff_port_stats *st);
 unsigned int nicoff_port_service(struct nicoff_port *port, unsigned int budget);
 bool nicoff_port_has_work(struct nicoff_port *port);
 bool nicoff_port_cq_ready(struct nicoff_port *port);
+struct nicoff_cqe;
+void nicoff_port_complete_async(struct nicoff_port *port, const struct nicoff_cqe *cqe);
 
 #endif

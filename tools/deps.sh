@@ -14,7 +14,7 @@ pkgs=(
 	# toolchain and style
 	build-essential g++ make pkg-config kmod clang-format
 	# libraries
-	libnl-3-dev libnl-genl-3-dev liburcu-dev libcmocka-dev
+	libnl-3-dev libnl-genl-3-dev liburcu-dev libcmocka-dev zlib1g-dev
 	# plots and result tables
 	gnuplot-nox python3
 )

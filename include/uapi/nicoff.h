@@ -67,7 +67,14 @@ enum nicoff_opcode {
 	NICOFF_OP_PUT = 4,
 	NICOFF_OP_GET = 5,
 	NICOFF_OP_MAX,			/* first invalid opcode */
-	/* Completion-only opcode: the port entered the error state. */
+	/*
+	 * Completion-only opcodes.  REMOTE_ACCESS_ERROR: a peer's put or get
+	 * broke this port's memory rules (status: the errno it got; result:
+	 * violations so far; src_card/src_port: the latest offender).  Posted
+	 * best effort, when the ring has room.  PORT_ERROR: the port entered
+	 * the error state.
+	 */
+	NICOFF_OP_REMOTE_ACCESS_ERROR = 0xfe,
 	NICOFF_OP_PORT_ERROR = 0xff,
 };
 
@@ -222,5 +229,81 @@ struct nicoff_port_stats {
 #define NICOFF_IOC_DEREG_MR	_IOW(NICOFF_IOC_MAGIC, 0x03, struct nicoff_dereg_mr)
 #define NICOFF_IOC_KICK		_IO(NICOFF_IOC_MAGIC, 0x04)
 #define NICOFF_IOC_PORT_STATS	_IOR(NICOFF_IOC_MAGIC, 0x05, struct nicoff_port_stats)
+
+/*
+ * Generic netlink family "nicoff": module-wide and per-card state for
+ * tools (nicoffctl).  GET_INFO and GET_CARD (doit with NICOFF_NL_A_CARD, or
+ * dump of every card) are open to all; SET_FAULTS needs CAP_NET_ADMIN.
+ */
+#define NICOFF_GENL_NAME	"nicoff"
+#define NICOFF_GENL_VERSION	1
+
+enum nicoff_nl_cmd {
+	NICOFF_NL_CMD_UNSPEC,
+	NICOFF_NL_CMD_GET_INFO,		/* -> NUM_CARDS, ABI_VERSION, PINNED_PAGES, FAULTS */
+	NICOFF_NL_CMD_GET_CARD,		/* CARD -> CARD, PORTS_OPEN, STATS, FAULTS */
+	NICOFF_NL_CMD_SET_FAULTS,	/* [CARD], FAULTS: a card's, or the global, faults */
+	__NICOFF_NL_CMD_MAX,
+};
+
+#define NICOFF_NL_CMD_MAX	(__NICOFF_NL_CMD_MAX - 1)
+
+enum nicoff_nl_attr {
+	NICOFF_NL_A_UNSPEC,
+	NICOFF_NL_A_PAD,
+	NICOFF_NL_A_NUM_CARDS,		/* u32 */
+	NICOFF_NL_A_ABI_VERSION,	/* u32 */
+	NICOFF_NL_A_PINNED_PAGES,	/* u64 */
+	NICOFF_NL_A_CARD,		/* u32 */
+	NICOFF_NL_A_PORTS_OPEN,		/* u32 */
+	NICOFF_NL_A_STATS,		/* nest of NICOFF_NL_STAT_* (u64) */
+	NICOFF_NL_A_FAULTS,		/* nest of NICOFF_NL_FAULT_* */
+	__NICOFF_NL_A_MAX,
+};
+
+#define NICOFF_NL_A_MAX		(__NICOFF_NL_A_MAX - 1)
+
+enum nicoff_nl_stat {
+	NICOFF_NL_STAT_UNSPEC,
+	NICOFF_NL_STAT_PAD,
+	NICOFF_NL_STAT_TX_PKTS,
+	NICOFF_NL_STAT_TX_BYTES,
+	NICOFF_NL_STAT_RX_PKTS,
+	NICOFF_NL_STAT_RX_BYTES,
+	NICOFF_NL_STAT_TX_ACKS,
+	NICOFF_NL_STAT_RX_ACKS,
+	NICOFF_NL_STAT_RETRANSMITS,
+	NICOFF_NL_STAT_TIMEOUTS,
+	NICOFF_NL_STAT_DUPLICATES,
+	NICOFF_NL_STAT_OUT_OF_ORDER,
+	NICOFF_NL_STAT_CRC_ERRORS,
+	NICOFF_NL_STAT_UNEXPECTED,
+	NICOFF_NL_STAT_RNR_DROPS,
+	NICOFF_NL_STAT_REMOTE_ERRORS,
+	NICOFF_NL_STAT_FAULT_DROPS,
+	NICOFF_NL_STAT_FAULT_DUPS,
+	NICOFF_NL_STAT_FAULT_CORRUPTS,
+	NICOFF_NL_STAT_FAULT_REORDERS,
+	NICOFF_NL_STAT_FAULT_DELAYS,
+	NICOFF_NL_STAT_NO_ROUTE,
+	__NICOFF_NL_STAT_MAX,
+};
+
+#define NICOFF_NL_STAT_MAX	(__NICOFF_NL_STAT_MAX - 1)
+
+enum nicoff_nl_fault {
+	NICOFF_NL_FAULT_UNSPEC,
+	NICOFF_NL_FAULT_DROP_PPM,	/* u32, parts per million, <= 1000000 */
+	NICOFF_NL_FAULT_DUP_PPM,
+	NICOFF_NL_FAULT_CORRUPT_PPM,
+	NICOFF_NL_FAULT_REORDER_PPM,
+	NICOFF_NL_FAULT_DELAY_PPM,
+	NICOFF_NL_FAULT_DELAY_USECS,	/* u32, <= 10000000 */
+	/* flag: SET: the card follows the global faults again; GET: it does */
+	NICOFF_NL_FAULT_GLOBAL,
+	__NICOFF_NL_FAULT_MAX,
+};
+
+#define NICOFF_NL_FAULT_MAX	(__NICOFF_NL_FAULT_MAX - 1)
 
 #endif /* _UAPI_NICOFF_H */

@@ -1,0 +1,108 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The module's implementation of the firmware's OS interface (fw_os.h).
+ * Every call comes from the context that holds the card's lock: the
+ * card's engine, or a process opening or closing a port.
+ */
+#include <linux/slab.h>
+#include <linux/ktime.h>
+#include <linux/crc32.h>
+#include <uapi/nicoff.h>
+
+#include "fw_os.h"
+#include "card.h"
+#include "port.h"
+#include "mr.h"
+#include "fabric.h"
+#include "params.h"
+
+u64 fwos_now(struct fw_host *h)
+{
+	return ktime_get_ns();
+}
+
+struct fw_pkt *fwos_pkt_alloc(struct fw_host *h, u32 payload)
+{
+	return nicoff_pkt_alloc(payload);
+}
+
+void fwos_pkt_free(struct fw_host *h, struct fw_pkt *pkt)
+{
+	nicoff_pkt_free(pkt);
+}
+
+void fwos_send(struct fw_host *h, struct fw_pkt *pkt)
+{
+	nicoff_fabric_send(h->card, pkt);
+}
+
+static struct nicoff_mr *nicoff_host_mr(struct fw_host *h, u32 port_num, u32 key, u32 flags,
+					u64 off, u32 len, int *err)
+{
+	struct nicoff_port *port;
+	struct nicoff_mr *mr;
+
+	port = port_num < nicoff_ports ? h->card->port_tab[port_num] : NULL;
+	if (!port) {
+		*err = -ECONNREFUSED;
+		return NULL;
+	}
+	if (flags & FWOS_MEM_REMOTE)
+		mr = nicoff_mr_lookup_rkey(port, key);
+	else
+		mr = nicoff_mr_lookup(port, key);
+	if (!mr) {
+		*err = -ENOENT;
+		return NULL;
+	}
+	*err = nicoff_mr_check(mr, off, len, flags & NICOFF_ACCESS_ALL);
+	return *err ? NULL : mr;
+}
+
+int fwos_mem_read(struct fw_host *h, u32 port, u32 key, u32 flags, u64 off, void *dst, u32 len)
+{
+	struct nicoff_mr *mr;
+	int err;
+
+	mr = nicoff_host_mr(h, port, key, flags, off, len, &err);
+	if (mr)
+		nicoff_mr_read(mr, off, dst, len);
+	return err;
+}
+
+int fwos_mem_write(struct fw_host *h, u32 port, u32 key, u32 flags, u64 off, const void *src,
+		   u32 len)
+{
+	struct nicoff_mr *mr;
+	int err;
+
+	mr = nicoff_host_mr(h, port, key, flags, off, len, &err);
+	if (mr)
+		nicoff_mr_write(mr, off, src, len);
+	return err;
+}
+
+void fwos_complete(struct fw_host *h, u32 port_num, const struct nicoff_cqe *cqe)
+{
+	struct nicoff_port *port;
+
+	port = port_num < nicoff_ports ? h->card->port_tab[port_num] : NULL;
+	if (port)
+		nicoff_port_complete_async(port, cqe);
+}
+
+void *fwos_zalloc(struct fw_host *h, size_t size)
+{
+	return kvzalloc(size, GFP_KERNEL);
+}
+
+void fwos_free(struct fw_host *h, void *p)
+{
+	kvfree(p);
+}
+
+u32 fwos_crc32(u32 crc, const void *buf, size_t len)
+{
+	/* crc32_le() leaves the pre- and post-inversion to its caller. */
+	return ~crc32_le(~crc, buf, len);
+}
