@@ -18,7 +18,7 @@ LIBNICOFF_SONAME_FULL := libnicoff.so.$(NICOFF_VERSION)
 LIBNICOFF_DIR := $(TOP)/libnicoff
 LIBNICOFF_OBJDIR := $(BUILD)/obj/libnicoff
 LIBNICOFF_PUBLIC_HEADERS := $(LIBNICOFF_DIR)/include/nicoff/nicoff.h \
-	$(LIBNICOFF_DIR)/include/nicoff/nicoff.hpp
+	$(LIBNICOFF_DIR)/include/nicoff/nicoff.hpp $(LIBNICOFF_DIR)/include/nicoff/job.hpp
 
 # The public headers include <nicoff/nicoff_abi.h>, the name under which
 # `make install` installs include/uapi/nicoff.h; the build tree gets a copy
@@ -38,7 +38,7 @@ LIBNICOFF_DEPFLAGS = -MMD -MP -MF $(@:.o=.d)
 
 # ---------------------------------------------------------------- library --
 LIBNICOFF_LIB_SRCS := $(addprefix $(LIBNICOFF_DIR)/src/, \
-	capi.cpp device.cpp memory_region.cpp port.cpp region_map.cpp shared_port.cpp)
+	capi.cpp device.cpp job.cpp memory_region.cpp port.cpp region_map.cpp shared_port.cpp)
 LIBNICOFF_LIB_OBJS := $(patsubst $(LIBNICOFF_DIR)/%.cpp,$(LIBNICOFF_OBJDIR)/%.o,$(LIBNICOFF_LIB_SRCS))
 
 $(LIBNICOFF_ABI_H): $(TOP)/include/uapi/nicoff.h
@@ -73,10 +73,12 @@ $(LIBNICOFF_STATIC): $(LIBNICOFF_LIB_OBJS)
 LIBNICOFF_BENCH_SRCS := $(sort $(wildcard $(LIBNICOFF_DIR)/tools/bench/*.cpp))
 LIBNICOFF_SMOKE_SRCS := $(LIBNICOFF_DIR)/tools/smoke/smoke.cpp
 LIBNICOFF_DEMO_SRCS := $(sort $(wildcard $(LIBNICOFF_DIR)/tools/demo/*.cpp))
+LIBNICOFF_RUN_SRCS := $(LIBNICOFF_DIR)/tools/nicoffrun/nicoffrun.cpp
 LIBNICOFF_TOOL_OBJS := \
 	$(patsubst $(LIBNICOFF_DIR)/%.cpp,$(LIBNICOFF_OBJDIR)/%.o,$(LIBNICOFF_BENCH_SRCS)) \
 	$(patsubst $(LIBNICOFF_DIR)/%.cpp,$(LIBNICOFF_OBJDIR)/%.o,$(LIBNICOFF_SMOKE_SRCS)) \
-	$(patsubst $(LIBNICOFF_DIR)/%.cpp,$(LIBNICOFF_OBJDIR)/%.o,$(LIBNICOFF_DEMO_SRCS))
+	$(patsubst $(LIBNICOFF_DIR)/%.cpp,$(LIBNICOFF_OBJDIR)/%.o,$(LIBNICOFF_DEMO_SRCS)) \
+	$(patsubst $(LIBNICOFF_DIR)/%.cpp,$(LIBNICOFF_OBJDIR)/%.o,$(LIBNICOFF_RUN_SRCS))
 
 $(LIBNICOFF_TOOL_OBJS): $(LIBNICOFF_OBJDIR)/%.o: $(LIBNICOFF_DIR)/%.cpp | $(LIBNICOFF_ABI_H)
 	@mkdir -p $(@D)
@@ -92,7 +94,27 @@ $(BUILD)/bin/nicoff-smoke: $(filter $(LIBNICOFF_OBJDIR)/tools/smoke/%,$(LIBNICOF
 	@mkdir -p $(@D)
 	$(CXX) -o $@ $(filter %.o,$^) $(LIBNICOFF_BIN_RPATH) $(LIBNICOFF_LDLIBS)
 
+# nicoffctl talks netlink through libnl.
+LIBNICOFF_NL_CFLAGS := $(shell pkg-config --cflags libnl-genl-3.0 2>/dev/null)
+LIBNICOFF_NL_LIBS := $(shell pkg-config --libs libnl-genl-3.0 2>/dev/null)
+LIBNICOFF_CTL_OBJ := $(LIBNICOFF_OBJDIR)/tools/nicoffctl/nicoffctl.o
+
+$(LIBNICOFF_CTL_OBJ): $(LIBNICOFF_DIR)/tools/nicoffctl/nicoffctl.cpp | $(LIBNICOFF_ABI_H)
+	@mkdir -p $(@D)
+	$(CXX) $(CXXFLAGS_USER) $(LIBNICOFF_CPPFLAGS) $(LIBNICOFF_NL_CFLAGS) $(LIBNICOFF_DEPFLAGS) \
+		-c -o $@ $<
+
+$(BUILD)/bin/nicoffctl: $(LIBNICOFF_CTL_OBJ)
+	@mkdir -p $(@D)
+	$(CXX) -o $@ $< $(LIBNICOFF_NL_LIBS)
+
 $(BUILD)/bin/nicoff-demo: $(filter $(LIBNICOFF_OBJDIR)/tools/demo/%,$(LIBNICOFF_TOOL_OBJS)) \
+		$(LIBNICOFF_LINKS)
+	@mkdir -p $(@D)
+	$(CXX) -o $@ $(filter %.o,$^) $(LIBNICOFF_BIN_RPATH) $(LIBNICOFF_LDLIBS)
+
+# nicoffrun: the job launcher (runs on the host too: tests/unit/test_nicoffrun.cpp).
+$(BUILD)/bin/nicoffrun: $(filter $(LIBNICOFF_OBJDIR)/tools/nicoffrun/%,$(LIBNICOFF_TOOL_OBJS)) \
 		$(LIBNICOFF_LINKS)
 	@mkdir -p $(@D)
 	$(CXX) -o $@ $(filter %.o,$^) $(LIBNICOFF_BIN_RPATH) $(LIBNICOFF_LDLIBS)
@@ -102,7 +124,8 @@ $(BUILD)/bin/nicoff-demo: $(filter $(LIBNICOFF_OBJDIR)/tools/demo/%,$(LIBNICOFF_
 # internal headers, e.g. src/ring.hpp); test_capi.c is strict C11.
 LIBNICOFF_UNIT_DIR := $(BUILD)/tests/unit
 LIBNICOFF_UNIT_CXX_SRCS := $(addprefix $(LIBNICOFF_DIR)/tests/unit/, \
-	test_ring.cpp test_ringpair.cpp test_regionmap.cpp test_bench.cpp)
+	test_ring.cpp test_ringpair.cpp test_regionmap.cpp test_bench.cpp test_job.cpp \
+	test_nicoffrun.cpp)
 LIBNICOFF_UNIT_C_SRCS := $(LIBNICOFF_DIR)/tests/unit/test_capi.c
 LIBNICOFF_UNIT_CXX_OBJS := $(patsubst $(LIBNICOFF_DIR)/%.cpp,$(LIBNICOFF_OBJDIR)/%.o,$(LIBNICOFF_UNIT_CXX_SRCS))
 LIBNICOFF_UNIT_C_OBJS := $(patsubst $(LIBNICOFF_DIR)/%.c,$(LIBNICOFF_OBJDIR)/%.o,$(LIBNICOFF_UNIT_C_SRCS))
@@ -128,6 +151,11 @@ $(LIBNICOFF_UNIT_BINS): $(LIBNICOFF_UNIT_DIR)/libnicoff-%: $(LIBNICOFF_OBJDIR)/t
 $(LIBNICOFF_UNIT_DIR)/libnicoff-bench: $(LIBNICOFF_OBJDIR)/tools/bench/framework.o \
 	$(LIBNICOFF_OBJDIR)/tools/bench/procstat.o
 
+# The launcher's test runs build/bin/nicoffrun (or $$NICOFFRUN when set).
+$(LIBNICOFF_OBJDIR)/tests/unit/test_nicoffrun.o: \
+	CXXFLAGS_USER += -DNICOFFRUN_PATH='"$(BUILD)/bin/nicoffrun"'
+$(LIBNICOFF_UNIT_DIR)/libnicoff-nicoffrun: $(BUILD)/bin/nicoffrun
+
 # Build and run only this library's unit tests.
 .PHONY: libnicoff-unit
 libnicoff-unit: $(LIBNICOFF_UNIT_BINS)
@@ -135,9 +163,12 @@ libnicoff-unit: $(LIBNICOFF_UNIT_BINS)
 
 # ------------------------------------------------------------------ lists --
 USER_TARGETS += $(LIBNICOFF_SHARED) $(LIBNICOFF_LINKS) $(LIBNICOFF_STATIC) \
-	$(BUILD)/bin/nicoff-bench $(BUILD)/bin/nicoff-smoke $(BUILD)/bin/nicoff-demo
-TOOL_BINS += $(BUILD)/bin/nicoff-bench $(BUILD)/bin/nicoff-demo
-VM_BINS += $(BUILD)/bin/nicoff-bench $(BUILD)/bin/nicoff-smoke $(BUILD)/bin/nicoff-demo
+	$(BUILD)/bin/nicoff-bench $(BUILD)/bin/nicoff-smoke $(BUILD)/bin/nicoff-demo \
+	$(BUILD)/bin/nicoffctl $(BUILD)/bin/nicoffrun
+TOOL_BINS += $(BUILD)/bin/nicoff-bench $(BUILD)/bin/nicoff-demo $(BUILD)/bin/nicoffctl \
+	$(BUILD)/bin/nicoffrun
+VM_BINS += $(BUILD)/bin/nicoff-bench $(BUILD)/bin/nicoff-smoke $(BUILD)/bin/nicoff-demo \
+	$(BUILD)/bin/nicoffctl $(BUILD)/bin/nicoffrun
 UNIT_TESTS += $(LIBNICOFF_UNIT_BINS)
 
 -include $(wildcard $(LIBNICOFF_OBJDIR)/*/*.d $(LIBNICOFF_OBJDIR)/*/*/*.d)

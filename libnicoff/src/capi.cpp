@@ -5,7 +5,9 @@
 #error "the build passes -DNICOFF_VERSION_STRING"
 #endif
 
+#include <algorithm>
 #include <climits>
+#include <cstring>
 #include <new>
 #include <utility>
 
@@ -19,6 +21,10 @@ struct nicoff_port {
 
 struct nicoff_mr {
     nicoff::MemoryRegion mr;
+};
+
+struct nicoff_job {
+    nicoff::Job job;
 };
 
 namespace {
@@ -42,6 +48,29 @@ template <class T, class... Args>
 int make_handle(T **out, Args &&...args) {
     *out = std::make_unique<T>(std::forward<Args>(args)...).release();
     return 0;
+}
+
+// A port's configuration from its C attributes (NULL: the defaults);
+// false for non-zero reserved bits.
+bool port_config(const struct nicoff_port_attr *attr, nicoff::PortConfig &cfg) noexcept {
+    if (!attr)
+        return true;
+    if (attr->reserved)
+        return false;
+    cfg.port = attr->port;
+    if (attr->cmd_entries)
+        cfg.cmd_entries = attr->cmd_entries;
+    cfg.cq_entries = attr->cq_entries;
+    return true;
+}
+
+// Copies what into msg[0..len), NUL-terminated and truncated to fit.
+void copy_message(const char *what, char *msg, size_t len) noexcept {
+    if (!msg || len == 0)
+        return;
+    const size_t n = std::min(std::strlen(what), len - 1);
+    std::memcpy(msg, what, n);
+    msg[n] = '\0';
 }
 
 } // namespace
@@ -87,17 +116,9 @@ int nicoff_device_query(const nicoff_device *dev, struct nicoff_query *out) {
 
 int nicoff_port_create(const nicoff_device *dev, const struct nicoff_port_attr *attr,
                        nicoff_port **out) {
-    if (!dev || !out)
-        return -EINVAL;
     nicoff::PortConfig cfg;
-    if (attr) {
-        if (attr->reserved)
-            return -EINVAL;
-        cfg.port = attr->port;
-        if (attr->cmd_entries)
-            cfg.cmd_entries = attr->cmd_entries;
-        cfg.cq_entries = attr->cq_entries;
-    }
+    if (!dev || !out || !port_config(attr, cfg))
+        return -EINVAL;
     return guarded([&] { return make_handle(out, nicoff_port{nicoff::Port(dev->dev, cfg)}); });
 }
 
@@ -163,6 +184,33 @@ int nicoff_post_copy(nicoff_port *port, uint32_t src_mr, uint64_t src_off, uint3
     return nicoff_post(port, &c);
 }
 
+int nicoff_post_send(nicoff_port *port, uint32_t card, uint32_t dst_port, uint32_t mr, uint64_t off,
+                     uint64_t len, uint64_t msg_tag, uint64_t tag) {
+    const nicoff_cmd c = nicoff::make_send(card, dst_port, mr, off, len, msg_tag, tag);
+    return nicoff_post(port, &c);
+}
+
+int nicoff_post_recv(nicoff_port *port, uint32_t mr, uint64_t off, uint64_t len, uint32_t src_card,
+                     uint32_t src_port, uint64_t msg_tag, uint64_t tag_mask, uint64_t tag) {
+    const nicoff_cmd c =
+        nicoff::make_recv(mr, off, len, src_card, src_port, msg_tag, tag_mask, tag);
+    return nicoff_post(port, &c);
+}
+
+int nicoff_post_put(nicoff_port *port, uint32_t card, uint32_t dst_port, uint32_t rkey,
+                    uint64_t remote_off, uint32_t mr, uint64_t off, uint64_t len, uint64_t tag) {
+    const nicoff_cmd c =
+        nicoff::make_rdma(NICOFF_OP_PUT, card, dst_port, rkey, remote_off, mr, off, len, tag);
+    return nicoff_post(port, &c);
+}
+
+int nicoff_post_get(nicoff_port *port, uint32_t card, uint32_t dst_port, uint32_t rkey,
+                    uint64_t remote_off, uint32_t mr, uint64_t off, uint64_t len, uint64_t tag) {
+    const nicoff_cmd c =
+        nicoff::make_rdma(NICOFF_OP_GET, card, dst_port, rkey, remote_off, mr, off, len, tag);
+    return nicoff_post(port, &c);
+}
+
 int nicoff_poll(nicoff_port *port, struct nicoff_cqe *cqes, size_t max) {
     if (!port || (!cqes && max))
         return -EINVAL;
@@ -201,5 +249,67 @@ int nicoff_mr_dereg(nicoff_mr *mr) {
 uint32_t nicoff_mr_handle(const nicoff_mr *mr) { return mr ? mr->mr.handle() : 0; }
 
 uint32_t nicoff_mr_rkey(const nicoff_mr *mr) { return mr ? mr->mr.rkey() : 0; }
+
+int nicoff_job_from_env(nicoff_job **out, char *msg, size_t msg_len) {
+    copy_message("", msg, msg_len);
+    if (!out) {
+        copy_message("nicoff: nicoff_job_from_env: out is NULL", msg, msg_len);
+        return -EINVAL;
+    }
+    try {
+        *out = std::make_unique<nicoff_job>(nicoff_job{nicoff::Job::from_env()}).release();
+        return 0;
+    } catch (const std::system_error &e) {
+        copy_message(e.what(), msg, msg_len);
+        const int v = e.code().value();
+        return v > 0 ? -v : -EIO;
+    } catch (const std::bad_alloc &) {
+        copy_message("nicoff: out of memory", msg, msg_len);
+        return -ENOMEM;
+    } catch (...) {
+        copy_message("nicoff: unexpected error", msg, msg_len);
+        return -EIO;
+    }
+}
+
+void nicoff_job_free(nicoff_job *job) { std::unique_ptr<nicoff_job> owned(job); }
+
+int nicoff_job_rank(const nicoff_job *job) {
+    return job ? static_cast<int>(job->job.rank()) : -EINVAL;
+}
+
+int nicoff_job_size(const nicoff_job *job) {
+    return job ? static_cast<int>(job->job.size()) : -EINVAL;
+}
+
+int nicoff_job_nics(const nicoff_job *job) {
+    return job ? static_cast<int>(job->job.nics()) : -EINVAL;
+}
+
+int nicoff_job_port_base(const nicoff_job *job) {
+    return job ? static_cast<int>(job->job.port_base()) : -EINVAL;
+}
+
+const char *nicoff_job_id(const nicoff_job *job) { return job ? job->job.id().c_str() : nullptr; }
+
+int nicoff_job_card_of(const nicoff_job *job, int rank) {
+    if (!job || rank < 0 || static_cast<uint32_t>(rank) >= job->job.size())
+        return -EINVAL;
+    return static_cast<int>(job->job.card_of(static_cast<uint32_t>(rank)));
+}
+
+int nicoff_job_port_of(const nicoff_job *job, int rank) {
+    if (!job || rank < 0 || static_cast<uint32_t>(rank) >= job->job.size())
+        return -EINVAL;
+    return static_cast<int>(job->job.port_of(static_cast<uint32_t>(rank)));
+}
+
+int nicoff_job_open_port(const nicoff_job *job, const struct nicoff_port_attr *attr,
+                         nicoff_port **out) {
+    nicoff::PortConfig cfg;
+    if (!job || !out || !port_config(attr, cfg))
+        return -EINVAL;
+    return guarded([&] { return make_handle(out, nicoff_port{job->job.open_port(cfg)}); });
+}
 
 } // extern "C"

@@ -38,6 +38,7 @@ extern "C" {
 typedef struct nicoff_device nicoff_device;
 typedef struct nicoff_port nicoff_port;
 typedef struct nicoff_mr nicoff_mr;
+typedef struct nicoff_job nicoff_job;
 
 /* Port parameters.  Zero ring sizes take the defaults noted. */
 struct nicoff_port_attr {
@@ -80,6 +81,19 @@ NICOFF_API int nicoff_post_nop(nicoff_port *port, uint64_t tag);
 NICOFF_API int nicoff_post_copy(nicoff_port *port, uint32_t src_mr, uint64_t src_off,
                                 uint32_t dst_mr, uint64_t dst_off, uint64_t len, uint64_t tag);
 
+/* Messages and one-sided operations to (card, port); see nicoff_abi.h. */
+NICOFF_API int nicoff_post_send(nicoff_port *port, uint32_t card, uint32_t dst_port, uint32_t mr,
+                                uint64_t off, uint64_t len, uint64_t msg_tag, uint64_t tag);
+NICOFF_API int nicoff_post_recv(nicoff_port *port, uint32_t mr, uint64_t off, uint64_t len,
+                                uint32_t src_card, uint32_t src_port, uint64_t msg_tag,
+                                uint64_t tag_mask, uint64_t tag);
+NICOFF_API int nicoff_post_put(nicoff_port *port, uint32_t card, uint32_t dst_port, uint32_t rkey,
+                               uint64_t remote_off, uint32_t mr, uint64_t off, uint64_t len,
+                               uint64_t tag);
+NICOFF_API int nicoff_post_get(nicoff_port *port, uint32_t card, uint32_t dst_port, uint32_t rkey,
+                               uint64_t remote_off, uint32_t mr, uint64_t off, uint64_t len,
+                               uint64_t tag);
+
 /* Completions: number copied into cqes[0..max) (0 if none yet), or -EIO
  * once the port is in the error state and its ring is drained. */
 NICOFF_API int nicoff_poll(nicoff_port *port, struct nicoff_cqe *cqes, size_t max);
@@ -94,6 +108,32 @@ NICOFF_API int nicoff_mr_reg(nicoff_port *port, void *addr, size_t len, uint32_t
 NICOFF_API int nicoff_mr_dereg(nicoff_mr *mr);
 NICOFF_API uint32_t nicoff_mr_handle(const nicoff_mr *mr); /* 0 for NULL */
 NICOFF_API uint32_t nicoff_mr_rkey(const nicoff_mr *mr);   /* 0 for NULL */
+
+/*
+ * Jobs (see nicoff/job.hpp): this process's rank and size, and every rank's
+ * card (rank % nics) and port (port_base + rank / nics), from the
+ * environment nicoffrun sets or, failing that, an MPI launcher's; no
+ * launcher environment at all is a single-process job (rank 0, size 1).
+ * nicoff_job_from_env returns -EINVAL for a missing or inconsistent
+ * environment (or the error of /dev/nicoff0, queried for its number of
+ * cards when NICOFF_NICS is unset, other than "no such device") and, if
+ * msg is not NULL, writes why into msg[0..msg_len) (NUL-terminated,
+ * truncated to fit); *out is set only on success.
+ */
+NICOFF_API int nicoff_job_from_env(nicoff_job **out, char *msg, size_t msg_len);
+NICOFF_API void nicoff_job_free(nicoff_job *job);            /* NULL is fine */
+NICOFF_API int nicoff_job_rank(const nicoff_job *job);       /* -EINVAL for NULL */
+NICOFF_API int nicoff_job_size(const nicoff_job *job);       /* -EINVAL for NULL */
+NICOFF_API int nicoff_job_nics(const nicoff_job *job);       /* -EINVAL for NULL */
+NICOFF_API int nicoff_job_port_base(const nicoff_job *job);  /* -EINVAL for NULL */
+NICOFF_API const char *nicoff_job_id(const nicoff_job *job); /* "" if none; NULL for NULL */
+/* Card or port of any rank: -EINVAL unless 0 <= rank < size. */
+NICOFF_API int nicoff_job_card_of(const nicoff_job *job, int rank);
+NICOFF_API int nicoff_job_port_of(const nicoff_job *job, int rank);
+/* Opens this rank's port on its card; attr (may be NULL) gives the ring
+ * sizes as for nicoff_port_create, its port field is ignored. */
+NICOFF_API int nicoff_job_open_port(const nicoff_job *job, const struct nicoff_port_attr *attr,
+                                    nicoff_port **out);
 
 #ifdef __cplusplus
 }

@@ -100,6 +100,58 @@ inline nicoff_cmd make_copy(std::uint32_t src_mr, std::uint64_t src_off, std::ui
     return c;
 }
 
+// A message to (card, port): completes once the destination card has it all.
+inline nicoff_cmd make_send(std::uint32_t card, std::uint32_t port, std::uint32_t mr,
+                            std::uint64_t off, std::uint64_t len, std::uint64_t msg_tag,
+                            std::uint64_t tag) noexcept {
+    nicoff_cmd c{};
+    c.opcode = NICOFF_OP_SEND;
+    c.tag = tag;
+    c.send.dst_card = card;
+    c.send.dst_port = port;
+    c.send.mr = mr;
+    c.send.off = off;
+    c.send.len = len;
+    c.send.msg_tag = msg_tag;
+    return c;
+}
+
+// A receive buffer: takes the first message from (src_card, src_port)
+// (NICOFF_ANY: any) whose tag matches msg_tag on the bits of tag_mask.
+inline nicoff_cmd make_recv(std::uint32_t mr, std::uint64_t off, std::uint64_t len,
+                            std::uint32_t src_card, std::uint32_t src_port, std::uint64_t msg_tag,
+                            std::uint64_t tag_mask, std::uint64_t tag) noexcept {
+    nicoff_cmd c{};
+    c.opcode = NICOFF_OP_RECV;
+    c.tag = tag;
+    c.recv.mr = mr;
+    c.recv.src_card = src_card;
+    c.recv.src_port = src_port;
+    c.recv.off = off;
+    c.recv.len = len;
+    c.recv.tag = msg_tag;
+    c.recv.tag_mask = tag_mask;
+    return c;
+}
+
+// Put (NICOFF_OP_PUT) or get (NICOFF_OP_GET) len bytes between the local
+// region mr at off and the peer's region rkey at remote_off.
+inline nicoff_cmd make_rdma(std::uint8_t opcode, std::uint32_t card, std::uint32_t port,
+                            std::uint32_t rkey, std::uint64_t remote_off, std::uint32_t mr,
+                            std::uint64_t off, std::uint64_t len, std::uint64_t tag) noexcept {
+    nicoff_cmd c{};
+    c.opcode = opcode;
+    c.tag = tag;
+    c.rdma.dst_card = card;
+    c.rdma.dst_port = port;
+    c.rdma.rkey = rkey;
+    c.rdma.mr = mr;
+    c.rdma.remote_off = remote_off;
+    c.rdma.off = off;
+    c.rdma.len = len;
+    return c;
+}
+
 namespace detail {
 struct FileDesc;
 } // namespace detail
@@ -335,5 +387,8 @@ private:
 };
 
 } // namespace nicoff
+
+// nicoff::Job: ranks, sizes and the rank -> (card, port) mapping of a job.
+#include <nicoff/job.hpp>
 
 #endif // NICOFF_NICOFF_HPP

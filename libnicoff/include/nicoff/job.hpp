@@ -1,0 +1,130 @@
+// libnicoff: the place of this process in a parallel job (C++20).
+//
+// nicoffrun (libnicoff/tools/nicoffrun) starts the N processes of a job and
+// tells each one its place in the environment:
+//   NICOFF_RANK, NICOFF_SIZE   this process's rank in [0, size), the job size
+//   NICOFF_JOB_ID              an opaque identifier, the same for all ranks
+//   NICOFF_NICS                K, the number of cards the job spreads over
+//   NICOFF_PORT_BASE           P, the first port number of the job (default
+//                              16: ports below P are left for other uses)
+//   NICOFF_CARD, NICOFF_PORT   this rank's card and port (checked, see below)
+//
+// Mapping: rank r has card r % K and port P + r / K (job_placement(), the
+// one definition nicoffrun uses too): ranks go round-robin over the cards,
+// so a job of K ranks or fewer uses one port per card.  Any process of the
+// job finds any peer's (card, port) from its rank alone.
+//
+// Job::from_env() reads that environment.  Each variable that is absent
+// falls back on its own:
+//   rank and size  the first launcher whose rank variable is set, in this
+//                  order, with that launcher's size variable:
+//                    NICOFF_RANK           NICOFF_SIZE
+//                    OMPI_COMM_WORLD_RANK  OMPI_COMM_WORLD_SIZE   (Open MPI)
+//                    PMI_RANK              PMI_SIZE               (MPICH, Hydra)
+//                    PMIX_RANK             SLURM_NTASKS or OMPI_COMM_WORLD_SIZE
+//                                          (PMIx has no size variable)
+//                    SLURM_PROCID          SLURM_NTASKS           (srun)
+//                    MV2_COMM_WORLD_RANK   MV2_COMM_WORLD_SIZE    (MVAPICH2)
+//                  None set: a single-process job, rank 0 of size 1.
+//   K              NICOFF_NICS, else num_cards of /dev/nicoff0 (QUERY), else
+//                  (no such device) the job size: one card per rank.
+//   P              NICOFF_PORT_BASE, else 16.
+//   job id         NICOFF_JOB_ID, else SLURM_JOB_ID, OMPI_MCA_orte_ess_jobid
+//                  or PMIX_NAMESPACE, else "".
+// NICOFF_CARD and NICOFF_PORT, when set, must agree with the mapping.
+//
+// Errors: std::system_error(EINVAL) with a message naming the variable for
+// a value that is not a decimal number in [0, 2^31), a rank variable set
+// without its size variable (or NICOFF_SIZE without NICOFF_RANK), size 0,
+// rank >= size, K = 0, a port number of the job >= 2^31, or NICOFF_CARD /
+// NICOFF_PORT disagreeing.  Querying /dev/nicoff0 (only when NICOFF_NICS
+// is absent) may throw that device's error, except for "no such device".
+//
+// A Job is a value: copy it, keep it; it does not open anything until
+// open_port().
+#ifndef NICOFF_JOB_HPP
+#define NICOFF_JOB_HPP
+
+#include <nicoff/nicoff.hpp>
+
+#include <cerrno>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <system_error>
+
+namespace nicoff {
+
+// The first port number of a job unless said otherwise.
+inline constexpr std::uint32_t default_port_base = 16;
+// Ranks, sizes, card counts and port numbers of a job stay below 2^31 (the
+// C API returns them as int).
+inline constexpr std::uint32_t job_value_max = 0x7fffffff;
+
+struct Placement {
+    std::uint32_t card = 0;
+    std::uint32_t port = 0;
+    friend constexpr bool operator==(const Placement &, const Placement &) = default;
+};
+
+// The rank -> (card, port) mapping: card = rank % nics, port = port_base +
+// rank / nics.  EINVAL for nics == 0 or a port number above job_value_max.
+constexpr Placement job_placement(std::uint32_t rank, std::uint32_t nics, std::uint32_t port_base) {
+    if (nics == 0)
+        throw std::system_error(EINVAL, std::generic_category(), "nicoff: a job needs >= 1 card");
+    const std::uint64_t port = std::uint64_t{port_base} + rank / nics;
+    if (port > job_value_max)
+        throw std::system_error(EINVAL, std::generic_category(),
+                                "nicoff: rank " + std::to_string(rank) + " would get port " +
+                                    std::to_string(port) + ", above " +
+                                    std::to_string(job_value_max));
+    return {rank % nics, static_cast<std::uint32_t>(port)};
+}
+
+class NICOFF_API Job {
+public:
+    // A job given explicitly.  EINVAL unless 1 <= size <= job_value_max,
+    // rank < size, nics >= 1 and every rank's port is <= job_value_max.
+    Job(std::uint32_t rank, std::uint32_t size, std::uint32_t nics,
+        std::uint32_t port_base = default_port_base, std::string id = {});
+
+    // This process's job, from the environment (see the top of this file).
+    static Job from_env();
+
+    // QUERY of /dev/nicoff0, or nullopt when there is no such device
+    // (ENOENT, ENODEV, ENXIO); any other error throws.
+    static std::optional<DeviceInfo> query_device();
+
+    std::uint32_t rank() const noexcept { return rank_; }
+    std::uint32_t size() const noexcept { return size_; }
+    std::uint32_t nics() const noexcept { return nics_; }
+    std::uint32_t port_base() const noexcept { return port_base_; }
+    const std::string &id() const noexcept { return id_; }
+    // The variable the rank came from ("NICOFF_RANK", "PMI_RANK", ...), or
+    // "" for a job given explicitly or no launcher environment at all.
+    const std::string &source() const noexcept { return source_; }
+
+    // Any rank's place; EINVAL unless r < size().
+    Placement placement_of(std::uint32_t r) const;
+    std::uint32_t card_of(std::uint32_t r) const { return placement_of(r).card; }
+    std::uint32_t port_of(std::uint32_t r) const { return placement_of(r).port; }
+    // This rank's place.
+    std::uint32_t card() const { return card_of(rank_); }
+    std::uint32_t port() const { return port_of(rank_); }
+
+    // Opens this rank's port: port() on /dev/nicoff<card()>.  rings gives
+    // the ring sizes; its port field is ignored.
+    Port open_port(const PortConfig &rings = {}) const;
+
+private:
+    std::uint32_t rank_ = 0;
+    std::uint32_t size_ = 1;
+    std::uint32_t nics_ = 1;
+    std::uint32_t port_base_ = default_port_base;
+    std::string id_;
+    std::string source_;
+};
+
+} // namespace nicoff
+
+#endif // NICOFF_JOB_HPP
