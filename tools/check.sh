@@ -15,18 +15,15 @@ count_cmocka() {
 	local p f
 	p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$1" | awk '{s+=$1} END {print s+0}')
 	f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' "$1" | awk '{s+=$1} END {print s+0}')
-	passed=$((passed + p)); failed=$((failed + f))
 	echo "$p $f"
 }
 
 # kselftest harness: "# Totals: pass:N fail:N xfail:N xpass:N skip:N error:N"
 count_ksft() {
-	local t p=0 f=0 s=0
+	local t
 	t=$(grep -ao '# Totals: pass:[0-9]* fail:[0-9]* xfail:[0-9]* xpass:[0-9]* skip:[0-9]* error:[0-9]*' "$1" |
-		awk -F'[: ]+' '{p+=$4; f+=$6+$12; x+=$8+$10; s+=$14} END {print p+x, f, s}')
-	read -r p f s <<<"$t"
-	passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
-	echo "$p $f $s"
+		awk -F'[: ]+' '{p+=$4+$8; f+=$6+$10+$14; s+=$12} END {print p+0, f+0, s+0}')
+	echo "$t"
 }
 
 echo "== style"
@@ -37,6 +34,7 @@ for t in ${UNIT_TESTS:-}; do
 	name=$(basename "$t")
 	if "$t" > "$log_dir/$name.log" 2>&1; then rc=0; else rc=$?; fi
 	read -r p f <<<"$(count_cmocka "$log_dir/$name.log")"
+	passed=$((passed + p)); failed=$((failed + f))
 	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
 		# crashed or failed without a cmocka summary: one failure
 		failed=$((failed + 1)); f=1
@@ -52,9 +50,11 @@ done
 echo "== kselftests (VM)"
 vm_log=$log_dir/selftests-vm.log
 if selftests/run-in-vm.sh > "$vm_log" 2>&1; then vm_rc=0; else vm_rc=$?; fi
-# Show the TAP output of the tests, not the boot chatter.
-grep -aE '^(TAP version|1\.\.|ok |not ok |#|=== vm:|NICOFF-VM)' "$vm_log" | grep -av '^# *$' || true
+# Show the TAP results of the tests, not the boot chatter.
+grep -aE '^(TAP version|1\.\.|ok |not ok |# Totals|# .*(FAIL|Expected)|=== vm: (PASS|FAIL))' \
+	"$vm_log" || true
 read -r p f s <<<"$(count_ksft "$vm_log")"
+passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
 if [ "$vm_rc" -ne 0 ] && [ "$f" -eq 0 ]; then
 	# The VM run failed beyond any single test (WARN, oops, rmmod, timeout).
 	tail -n 80 "$vm_log"

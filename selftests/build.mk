@@ -1,0 +1,45 @@
+# selftests build: kernel selftests of nicoff.ko, written with the kselftest
+# harness (kselftest_harness.h, extracted at build time into $(KSFT_DIR) by
+# mk/cache.mk, never copied into the repo) against the raw ABI of
+# include/uapi/nicoff.h.  They only run in the VM: selftests/run-in-vm.sh.
+#
+#   make selftests        build them into $(BUILD)/selftests/
+#   make selftests-vm     build the module and them, run all in one VM boot
+
+SELFTEST_DIR := $(BUILD)/selftests
+SELFTEST_NAMES := \
+	nicoff_ioctl_test \
+	nicoff_memlock_test \
+	nicoff_mmap_test \
+	nicoff_ring_test \
+	nicoff_hostile_test \
+	nicoff_kill_test \
+	nicoff_nowake_test \
+	nicoff_sleep_test \
+	nicoff_fork_test \
+	nicoff_ports_test
+SELFTEST_BINS := $(addprefix $(SELFTEST_DIR)/,$(SELFTEST_NAMES))
+SELFTEST_UTIL_OBJ := $(SELFTEST_DIR)/nicoff_util.o
+SELFTEST_DEPS := $(TOP)/selftests/nicoff_util.h $(TOP)/include/uapi/nicoff.h
+# The harness header has unused parameters and its macros compare mixed
+# signedness by design (as the kernel's own selftests build it).
+SELFTEST_CFLAGS := $(CFLAGS_USER) -Wno-unused-parameter -Wno-sign-compare \
+	-I$(KSFT_DIR) -I$(TOP)/selftests
+SELFTEST_LDLIBS := -lpthread
+
+USER_TARGETS += $(SELFTEST_BINS)
+
+$(SELFTEST_UTIL_OBJ): $(TOP)/selftests/nicoff_util.c $(SELFTEST_DEPS)
+	@mkdir -p $(@D)
+	$(CC) $(SELFTEST_CFLAGS) -c -o $@ $<
+
+$(SELFTEST_BINS): $(SELFTEST_DIR)/%: $(TOP)/selftests/%.c $(SELFTEST_UTIL_OBJ) \
+		$(SELFTEST_DEPS) $(KSFT_STAMP)
+	@mkdir -p $(@D)
+	$(CC) $(SELFTEST_CFLAGS) -o $@ $< $(SELFTEST_UTIL_OBJ) $(SELFTEST_LDLIBS)
+
+.PHONY: selftests-vm
+selftests: $(SELFTEST_BINS)
+
+selftests-vm: module $(SELFTEST_BINS)
+	BUILD=$(BUILD) KERNEL=$(VMLINUZ) $(TOP)/selftests/run-in-vm.sh

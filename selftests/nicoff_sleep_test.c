@@ -1,0 +1,194 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The card thread going to sleep and being woken (Documentation/abi.md,
+ * "Doorbell"): with a small poll_usecs, an idle thread sets NEED_WAKEUP;
+ * a post with the doorbell protocol kicks it (and the kick is counted);
+ * poll() sleeps until a completion arrives.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kselftest_harness.h"
+#include "nicoff_util.h"
+
+#define TMO 10000
+
+FIXTURE(sleep) {
+	unsigned long saved;
+	bool restore;
+	struct nt_port p;
+};
+
+FIXTURE_SETUP(sleep)
+{
+	ASSERT_EQ(0, nt_param_get("poll_usecs", &self->saved));
+	ASSERT_EQ(0, nt_param_set("poll_usecs", 10));
+	self->restore = true;
+	ASSERT_EQ(0, nt_port_open(&self->p, 0, NICOFF_PORT_ANY, 8, 8));
+}
+
+FIXTURE_TEARDOWN(sleep)
+{
+	nt_port_close(&self->p);
+	if (self->restore)
+		EXPECT_EQ(0, nt_param_set("poll_usecs", self->saved));
+}
+
+/* Wait until the thread serving p has announced that it sleeps. */
+static bool wait_need_wakeup(struct nt_port *p, int ms)
+{
+	uint64_t end = nt_now_ns() + ms * 1000000ull;
+
+	while (!(nt_cmd_flags(p) & NICOFF_RING_NEED_WAKEUP)) {
+		if (nt_now_ns() >= end)
+			return false;
+		nt_sleep_ms(1);
+	}
+	return true;
+}
+
+TEST_F(sleep, idle_sets_need_wakeup)
+{
+	struct nicoff_port_stats st;
+	struct nicoff_cmd c;
+	struct nicoff_cqe cqe;
+	int i;
+
+	/* Make sure the thread is up, then let it idle. */
+	ASSERT_EQ(0, nt_kick(self->p.fd));
+	ASSERT_TRUE(wait_need_wakeup(&self->p, 5000));
+	for (i = 0; i < 3; i++) {
+		/* The doorbell sees the flag and kicks; the NOP completes. */
+		ASSERT_TRUE(wait_need_wakeup(&self->p, 5000));
+		nt_make_nop(&c, 100 + i);
+		ASSERT_EQ(0, nt_submit(&self->p, &c, 1));
+		EXPECT_EQ(i + 1, self->p.kicks);
+		ASSERT_EQ(1, nt_wait_cqes(&self->p, &cqe, 1, TMO));
+		EXPECT_EQ(100 + i, cqe.tag);
+		EXPECT_EQ(0, cqe.status);
+	}
+	ASSERT_EQ(0, nt_stats(self->p.fd, &st));
+	EXPECT_EQ(4, st.kicks);
+	EXPECT_EQ(3, st.cmds);
+	/* And it goes back to sleep. */
+	EXPECT_TRUE(wait_need_wakeup(&self->p, 5000));
+}
+
+/* A port opened while the thread sleeps must ask for a kick at once. */
+TEST_F(sleep, new_port_while_asleep)
+{
+	struct nicoff_cmd c;
+	struct nicoff_cqe cqe;
+	struct nt_port q;
+
+	ASSERT_EQ(0, nt_kick(self->p.fd));
+	ASSERT_TRUE(wait_need_wakeup(&self->p, 5000));
+	nt_sleep_ms(50);
+	ASSERT_EQ(0, nt_port_open(&q, 0, NICOFF_PORT_ANY, 8, 8));
+	EXPECT_TRUE(nt_cmd_flags(&q) & NICOFF_RING_NEED_WAKEUP);
+	nt_make_nop(&c, 9);
+	EXPECT_EQ(0, nt_run_one(&q, &c, &cqe, TMO));
+	EXPECT_EQ(9, cqe.tag);
+	nt_port_close(&q);
+}
+
+struct kicker {
+	int fd;
+	unsigned int delay_ms;
+	int ret;
+};
+
+static void *kick_later(void *arg)
+{
+	struct kicker *k = arg;
+
+	nt_sleep_ms(k->delay_ms);
+	k->ret = nt_kick(k->fd);
+	return NULL;
+}
+
+/*
+ * poll() blocks while the completion ring is empty: first with nothing
+ * posted (it times out), then with a command the sleeping thread will only
+ * see after a kick 300 ms later (poll returns POLLIN only then).
+ */
+TEST_F(sleep, poll_blocks_until_completion)
+{
+	struct pollfd pfd = { .fd = self->p.fd, .events = POLLIN };
+	struct kicker k = { .fd = self->p.fd, .delay_ms = 300 };
+	struct nicoff_port_stats st;
+	struct nicoff_cmd c;
+	struct nicoff_cqe cqe;
+	uint64_t t0, dt;
+	pthread_t th;
+	int ret;
+
+	ASSERT_EQ(0, nt_kick(self->p.fd));
+	ASSERT_TRUE(wait_need_wakeup(&self->p, 5000));
+	/* Nothing to report: poll sleeps the whole timeout. */
+	t0 = nt_now_ns();
+	EXPECT_EQ(0, poll(&pfd, 1, 200));
+	dt = (nt_now_ns() - t0) / 1000000;
+	EXPECT_LE(190, dt);
+
+	/* The thread has been asleep for a while: publish without kicking. */
+	nt_sleep_ms(50);
+	ASSERT_TRUE(nt_cmd_flags(&self->p) & NICOFF_RING_NEED_WAKEUP);
+	nt_make_nop(&c, 0x5133);
+	nt_cmd_write(&self->p, &c);
+	nt_publish(&self->p);
+	ASSERT_EQ(0, pthread_create(&th, NULL, kick_later, &k));
+	t0 = nt_now_ns();
+	pfd.revents = 0;
+	ret = poll(&pfd, 1, TMO);
+	dt = (nt_now_ns() - t0) / 1000000;
+	pthread_join(th, NULL);
+	EXPECT_EQ(0, k.ret);
+	ASSERT_EQ(1, ret);
+	EXPECT_TRUE(pfd.revents & POLLIN);
+	EXPECT_FALSE(pfd.revents & POLLERR);
+	/* Woken by the completion the kick allowed, not before. */
+	EXPECT_LE(250, dt) TH_LOG("poll returned after %llu ms", (unsigned long long)dt);
+	EXPECT_GT(5000, dt);
+	ASSERT_EQ(1, nt_reap(&self->p, &cqe, 1));
+	EXPECT_EQ(0x5133, cqe.tag);
+	ASSERT_EQ(0, nt_stats(self->p.fd, &st));
+	EXPECT_EQ(2, st.kicks);
+	/* Empty again: poll() has nothing to say. */
+	pfd.revents = 0;
+	EXPECT_EQ(0, poll(&pfd, 1, 50));
+}
+
+/* With the thread kept awake the doorbell protocol makes no call at all. */
+TEST_F(sleep, awake_thread_needs_no_kick)
+{
+	struct nicoff_port_stats st;
+	struct nicoff_cmd c;
+	struct nicoff_cqe cqe;
+	uint64_t end;
+	int i;
+
+	ASSERT_EQ(0, nt_param_set("poll_usecs", 2000000));
+	ASSERT_EQ(0, nt_kick(self->p.fd));
+	end = nt_now_ns() + 5000000000ull;
+	while ((nt_cmd_flags(&self->p) & NICOFF_RING_NEED_WAKEUP) && nt_now_ns() < end)
+		nt_sleep_ms(1);
+	ASSERT_FALSE(nt_cmd_flags(&self->p) & NICOFF_RING_NEED_WAKEUP);
+	for (i = 0; i < 20; i++) {
+		nt_make_nop(&c, i);
+		ASSERT_EQ(0, nt_run_one(&self->p, &c, &cqe, TMO));
+		EXPECT_EQ(i, cqe.tag);
+	}
+	EXPECT_EQ(0, self->p.kicks);
+	ASSERT_EQ(0, nt_stats(self->p.fd, &st));
+	EXPECT_EQ(1, st.kicks);
+	/* Back to a short poll time: the thread sleeps again soon. */
+	ASSERT_EQ(0, nt_param_set("poll_usecs", 10));
+	EXPECT_TRUE(wait_need_wakeup(&self->p, 5000));
+}
+
+TEST_HARNESS_MAIN

@@ -1,0 +1,457 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Raw-ABI helpers for the nicoff selftests; see nicoff_util.h. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+
+#include "nicoff_util.h"
+
+int nt_ioctl(int fd, unsigned long req, void *arg)
+{
+	return ioctl(fd, req, arg) ? -errno : 0;
+}
+
+int nt_open_card(int card)
+{
+	char path[64];
+	int fd;
+
+	snprintf(path, sizeof(path), "/dev/nicoff%d", card);
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+int nt_query(int fd, struct nicoff_query *q)
+{
+	memset(q, 0, sizeof(*q));
+	return nt_ioctl(fd, NICOFF_IOC_QUERY, q);
+}
+
+int nt_port_open_fd(int fd, uint32_t port, uint32_t cmd_entries, uint32_t cq_entries,
+		    struct nicoff_port_open *out)
+{
+	struct nicoff_port_open po;
+	int ret;
+
+	memset(&po, 0, sizeof(po));
+	po.abi_version = NICOFF_ABI_VERSION;
+	po.port = port;
+	po.cmd_entries = cmd_entries;
+	po.cq_entries = cq_entries;
+	ret = nt_ioctl(fd, NICOFF_IOC_PORT_OPEN, &po);
+	if (!ret && out)
+		*out = po;
+	return ret;
+}
+
+int nt_reg_mr(int fd, const void *addr, uint64_t len, uint32_t access, uint32_t *handle)
+{
+	struct nicoff_reg_mr mr;
+	int ret;
+
+	memset(&mr, 0, sizeof(mr));
+	mr.addr = (uintptr_t)addr;
+	mr.length = len;
+	mr.access = access;
+	ret = nt_ioctl(fd, NICOFF_IOC_REG_MR, &mr);
+	if (!ret && handle)
+		*handle = mr.handle;
+	return ret;
+}
+
+int nt_dereg_mr(int fd, uint32_t handle)
+{
+	struct nicoff_dereg_mr d = { .handle = handle };
+
+	return nt_ioctl(fd, NICOFF_IOC_DEREG_MR, &d);
+}
+
+int nt_stats(int fd, struct nicoff_port_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+	return nt_ioctl(fd, NICOFF_IOC_PORT_STATS, st);
+}
+
+int nt_kick(int fd)
+{
+	return ioctl(fd, NICOFF_IOC_KICK) ? -errno : 0;
+}
+
+int nt_port_open(struct nt_port *p, int card, uint32_t port, uint32_t cmd_entries,
+		 uint32_t cq_entries)
+{
+	void *m;
+	int ret;
+
+	memset(p, 0, sizeof(*p));
+	p->fd = -1;
+	p->card = card;
+	ret = nt_open_card(card);
+	if (ret < 0)
+		return ret;
+	p->fd = ret;
+	ret = nt_port_open_fd(p->fd, port, cmd_entries, cq_entries, &p->po);
+	if (ret)
+		goto fail;
+	m = mmap(NULL, p->po.cmd_size, PROT_READ | PROT_WRITE, MAP_SHARED, p->fd,
+		 p->po.cmd_offset);
+	if (m == MAP_FAILED) {
+		ret = -errno;
+		goto fail;
+	}
+	p->cmd_hdr = m;
+	m = mmap(NULL, p->po.cq_size, PROT_READ | PROT_WRITE, MAP_SHARED, p->fd,
+		 p->po.cq_offset);
+	if (m == MAP_FAILED) {
+		ret = -errno;
+		goto fail;
+	}
+	p->cq_hdr = m;
+	p->cmds = (struct nicoff_cmd *)((char *)p->cmd_hdr + NICOFF_RING_HDR_SIZE);
+	p->cqes = (struct nicoff_cqe *)((char *)p->cq_hdr + NICOFF_RING_HDR_SIZE);
+	p->cmd_entries = cmd_entries;
+	p->cq_entries = cq_entries;
+	/* A fresh port starts at index 0 on both rings. */
+	p->cmd_prod = nt_load_acquire(&p->cmd_hdr->producer);
+	p->cq_cons = nt_load_acquire(&p->cq_hdr->consumer);
+	return 0;
+fail:
+	nt_port_close(p);
+	return ret;
+}
+
+void nt_port_close(struct nt_port *p)
+{
+	if (p->cmd_hdr)
+		munmap(p->cmd_hdr, p->po.cmd_size);
+	if (p->cq_hdr)
+		munmap(p->cq_hdr, p->po.cq_size);
+	p->cmd_hdr = NULL;
+	p->cq_hdr = NULL;
+	if (p->fd >= 0)
+		close(p->fd);
+	p->fd = -1;
+}
+
+uint32_t nt_cmd_space(const struct nt_port *p)
+{
+	uint32_t cons = nt_load_acquire(&p->cmd_hdr->consumer);
+
+	return p->cmd_entries - (p->cmd_prod - cons);
+}
+
+uint32_t nt_cmd_pending(const struct nt_port *p)
+{
+	return p->cmd_prod - nt_load_acquire(&p->cmd_hdr->consumer);
+}
+
+void nt_cmd_write(struct nt_port *p, const struct nicoff_cmd *c)
+{
+	p->cmds[p->cmd_prod & (p->cmd_entries - 1)] = *c;
+	p->cmd_prod++;
+}
+
+void nt_publish(struct nt_port *p)
+{
+	nt_store_release(&p->cmd_hdr->producer, p->cmd_prod);
+}
+
+int nt_doorbell(struct nt_port *p)
+{
+	int ret;
+
+	nt_fence();
+	if (!(nt_cmd_flags(p) & NICOFF_RING_NEED_WAKEUP))
+		return 0;
+	ret = nt_kick(p->fd);
+	if (ret)
+		return ret;
+	p->kicks++;
+	return 1;
+}
+
+int nt_submit(struct nt_port *p, const struct nicoff_cmd *c, uint32_t n)
+{
+	uint32_t i;
+	int ret;
+
+	if (n > nt_cmd_space(p))
+		return -ENOSPC;
+	for (i = 0; i < n; i++)
+		nt_cmd_write(p, &c[i]);
+	nt_publish(p);
+	ret = nt_doorbell(p);
+	return ret < 0 ? ret : 0;
+}
+
+uint32_t nt_cq_ready(const struct nt_port *p)
+{
+	return nt_load_acquire(&p->cq_hdr->producer) - p->cq_cons;
+}
+
+int nt_reap(struct nt_port *p, struct nicoff_cqe *out, uint32_t max)
+{
+	uint32_t n = nt_cq_ready(p), i;
+	int ret;
+
+	if (n > max)
+		n = max;
+	if (!n)
+		return 0;
+	for (i = 0; i < n; i++) {
+		if (out)
+			out[i] = p->cqes[(p->cq_cons + i) & (p->cq_entries - 1)];
+	}
+	p->cq_cons += n;
+	nt_store_release(&p->cq_hdr->consumer, p->cq_cons);
+	/* The card may have stopped on a full completion ring: re-kick. */
+	if (nt_cmd_pending(p)) {
+		ret = nt_doorbell(p);
+		if (ret < 0)
+			return ret;
+	}
+	return n;
+}
+
+int nt_wait_cqes(struct nt_port *p, struct nicoff_cqe *out, uint32_t n, int timeout_ms)
+{
+	uint64_t deadline = nt_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+	uint32_t got = 0;
+
+	while (got < n) {
+		struct pollfd pfd = { .fd = p->fd, .events = POLLIN };
+		uint64_t now;
+		int ret;
+
+		ret = nt_reap(p, out ? out + got : NULL, n - got);
+		if (ret < 0)
+			return ret;
+		got += ret;
+		if (got == n)
+			break;
+		if (ret)
+			continue;
+		if (nt_cq_flags(p) & NICOFF_RING_ERROR)
+			break;
+		now = nt_now_ns();
+		if (now >= deadline)
+			break;
+		ret = (deadline - now) / 1000000ull;
+		if (ret > 100)
+			ret = 100;
+		if (poll(&pfd, 1, ret ? ret : 1) < 0 && errno != EINTR)
+			return -errno;
+	}
+	return got;
+}
+
+void nt_make_nop(struct nicoff_cmd *c, uint64_t tag)
+{
+	memset(c, 0, sizeof(*c));
+	c->opcode = NICOFF_OP_NOP;
+	c->tag = tag;
+}
+
+void nt_make_copy(struct nicoff_cmd *c, uint64_t tag, uint32_t src_mr, uint64_t src_off,
+		  uint32_t dst_mr, uint64_t dst_off, uint64_t len)
+{
+	memset(c, 0, sizeof(*c));
+	c->opcode = NICOFF_OP_COPY;
+	c->tag = tag;
+	c->copy.src_mr = src_mr;
+	c->copy.src_off = src_off;
+	c->copy.dst_mr = dst_mr;
+	c->copy.dst_off = dst_off;
+	c->copy.len = len;
+}
+
+int nt_run_one(struct nt_port *p, const struct nicoff_cmd *c, struct nicoff_cqe *cqe,
+	       int timeout_ms)
+{
+	int ret;
+
+	ret = nt_submit(p, c, 1);
+	if (ret)
+		return ret;
+	ret = nt_wait_cqes(p, cqe, 1, timeout_ms);
+	if (ret < 0)
+		return ret;
+	return ret == 1 ? 0 : -ETIMEDOUT;
+}
+
+static int nt_read_ull(const char *path, unsigned long long *v)
+{
+	char buf[64];
+	ssize_t n;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	if (n < 0) {
+		n = -errno;
+		close(fd);
+		return n;
+	}
+	close(fd);
+	buf[n] = 0;
+	errno = 0;
+	*v = strtoull(buf, NULL, 0);
+	return errno ? -errno : 0;
+}
+
+long long nt_pinned_pages(void)
+{
+	unsigned long long v;
+
+	return nt_read_ull(NT_PINNED_PAGES_PATH, &v) ? -1 : (long long)v;
+}
+
+long long nt_wait_pinned(long long want, int timeout_ms)
+{
+	uint64_t deadline = nt_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+	long long v;
+
+	for (;;) {
+		v = nt_pinned_pages();
+		if (v == want || nt_now_ns() >= deadline)
+			return v;
+		nt_sleep_ms(10);
+	}
+}
+
+int nt_param_get(const char *name, unsigned long *v)
+{
+	unsigned long long x;
+	char path[256];
+	int ret;
+
+	snprintf(path, sizeof(path), NT_PARAM_DIR "%s", name);
+	ret = nt_read_ull(path, &x);
+	if (!ret)
+		*v = x;
+	return ret;
+}
+
+int nt_param_set(const char *name, unsigned long v)
+{
+	char path[256], buf[32];
+	int fd, len, ret = 0;
+
+	snprintf(path, sizeof(path), NT_PARAM_DIR "%s", name);
+	len = snprintf(buf, sizeof(buf), "%lu\n", v);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (write(fd, buf, len) != len)
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+uint64_t nt_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+void nt_sleep_ms(unsigned int ms)
+{
+	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000l };
+
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
+uint64_t nt_rand64(uint64_t *state)
+{
+	uint64_t x = *state ? *state : 0x9e3779b97f4a7c15ull;
+
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	*state = x;
+	return x * 0x2545f4914f6cdd1dull;
+}
+
+void nt_fill_pattern(void *buf, size_t len, uint64_t seed)
+{
+	unsigned char *b = buf;
+	uint64_t s = seed | 1, r = 0;
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		if (!(i & 7))
+			r = nt_rand64(&s);
+		b[i] = r >> ((i & 7) * 8);
+	}
+}
+
+int nt_kmsg_open(void)
+{
+	int fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	if (lseek(fd, 0, SEEK_END) < 0) {
+		int ret = -errno;
+
+		close(fd);
+		return ret;
+	}
+	return fd;
+}
+
+int nt_kmsg_splat(int fd, char *line, size_t len)
+{
+	static const char *const bad[] = {
+		"WARNING:", "BUG:", "Oops", "Call Trace", "general protection",
+		"kernel BUG", "UBSAN", "refcount_t", "page allocation failure",
+		"vmalloc error", "lockup", "blocked for more than", "Kernel panic",
+	};
+	char rec[8192];
+	unsigned int i;
+	int found = 0;
+
+	/* Read everything logged so far; report the first bad record. */
+	for (;;) {
+		ssize_t n = read(fd, rec, sizeof(rec) - 1);
+		char *msg, *nl;
+
+		if (n < 0) {
+			if (errno == EAGAIN)
+				return found;
+			if (errno == EPIPE || errno == EINTR)
+				continue;	/* records lost or interrupted: go on */
+			return -errno;
+		}
+		if (found)
+			continue;
+		rec[n] = 0;
+		msg = strchr(rec, ';');
+		msg = msg ? msg + 1 : rec;
+		nl = strchr(msg, '\n');
+		if (nl)
+			*nl = 0;
+		for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+			if (strstr(msg, bad[i])) {
+				if (line && len) {
+					strncpy(line, msg, len - 1);
+					line[len - 1] = 0;
+				}
+				found = 1;
+				break;
+			}
+		}
+	}
+}

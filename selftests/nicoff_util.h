@@ -1,0 +1,145 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Helpers shared by the nicoff kernel selftests, written against the raw
+ * ABI of include/uapi/nicoff.h (not libnicoff), so that a test can put into
+ * the rings whatever it likes, including garbage.
+ *
+ * Nothing here uses the kselftest harness: functions return 0 or a
+ * negative errno and the tests assert on that.
+ */
+#ifndef NICOFF_SELFTEST_UTIL_H
+#define NICOFF_SELFTEST_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <uapi/nicoff.h>
+
+#define NT_PINNED_PAGES_PATH "/sys/class/nicoff/pinned_pages"
+#define NT_PARAM_DIR "/sys/module/nicoff/parameters/"
+
+/* A port: the file, what PORT_OPEN answered and the two mapped rings. */
+struct nt_port {
+	int fd;
+	int card;
+	struct nicoff_port_open po;
+	struct nicoff_ring_hdr *cmd_hdr;
+	struct nicoff_ring_hdr *cq_hdr;
+	struct nicoff_cmd *cmds;
+	struct nicoff_cqe *cqes;
+	uint32_t cmd_entries;
+	uint32_t cq_entries;
+	uint32_t cmd_prod;	/* our copy of the command producer index */
+	uint32_t cq_cons;	/* our copy of the completion consumer index */
+	uint64_t kicks;		/* wake-up ioctls this process made */
+};
+
+/* Files and ioctls. */
+int nt_open_card(int card);
+int nt_query(int fd, struct nicoff_query *q);
+int nt_port_open_fd(int fd, uint32_t port, uint32_t cmd_entries, uint32_t cq_entries,
+		    struct nicoff_port_open *out);
+int nt_reg_mr(int fd, const void *addr, uint64_t len, uint32_t access, uint32_t *handle);
+int nt_dereg_mr(int fd, uint32_t handle);
+int nt_stats(int fd, struct nicoff_port_stats *st);
+int nt_kick(int fd);
+int nt_ioctl(int fd, unsigned long req, void *arg);	/* 0 or -errno */
+
+/* Open a card, make the file a port and map both rings. */
+int nt_port_open(struct nt_port *p, int card, uint32_t port, uint32_t cmd_entries,
+		 uint32_t cq_entries);
+/* Unmap and close (no-op on a zeroed or already closed struct). */
+void nt_port_close(struct nt_port *p);
+
+/* Ring access. */
+static inline uint32_t nt_load_acquire(const uint32_t *p)
+{
+	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+
+static inline void nt_store_release(uint32_t *p, uint32_t v)
+{
+	__atomic_store_n(p, v, __ATOMIC_RELEASE);
+}
+
+static inline void nt_fence(void)
+{
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+
+static inline uint32_t nt_cmd_flags(const struct nt_port *p)
+{
+	return __atomic_load_n(&p->cmd_hdr->flags, __ATOMIC_ACQUIRE);
+}
+
+static inline uint32_t nt_cq_flags(const struct nt_port *p)
+{
+	return __atomic_load_n(&p->cq_hdr->flags, __ATOMIC_ACQUIRE);
+}
+
+/* Free command slots, from the card's published consumer index. */
+uint32_t nt_cmd_space(const struct nt_port *p);
+/* Commands published but not yet taken by the card. */
+uint32_t nt_cmd_pending(const struct nt_port *p);
+/* Write a descriptor at our producer index (not published yet). */
+void nt_cmd_write(struct nt_port *p, const struct nicoff_cmd *c);
+/* Publish our producer index (release). */
+void nt_publish(struct nt_port *p);
+/*
+ * Doorbell steps 2 and 3: full fence, read flags, kick only if the card
+ * thread asked for it.  Returns 1 if it kicked, 0 if not, -errno.
+ */
+int nt_doorbell(struct nt_port *p);
+/* Write, publish and ring the doorbell for n descriptors (must fit). */
+int nt_submit(struct nt_port *p, const struct nicoff_cmd *c, uint32_t n);
+
+/* Completions available (producer - our consumer). */
+uint32_t nt_cq_ready(const struct nt_port *p);
+/*
+ * Take up to max completions, publish the consumer index and, if commands
+ * are still waiting in the command ring, ring the doorbell again (the
+ * re-kick of abi.md).  Returns the number taken or -errno.
+ */
+int nt_reap(struct nt_port *p, struct nicoff_cqe *out, uint32_t max);
+/*
+ * Collect exactly n completions, sleeping in poll() while none is ready;
+ * gives up after timeout_ms.  Returns the number collected (< n on timeout
+ * or error state) or -errno.
+ */
+int nt_wait_cqes(struct nt_port *p, struct nicoff_cqe *out, uint32_t n, int timeout_ms);
+
+/* Descriptor builders. */
+void nt_make_nop(struct nicoff_cmd *c, uint64_t tag);
+void nt_make_copy(struct nicoff_cmd *c, uint64_t tag, uint32_t src_mr, uint64_t src_off,
+		  uint32_t dst_mr, uint64_t dst_off, uint64_t len);
+/* Post one command and wait for its completion (timeout_ms); 0 or -errno. */
+int nt_run_one(struct nt_port *p, const struct nicoff_cmd *c, struct nicoff_cqe *cqe,
+	       int timeout_ms);
+
+/* /sys/class/nicoff/pinned_pages, or -1. */
+long long nt_pinned_pages(void);
+/* Poll pinned_pages until it equals want; returns the last value read. */
+long long nt_wait_pinned(long long want, int timeout_ms);
+
+/* Module parameters under /sys/module/nicoff/parameters/. */
+int nt_param_get(const char *name, unsigned long *v);
+int nt_param_set(const char *name, unsigned long v);
+
+/* Time and randomness. */
+uint64_t nt_now_ns(void);
+void nt_sleep_ms(unsigned int ms);
+uint64_t nt_rand64(uint64_t *state);	/* xorshift64* */
+void nt_fill_pattern(void *buf, size_t len, uint64_t seed);
+
+/*
+ * Kernel log watch: nt_kmsg_open() opens /dev/kmsg positioned at its end;
+ * nt_kmsg_splat() reads what was logged since and returns 1 (copying the
+ * line into line) if a warning, oops or stack trace appeared, 0 if not,
+ * -errno if the log cannot be read.
+ */
+int nt_kmsg_open(void);
+int nt_kmsg_splat(int fd, char *line, size_t len);
+
+#endif
