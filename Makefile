@@ -50,6 +50,10 @@ include selftests/build.mk
 
 user: $(USER_TARGETS)
 
+# `make` builds the tests too, so `make check` on a fresh clone has them.
+unit-tests: $(UNIT_TESTS)
+all: unit-tests
+
 # ------------------------------------------------------------------ deps --
 deps:
 	tools/deps.sh
