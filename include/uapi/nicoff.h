@@ -66,6 +66,12 @@ enum nicoff_opcode {
 	NICOFF_OP_RECV = 3,
 	NICOFF_OP_PUT = 4,
 	NICOFF_OP_GET = 5,
+	NICOFF_OP_FETCH_ADD = 6,
+	NICOFF_OP_FETCH_WRITE = 7,
+	NICOFF_OP_COMPARE_SWAP = 8,
+	NICOFF_OP_GROUP_CREATE = 9,
+	NICOFF_OP_GROUP_DESTROY = 10,
+	NICOFF_OP_BARRIER = 11,
 	NICOFF_OP_MAX,			/* first invalid opcode */
 	/*
 	 * Completion-only opcodes.  REMOTE_ACCESS_ERROR: a peer's put or get
@@ -138,6 +144,61 @@ struct nicoff_op_rdma {
 	__u64 reserved;
 };
 
+/*
+ * NICOFF_OP_FETCH_ADD / FETCH_WRITE / COMPARE_SWAP: executed by the target
+ * card on the naturally aligned @width-byte word (4 or 8) at @remote_off of
+ * the peer's region @rkey, which needs REMOTE_ATOMIC.  FETCH_ADD adds
+ * @operand, FETCH_WRITE stores it, COMPARE_SWAP stores it if the word
+ * equals @compare.  The completion's result is the word's old value.
+ */
+struct nicoff_op_atomic {
+	__u32 dst_card;
+	__u32 dst_port;
+	__u32 rkey;
+	__u32 width;
+	__u64 remote_off;
+	__u64 operand;
+	__u64 compare;
+	__u64 reserved;
+};
+
+/* Barrier algorithms (struct nicoff_op_group.algorithm). */
+enum nicoff_barrier_alg {
+	NICOFF_BARRIER_AUTO = 0,	/* the card times the candidates, keeps the best */
+	NICOFF_BARRIER_PAIRWISE = 1,	/* pairwise exchange */
+	NICOFF_BARRIER_DISSEMINATION = 2,
+	NICOFF_BARRIER_TREE = 3,	/* gather-broadcast tree of degree @param */
+	NICOFF_BARRIER_CENTRAL = 4,	/* central counter */
+	NICOFF_BARRIER_COMBINING = 5,	/* combining tree of fan-in @param */
+	NICOFF_BARRIER_TOURNAMENT = 6,
+	NICOFF_BARRIER_MAX,
+};
+
+/* One member of a group: where its port is. */
+struct nicoff_member {
+	__u32 card;
+	__u32 port;
+};
+
+/*
+ * NICOFF_OP_GROUP_CREATE: a collective group of @size members, listed as
+ * struct nicoff_member[size] in region @mr at @off, this port being member
+ * @rank; @group_id is the same on every member (agreed through the job id).
+ * Every member posts it; it completes, with the algorithm chosen in
+ * result, once the group is usable.  NICOFF_OP_GROUP_DESTROY and
+ * NICOFF_OP_BARRIER name the group by @group_id only.
+ */
+struct nicoff_op_group {
+	__u32 group_id;
+	__u32 rank;
+	__u32 size;
+	__u32 mr;
+	__u64 off;
+	__u32 algorithm;	/* enum nicoff_barrier_alg */
+	__u32 param;		/* tree degree or combining fan-in; 0: default */
+	__u64 reserved[2];
+};
+
 /* A command: 64 bytes, written by the process into the command ring. */
 struct nicoff_cmd {
 	__u8  opcode;
@@ -150,6 +211,8 @@ struct nicoff_cmd {
 		struct nicoff_op_send send;
 		struct nicoff_op_recv recv;
 		struct nicoff_op_rdma rdma;
+		struct nicoff_op_atomic atomic;
+		struct nicoff_op_group group;
 		__u64 raw[6];
 	};
 };
