@@ -17,7 +17,8 @@ SELFTEST_NAMES := \
 	nicoff_nowake_test \
 	nicoff_sleep_test \
 	nicoff_fork_test \
-	nicoff_ports_test
+	nicoff_ports_test \
+	nicoff_p2p_test
 SELFTEST_BINS := $(addprefix $(SELFTEST_DIR)/,$(SELFTEST_NAMES))
 SELFTEST_UTIL_OBJ := $(SELFTEST_DIR)/nicoff_util.o
 SELFTEST_DEPS := $(TOP)/selftests/nicoff_util.h $(TOP)/include/uapi/nicoff.h

@@ -19,7 +19,9 @@
 #include "nicoff_util.h"
 
 #define TOTAL_OPS 10000u
-#define RING 4096u
+/* 4096 entries, or the largest ring the module allows if that is less. */
+static uint32_t ring = 4096;
+#define RING ring
 #define BUF_LEN (1ul << 20)
 #define COPY_LEN (64ul << 10)
 
@@ -146,6 +148,14 @@ FIXTURE(kill) {
 
 FIXTURE_SETUP(kill)
 {
+	struct nicoff_query q;
+	int fd = nt_open_card(0);
+
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, nt_query(fd, &q));
+	close(fd);
+	if (q.max_ring_entries < ring)
+		ring = q.max_ring_entries;
 	self->pinned0 = nt_pinned_pages();
 	ASSERT_LE(0, self->pinned0);
 	self->kmsg = nt_kmsg_open();

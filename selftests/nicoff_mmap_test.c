@@ -36,6 +36,7 @@ FIXTURE(port) {
 	int fd;
 	struct nicoff_query q;
 	struct nicoff_port_open po;
+	uint32_t cmd_n, cq_n;	/* ring sizes of the port */
 };
 
 FIXTURE_SETUP(port)
@@ -44,11 +45,15 @@ FIXTURE_SETUP(port)
 	ASSERT_LE(0, self->fd);
 	ASSERT_EQ(0, nt_query(self->fd, &self->q));
 	/* Rings of different sizes, several pages each. */
-	ASSERT_EQ(0, nt_port_open_fd(self->fd, NICOFF_PORT_ANY, 256, 1024, &self->po));
+	self->cq_n = self->q.max_ring_entries < 1024 ? self->q.max_ring_entries : 1024;
+	self->cmd_n = self->cq_n / 4;
+	ASSERT_LE(2, self->cmd_n);
+	ASSERT_EQ(0, nt_port_open_fd(self->fd, NICOFF_PORT_ANY, self->cmd_n, self->cq_n,
+				     &self->po));
 	ASSERT_EQ(NICOFF_MMAP_CMD_RING, self->po.cmd_offset);
 	ASSERT_EQ(NICOFF_MMAP_CQ_RING, self->po.cq_offset);
-	ASSERT_EQ(ring_bytes(256, sizeof(struct nicoff_cmd)), self->po.cmd_size);
-	ASSERT_EQ(ring_bytes(1024, sizeof(struct nicoff_cqe)), self->po.cq_size);
+	ASSERT_EQ(ring_bytes(self->cmd_n, sizeof(struct nicoff_cmd)), self->po.cmd_size);
+	ASSERT_EQ(ring_bytes(self->cq_n, sizeof(struct nicoff_cqe)), self->po.cq_size);
 }
 
 FIXTURE_TEARDOWN(port)
@@ -70,10 +75,10 @@ TEST_F(port, correct_mappings)
 	ASSERT_NE(MAP_FAILED, cq);
 	/* The header: entries, indices at zero, flags at byte 128. */
 	c = (char *)cmd;
-	EXPECT_EQ(256, cmd->entries);
-	EXPECT_EQ(256, *(uint32_t *)(c + 132));
-	EXPECT_EQ(1024, cq->entries);
-	EXPECT_EQ(1024, *(uint32_t *)((char *)cq + 132));
+	EXPECT_EQ(self->cmd_n, cmd->entries);
+	EXPECT_EQ(self->cmd_n, *(uint32_t *)(c + 132));
+	EXPECT_EQ(self->cq_n, cq->entries);
+	EXPECT_EQ(self->cq_n, *(uint32_t *)((char *)cq + 132));
 	EXPECT_EQ(0, cmd->producer);
 	EXPECT_EQ(0, cmd->consumer);
 	EXPECT_EQ(0, cq->producer);
@@ -103,7 +108,7 @@ TEST_F(port, correct_mappings)
 		   self->po.cmd_offset);
 	ASSERT_NE(MAP_FAILED, cmd);
 	EXPECT_EQ(0x33, ((char *)cmd)[NICOFF_RING_HDR_SIZE + 100]);
-	EXPECT_EQ(256, cmd->entries);
+	EXPECT_EQ(self->cmd_n, cmd->entries);
 	munmap(cmd, self->po.cmd_size);
 	munmap(cq, self->po.cq_size);
 }
@@ -206,7 +211,7 @@ TEST_F(port, mapping_keeps_port)
 	close(self->fd);
 	self->fd = -1;
 	/* Port and regions live on; its port number is still taken. */
-	EXPECT_EQ(256, cmd->entries);
+	EXPECT_EQ(self->cmd_n, cmd->entries);
 	EXPECT_EQ(pinned0 + 4, nt_pinned_pages());
 	fd2 = nt_open_card(0);
 	ASSERT_LE(0, fd2);

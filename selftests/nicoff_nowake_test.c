@@ -16,9 +16,20 @@
 #include "nicoff_util.h"
 
 #define TOTAL 1000000u
-#define RING 1024u
+static uint32_t RING = 1024;
 #define BATCH 256u
-#define POLL_USECS 2000000ul	/* 2 s: far more than any gap between batches */
+#define POLL_USECS 5000000ul	/* 5 s: far more than any gap between batches */
+
+static int query_card0(struct nicoff_query *q)
+{
+	int fd = nt_open_card(0), ret;
+
+	if (fd < 0)
+		return fd;
+	ret = nt_query(fd, q);
+	close(fd);
+	return ret;
+}
 
 FIXTURE(nowake) {
 	unsigned long saved;
@@ -28,9 +39,14 @@ FIXTURE(nowake) {
 
 FIXTURE_SETUP(nowake)
 {
+	struct nicoff_query q;
+
 	ASSERT_EQ(0, nt_param_get("poll_usecs", &self->saved));
 	ASSERT_EQ(0, nt_param_set("poll_usecs", POLL_USECS));
 	self->restore = true;
+	ASSERT_EQ(0, query_card0(&q));
+	if (q.max_ring_entries < RING)
+		RING = q.max_ring_entries;
 	ASSERT_EQ(0, nt_port_open(&self->p, 0, NICOFF_PORT_ANY, RING, RING));
 }
 

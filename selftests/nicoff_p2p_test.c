@@ -1,36 +1,50 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Point-to-point messaging between cards (firmware-sim/README.md,
- * "Protocol"; include/uapi/nicoff.h): SEND/RECV and PUT/GET between two
- * processes, each with a port on its own card.
+ * "Protocol"; include/uapi/nicoff.h): SEND/RECV and PUT/GET, mostly between
+ * two processes (fork) with a port each on cards 0 and 1.
  *
- * - every size class (1 B, mtu-1, mtu, mtu+1, 64 KiB, 1 MiB, 4 MiB) arrives
- *   byte-exact in both directions, by SEND/RECV and by PUT/GET;
- * - under global faults (10% drop, 5% duplicate, 5% reorder, 1% corrupt)
- *   sequence-numbered messages sent back to back both ways, with receives
- *   posted ahead and late (the unexpected-message path), arrive exactly
- *   once, in order, every byte right; and the cards' counters add up;
- * - tag matching (masks, NICOFF_ANY, source filters, posting order, the
- *   oldest compatible unexpected message);
- * - a peer whose port closed gets -ECONNREFUSED at once; a peer that never
- *   posts a receive gets -ETIMEDOUT after the retry budget, no earlier and
- *   not much later;
- * - bad input: an error completion on the initiator, nothing written, and
- *   NICOFF_OP_REMOTE_ACCESS_ERROR on the target for remote violations.
+ * send_recv_sizes, put_get_sizes (and _under_faults)
+ *	1 B, mtu-1, mtu, mtu+1, 64 KiB, 1 MiB and 4 MiB arrive byte-exact, both
+ *	ways, with guard bytes around every buffer untouched
+ * streams_clean, streams_under_faults, put_get_under_faults
+ *	300 sequence-numbered messages each way, back to back, the first 100
+ *	receives posted ahead and the rest late (the unexpected path): each
+ *	message exactly once, in order, every byte right; then the cards'
+ *	counters: tx - drops + dups == rx + crc_errors per direction,
+ *	crc_errors == corrupts, fault counts within 6 sigma of their rates
+ *	(faults: 10% drop, 5% dup, 5% reorder, 1% corrupt, global tunables)
+ * tag_matching, fan_in
+ *	masks, NICOFF_ANY, source card/port filters, posting order, the oldest
+ *	compatible unexpected message; two senders on two cards into one port
+ * bad_input, remote_access_errors, recv_buffer_too_small, zero_length
+ *	error completions on the initiator (-EINVAL, -EMSGSIZE, -ENOENT,
+ *	-ERANGE, -EACCES, -ECONNREFUSED), nothing written anywhere, and
+ *	NICOFF_OP_REMOTE_ACCESS_ERROR on the target for its refusals
+ * dead_peer_port_closed, peer_killed_mid_send, dead_peer_never_receives,
+ * receiver_not_ready, link_down_times_out
+ *	a closed port refuses at once; a receiver out of unexpected-message
+ *	room, or a link that drops everything (per-card faults over netlink),
+ *	gives -ETIMEDOUT after the retry budget computed from rto_usecs and
+ *	max_retries, no earlier and not much later; a receiver that becomes
+ *	ready in time gets everything; the connection recovers afterwards
+ * same_card, dereg_under_transfer
+ *	two ports of one card; regions deregistered under a get, a put, a
+ *	send and a posted receive
  *
- * Cards' counters and the per-card fault override are read and reset over
- * the "nicoff" generic netlink family (raw netlink here, no libnl).  Faults
- * are the module's global tunables; every test puts them back to 0.
+ * Cards' counters and the per-card fault override go over the "nicoff"
+ * generic netlink family (raw netlink here, no libnl).  Every test starts
+ * and ends with all faults at 0 and cards 0-2 following the global ones.
  */
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <math.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -236,6 +250,20 @@ static int nl_card_follow_global(struct nl *nl, uint32_t card)
 	nl_put(&m, NICOFF_NL_A_CARD, &card, sizeof(card));
 	nest = nl_put(&m, NICOFF_NL_A_FAULTS | NLA_F_NESTED, NULL, 0);
 	nl_put(&m, NICOFF_NL_FAULT_GLOBAL, NULL, 0);
+	nl_nest_end(&m, nest);
+	return nl_xact(nl, &m, NULL, NULL);
+}
+
+/* The card's own faults (it stops following the global ones). */
+static int nl_card_set_drop(struct nl *nl, uint32_t card, uint32_t drop_ppm)
+{
+	struct nlattr *nest;
+	struct nl_msg m;
+
+	nl_init_msg(&m, nl->family, NICOFF_NL_CMD_SET_FAULTS, NICOFF_GENL_VERSION);
+	nl_put(&m, NICOFF_NL_A_CARD, &card, sizeof(card));
+	nest = nl_put(&m, NICOFF_NL_A_FAULTS | NLA_F_NESTED, NULL, 0);
+	nl_put(&m, NICOFF_NL_FAULT_DROP_PPM, &drop_ppm, sizeof(drop_ppm));
 	nl_nest_end(&m, nest);
 	return nl_xact(nl, &m, NULL, NULL);
 }
@@ -668,10 +696,28 @@ FIXTURE_SETUP(p2p)
 
 FIXTURE_TEARDOWN(p2p)
 {
+	uint32_t c;
+
 	EXPECT_EQ(0, clear_faults());
+	for (c = 0; self->nl.fd >= 0 && c < 3; c++)
+		EXPECT_EQ(0, nl_card_follow_global(&self->nl, c));
 	if (self->delay_us0)
 		EXPECT_EQ(0, nt_param_set("fault_delay_usecs", self->delay_us0));
 	nl_close(&self->nl);
+}
+
+static void snap2(struct __test_metadata *_metadata, FIXTURE_DATA(p2p) *self,
+		  struct card_stats s[2]);
+static void check_fault_counters(struct __test_metadata *_metadata, FIXTURE_DATA(p2p) *self,
+				 const struct card_stats before[2],
+				 const struct card_stats during[2], bool faults);
+
+/* Turn on the fault mix of the fault tests; returns 0 or -errno. */
+static int faults_on(void)
+{
+	int ret = nt_param_set("fault_delay_usecs", F_DELAY_US);
+
+	return ret ? ret : set_faults(F_DROP, F_DUP, F_CORRUPT, F_REORDER);
 }
 
 /* ---------------------------------------------- send/recv, every size -- */
@@ -737,8 +783,9 @@ static int child_sizes(struct chan *ch, void *arg)
 	return 0;
 }
 
-TEST_F_TIMEOUT(p2p, send_recv_sizes, 300)
+static void sizes_test(struct __test_metadata *_metadata, FIXTURE_DATA(p2p) *self, bool faults)
 {
+	struct card_stats before[2], during[2];
 	const struct sizes *s = &self->sz;
 	struct hello me = { .card = CARD_A }, ch_info;
 	struct nicoff_cqe cqe[NSIZES];
@@ -757,6 +804,9 @@ TEST_F_TIMEOUT(p2p, send_recv_sizes, 300)
 	me.port = p.po.port;
 	ASSERT_EQ(0, to_child(&ch, &me, sizeof(me)));
 	ASSERT_EQ(0, from_child(&ch, &ch_info, sizeof(ch_info), TMO));
+	snap2(_metadata, self, before);
+	if (faults)
+		ASSERT_EQ(0, faults_on());
 
 	/* All seven in flight at once. */
 	for (i = 0; i < NSIZES; i++) {
@@ -804,8 +854,21 @@ TEST_F_TIMEOUT(p2p, send_recv_sizes, 300)
 					GUARD));
 	}
 	EXPECT_EQ(0, wait_child(ch.pid, CHILD_TMO));
+	snap2(_metadata, self, during);
+	ASSERT_EQ(0, clear_faults());
+	check_fault_counters(_metadata, self, before, during, faults);
 	chan_close(&ch);
 	nt_port_close(&p);
+}
+
+TEST_F_TIMEOUT(p2p, send_recv_sizes, 300)
+{
+	sizes_test(_metadata, self, false);
+}
+
+TEST_F_TIMEOUT(p2p, send_recv_sizes_under_faults, 600)
+{
+	sizes_test(_metadata, self, true);
 }
 
 /* ------------------------------------------------ put/get, every size -- */
@@ -847,8 +910,10 @@ static int child_put_get(struct chan *ch, void *arg)
 	return 0;
 }
 
-TEST_F_TIMEOUT(p2p, put_get_sizes, 300)
+static void put_get_test(struct __test_metadata *_metadata, FIXTURE_DATA(p2p) *self,
+			 bool faults)
 {
+	struct card_stats before[2], during[2];
 	struct sizes s;
 	struct hello ci;
 	struct region src, dst, big;
@@ -867,6 +932,9 @@ TEST_F_TIMEOUT(p2p, put_get_sizes, 300)
 	for (i = 0; i < NSIZES; i++)
 		nt_fill_pattern(src.buf + s.off[i], s.size[i], 2000 + i);
 	ASSERT_EQ(0, from_child(&ch, &ci, sizeof(ci), TMO));
+	snap2(_metadata, self, before);
+	if (faults)
+		ASSERT_EQ(0, faults_on());
 
 	for (i = 0; i < NSIZES; i++) {
 		size_t n = s.size[i], roff = s.off[i] + PG_LEAD;
@@ -925,10 +993,23 @@ TEST_F_TIMEOUT(p2p, put_get_sizes, 300)
 		EXPECT_EQ(-1, diff_byte(dst.buf + s.off[k] + n, 4096, GUARD));
 	}
 	free(want);
+	snap2(_metadata, self, during);
+	ASSERT_EQ(0, clear_faults());
+	check_fault_counters(_metadata, self, before, during, faults);
 	ASSERT_EQ(0, token_to_child(&ch));
 	EXPECT_EQ(0, wait_child(ch.pid, CHILD_TMO));
 	chan_close(&ch);
 	nt_port_close(&p);
+}
+
+TEST_F_TIMEOUT(p2p, put_get_sizes, 300)
+{
+	put_get_test(_metadata, self, false);
+}
+
+TEST_F_TIMEOUT(p2p, put_get_sizes_under_faults, 600)
+{
+	put_get_test(_metadata, self, true);
 }
 
 /* ----------------------------------------------------- tag matching -- */
@@ -1279,9 +1360,25 @@ static int child_stream(struct chan *ch, void *arg)
 	return 0;
 }
 
+/* No libm: Newton's square root is plenty for a tolerance. */
+static double root(double x)
+{
+	double r = x > 1 ? x : 1;
+	int i;
+
+	for (i = 0; i < 64; i++)
+		r = (r + x / r) / 2;
+	return r;
+}
+
+static double dist(double a, double b)
+{
+	return a > b ? a - b : b - a;
+}
+
 static double binom_slack(double n, double p)
 {
-	return 6 * sqrt(n * p * (1 - p)) + 5;
+	return 6 * root(n * p * (1 - p)) + 5;
 }
 
 #define ST(s, name) ((s).v[NICOFF_NL_STAT_##name])
@@ -1378,16 +1475,16 @@ static void check_fault_counters(struct __test_metadata *_metadata, FIXTURE_DATA
 			TH_LOG("card %d sent only %.0f packets: no statistics", x, n);
 			continue;
 		}
-		EXPECT_GE(binom_slack(n, 0.1), fabs(ST(f[x], FAULT_DROPS) - 0.1 * n))
+		EXPECT_GE(binom_slack(n, 0.1), dist(ST(f[x], FAULT_DROPS), 0.1 * n))
 			TH_LOG("card %d: %llu drops of %.0f", x,
 			       (unsigned long long)ST(f[x], FAULT_DROPS), n);
-		EXPECT_GE(binom_slack(n, 0.045), fabs(ST(f[x], FAULT_DUPS) - 0.045 * n))
+		EXPECT_GE(binom_slack(n, 0.045), dist(ST(f[x], FAULT_DUPS), 0.045 * n))
 			TH_LOG("card %d: %llu dups of %.0f", x,
 			       (unsigned long long)ST(f[x], FAULT_DUPS), n);
-		EXPECT_GE(binom_slack(n, 0.009), fabs(ST(f[x], FAULT_CORRUPTS) - 0.009 * n))
+		EXPECT_GE(binom_slack(n, 0.009), dist(ST(f[x], FAULT_CORRUPTS), 0.009 * n))
 			TH_LOG("card %d: %llu corrupts of %.0f", x,
 			       (unsigned long long)ST(f[x], FAULT_CORRUPTS), n);
-		EXPECT_GE(binom_slack(n, 0.045), fabs(ST(f[x], FAULT_REORDERS) - 0.045 * n))
+		EXPECT_GE(binom_slack(n, 0.045), dist(ST(f[x], FAULT_REORDERS), 0.045 * n))
 			TH_LOG("card %d: %llu reorders of %.0f", x,
 			       (unsigned long long)ST(f[x], FAULT_REORDERS), n);
 	}
@@ -1439,8 +1536,7 @@ static void run_streams(struct __test_metadata *_metadata, FIXTURE_DATA(p2p) *se
 
 	snap2(_metadata, self, before);
 	if (faults) {
-		ASSERT_EQ(0, nt_param_set("fault_delay_usecs", F_DELAY_US));
-		ASSERT_EQ(0, set_faults(F_DROP, F_DUP, F_CORRUPT, F_REORDER));
+		ASSERT_EQ(0, faults_on());
 	}
 	t0 = nt_now_ns();
 	ASSERT_EQ(0, token_to_child(&ch));
@@ -1474,3 +1570,1282 @@ TEST_F_TIMEOUT(p2p, streams_under_faults, 600)
 
 	run_streams(_metadata, self, &cfg, true);
 }
+
+/* ------------------------------------------- put/get under faults -- */
+
+#define PF_BIG		(1u << 20)
+#define PF_CHUNK	(64u << 10)
+#define PF_NCHUNK	4
+#define PF_ROUNDS	3
+#define PF_TLEN		(PF_BIG + PF_NCHUNK * (PF_CHUNK + 1) + 4096)
+
+static size_t pf_chunk_off(int j)
+{
+	return PF_BIG + (size_t)j * (PF_CHUNK + 1);
+}
+
+static int child_pf(struct chan *ch, void *arg)
+{
+	struct hello me = { .card = CARD_B };
+	unsigned char *want;
+	struct nt_port p;
+	struct region t;
+	int j;
+
+	(void)arg;
+	CKEQ(0, nt_port_open(&p, CARD_B, NICOFF_PORT_ANY, 16, 16));
+	CKEQ(0, region_new(&p, &t, PF_TLEN, NICOFF_ACCESS_REMOTE_READ | NICOFF_ACCESS_REMOTE_WRITE,
+			   GUARD));
+	me.port = p.po.port;
+	me.rkey[0] = t.rkey;
+	CK(to_parent(ch, &me, sizeof(me)) == 0);
+	CK(token_from_parent(ch, CHILD_TMO) == 0);
+	/* What the last round put, and guards between the chunks. */
+	want = malloc(PF_TLEN);
+	CK(want);
+	memset(want, GUARD, PF_TLEN);
+	nt_fill_pattern(want, PF_BIG, 3000 + PF_ROUNDS - 1);
+	for (j = 0; j < PF_NCHUNK; j++)
+		nt_fill_pattern(want + pf_chunk_off(j), PF_CHUNK, 4000 + j);
+	CKEQ(0, memcmp(want, t.buf, PF_TLEN));
+	free(want);
+	CK(cq_stays_empty(&p, 10));
+	return 0;
+}
+
+TEST_F_TIMEOUT(p2p, put_get_under_faults, 600)
+{
+	struct card_stats before[2], during[2];
+	struct nicoff_cqe cqe[2 * PF_NCHUNK];
+	struct region src, dst;
+	struct nt_port p;
+	struct hello ci;
+	struct chan ch;
+	uint64_t t0;
+	int r, j;
+
+	ASSERT_LT(0, spawn(&ch, child_pf, NULL));
+	ASSERT_EQ(0, nt_port_open(&p, CARD_A, NICOFF_PORT_ANY, 64, 64));
+	ASSERT_EQ(0, region_new(&p, &src, PF_TLEN, 0, 0));
+	ASSERT_EQ(0, region_new(&p, &dst, PF_TLEN, NICOFF_ACCESS_LOCAL_WRITE, GUARD));
+	ASSERT_EQ(0, from_child(&ch, &ci, sizeof(ci), TMO));
+
+	snap2(_metadata, self, before);
+	ASSERT_EQ(0, faults_on());
+	t0 = nt_now_ns();
+	for (r = 0; r < PF_ROUNDS; r++) {
+		struct nicoff_cmd c;
+
+		nt_fill_pattern(src.buf, PF_BIG, 3000 + r);
+		c = cmd_rdma(NICOFF_OP_PUT, r, CARD_B, ci.port, ci.rkey[0], 0, src.handle, 0,
+			     PF_BIG);
+		ASSERT_EQ(0, nt_run_one(&p, &c, cqe, CHILD_TMO));
+		ASSERT_EQ(0, cqe[0].status) TH_LOG("round %d put", r);
+		EXPECT_EQ(PF_BIG, cqe[0].result);
+		memset(dst.buf, GUARD, PF_BIG + 1);
+		c = cmd_rdma(NICOFF_OP_GET, 100 + r, CARD_B, ci.port, ci.rkey[0], 0, dst.handle, 0,
+			     PF_BIG);
+		ASSERT_EQ(0, nt_run_one(&p, &c, cqe, CHILD_TMO));
+		ASSERT_EQ(0, cqe[0].status) TH_LOG("round %d get", r);
+		EXPECT_EQ(PF_BIG, cqe[0].result);
+		EXPECT_EQ(-1, diff_pattern(dst.buf, PF_BIG, 3000 + r)) TH_LOG("round %d", r);
+		EXPECT_EQ(GUARD, dst.buf[PF_BIG]);
+	}
+	/* Several puts in flight, then several gets. */
+	for (j = 0; j < PF_NCHUNK; j++) {
+		struct nicoff_cmd c;
+
+		nt_fill_pattern(src.buf + pf_chunk_off(j), PF_CHUNK, 4000 + j);
+		c = cmd_rdma(NICOFF_OP_PUT, 200 + j, CARD_B, ci.port, ci.rkey[0], pf_chunk_off(j),
+			     src.handle, pf_chunk_off(j), PF_CHUNK);
+		ASSERT_EQ(0, nt_submit(&p, &c, 1));
+	}
+	ASSERT_EQ(PF_NCHUNK, nt_wait_cqes(&p, cqe, PF_NCHUNK, CHILD_TMO));
+	for (j = 0; j < PF_NCHUNK; j++) {
+		EXPECT_EQ(0, cqe[j].status);
+		EXPECT_EQ(PF_CHUNK, cqe[j].result);
+	}
+	for (j = 0; j < PF_NCHUNK; j++) {
+		struct nicoff_cmd c = cmd_rdma(NICOFF_OP_GET, 300 + j, CARD_B, ci.port, ci.rkey[0],
+					       pf_chunk_off(j), dst.handle, pf_chunk_off(j),
+					       PF_CHUNK);
+
+		ASSERT_EQ(0, nt_submit(&p, &c, 1));
+	}
+	ASSERT_EQ(PF_NCHUNK, nt_wait_cqes(&p, cqe, PF_NCHUNK, CHILD_TMO));
+	for (j = 0; j < PF_NCHUNK; j++) {
+		EXPECT_EQ(0, cqe[j].status);
+		EXPECT_EQ(PF_CHUNK, cqe[j].result);
+		EXPECT_EQ(-1, diff_pattern(dst.buf + pf_chunk_off(j), PF_CHUNK, 4000 + j));
+	}
+	snap2(_metadata, self, during);
+	ASSERT_EQ(0, clear_faults());
+	TH_LOG("puts and gets under faults: %.2f s", (nt_now_ns() - t0) / 1e9);
+	check_fault_counters(_metadata, self, before, during, true);
+	ASSERT_EQ(0, token_to_child(&ch));
+	EXPECT_EQ(0, wait_child(ch.pid, CHILD_TMO));
+	chan_close(&ch);
+	nt_port_close(&p);
+}
+
+/* ------------------------------------------------- bad local input -- */
+
+struct bad_case {
+	const char *what;
+	struct nicoff_cmd c;
+	int status;
+};
+
+static void run_bad(struct __test_metadata *_metadata, struct nt_port *p,
+		    const struct bad_case *bc, unsigned int n)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		struct nicoff_cmd c = bc[i].c;
+		struct nicoff_cqe cqe;
+		uint64_t t0 = nt_now_ns();
+
+		c.tag = 0x5000 + i;
+		ASSERT_EQ(0, nt_run_one(p, &c, &cqe, TMO)) TH_LOG("%s: no completion", bc[i].what);
+		EXPECT_EQ(c.tag, cqe.tag);
+		EXPECT_EQ(c.opcode, cqe.opcode);
+		EXPECT_EQ(bc[i].status, cqe.status) TH_LOG("%s", bc[i].what);
+		EXPECT_EQ(0, cqe.result) TH_LOG("%s", bc[i].what);
+		EXPECT_GT(5000000000ull, nt_now_ns() - t0) TH_LOG("%s: slow", bc[i].what);
+	}
+}
+
+TEST_F_TIMEOUT(p2p, bad_input, 120)
+{
+	const uint32_t nc = self->q.num_cards;
+	struct region s, w, ro;
+	struct nt_port p, tmp;
+	struct nicoff_cqe cqe;
+	struct nicoff_cmd c;
+	uint32_t closed;
+	const size_t L = 64 << 10;
+
+	ASSERT_EQ(0, nt_port_open(&p, CARD_A, NICOFF_PORT_ANY, 16, 16));
+	ASSERT_EQ(0, region_new(&p, &s, L, 0, 0));
+	ASSERT_EQ(0, region_new(&p, &w, L, NICOFF_ACCESS_LOCAL_WRITE, GUARD));
+	ASSERT_EQ(0, region_new(&p, &ro, L, NICOFF_ACCESS_REMOTE_READ, GUARD));
+	/* A port of card B that is certainly not open: we just closed it. */
+	closed = self->q.max_ports - 1;
+	ASSERT_EQ(0, nt_port_open(&tmp, CARD_B, closed, 2, 2));
+	nt_port_close(&tmp);
+	{
+		const struct bad_case bc[] = {
+			{ "send to a card beyond the fabric",
+			  cmd_send(0, nc, 0, s.handle, 0, 1, 0), -EINVAL },
+			{ "send to card ~0", cmd_send(0, ~0u, 0, s.handle, 0, 1, 0), -EINVAL },
+			{ "put to a card beyond the fabric",
+			  cmd_rdma(NICOFF_OP_PUT, 0, nc, 0, 1, 0, s.handle, 0, 1), -EINVAL },
+			{ "get from a card beyond the fabric",
+			  cmd_rdma(NICOFF_OP_GET, 0, nc, 0, 1, 0, w.handle, 0, 1), -EINVAL },
+			{ "receive from a card beyond the fabric",
+			  cmd_recv(0, w.handle, 0, 1, nc, NICOFF_ANY, 0, 0), -EINVAL },
+			{ "send longer than max_msg",
+			  cmd_send(0, CARD_B, closed, s.handle, 0, FW_MAX_MSG + 1, 0), -EMSGSIZE },
+			{ "put longer than max_msg",
+			  cmd_rdma(NICOFF_OP_PUT, 0, CARD_B, closed, 1, 0, s.handle, 0,
+				   FW_MAX_MSG + 1), -EMSGSIZE },
+			{ "get longer than max_msg",
+			  cmd_rdma(NICOFF_OP_GET, 0, CARD_B, closed, 1, 0, w.handle, 0,
+				   FW_MAX_MSG + 1), -EMSGSIZE },
+			{ "send from an unknown region",
+			  cmd_send(0, CARD_B, closed, 0xfffff, 0, 1, 0), -ENOENT },
+			{ "send beyond its region",
+			  cmd_send(0, CARD_B, closed, s.handle, L - 10, 20, 0), -ERANGE },
+			{ "send with a wrapping range",
+			  cmd_send(0, CARD_B, closed, s.handle, ~0ull, 2, 0), -ERANGE },
+			{ "receive into a region without LOCAL_WRITE",
+			  cmd_recv(0, s.handle, 0, 16, NICOFF_ANY, NICOFF_ANY, 0, 0), -EACCES },
+			{ "receive beyond its region",
+			  cmd_recv(0, w.handle, L - 1, 2, NICOFF_ANY, NICOFF_ANY, 0, 0), -ERANGE },
+			{ "get into a region without LOCAL_WRITE",
+			  cmd_rdma(NICOFF_OP_GET, 0, CARD_B, closed, 1, 0, ro.handle, 0, 16),
+			  -EACCES },
+			{ "put with a wrapping remote range",
+			  cmd_rdma(NICOFF_OP_PUT, 0, CARD_B, closed, 1, ~0ull - 3, s.handle, 0, 8),
+			  -ERANGE },
+			{ "get beyond the local region",
+			  cmd_rdma(NICOFF_OP_GET, 0, CARD_B, closed, 1, 0, w.handle, L, 1),
+			  -ERANGE },
+		};
+
+		run_bad(_metadata, &p, bc, sizeof(bc) / sizeof(bc[0]));
+	}
+	/* Reserved fields of the message and RMA commands. */
+	c = cmd_send(1, CARD_B, closed, s.handle, 0, 1, 0);
+	c.send.reserved0 = 1;
+	ASSERT_EQ(0, nt_run_one(&p, &c, &cqe, TMO));
+	EXPECT_EQ(-EINVAL, cqe.status);
+	c = cmd_send(2, CARD_B, closed, s.handle, 0, 1, 0);
+	c.send.reserved1 = 1;
+	ASSERT_EQ(0, nt_run_one(&p, &c, &cqe, TMO));
+	EXPECT_EQ(-EINVAL, cqe.status);
+	c = cmd_recv(3, w.handle, 0, 1, NICOFF_ANY, NICOFF_ANY, 0, 0);
+	c.recv.reserved0 = 1;
+	ASSERT_EQ(0, nt_run_one(&p, &c, &cqe, TMO));
+	EXPECT_EQ(-EINVAL, cqe.status);
+	c = cmd_rdma(NICOFF_OP_PUT, 4, CARD_B, closed, 1, 0, s.handle, 0, 1);
+	c.rdma.reserved = 1;
+	ASSERT_EQ(0, nt_run_one(&p, &c, &cqe, TMO));
+	EXPECT_EQ(-EINVAL, cqe.status);
+
+	/* A port nobody opened: refused by the target card, at once. */
+	do {
+		const struct bad_case bc[] = {
+			{ "send to a closed port",
+			  cmd_send(0, CARD_B, closed, s.handle, 0, 1, 0), -ECONNREFUSED },
+			{ "long send to a closed port",
+			  cmd_send(0, CARD_B, closed, s.handle, 0, 3 * self->mtu + 5, 0),
+			  -ECONNREFUSED },
+			{ "put to a closed port",
+			  cmd_rdma(NICOFF_OP_PUT, 0, CARD_B, closed, 1, 0, s.handle, 0, 100),
+			  -ECONNREFUSED },
+			{ "get from a closed port",
+			  cmd_rdma(NICOFF_OP_GET, 0, CARD_B, closed, 1, 0, w.handle, 0, 100),
+			  -ECONNREFUSED },
+			{ "long get from a closed port",
+			  cmd_rdma(NICOFF_OP_GET, 0, CARD_B, closed, 1, 0, w.handle, 0, L),
+			  -ECONNREFUSED },
+			{ "send to a port beyond the card's ports",
+			  cmd_send(0, CARD_B, self->q.max_ports + 7, s.handle, 0, 1, 0),
+			  -ECONNREFUSED },
+		};
+
+		run_bad(_metadata, &p, bc, sizeof(bc) / sizeof(bc[0]));
+	} while (0);
+	/* Nothing was written anywhere. */
+	EXPECT_EQ(-1, diff_byte(w.buf, L, GUARD));
+	EXPECT_EQ(-1, diff_byte(ro.buf, L, GUARD));
+	/* And the port goes on. */
+	EXPECT_EQ(0, nt_cq_flags(&p) & NICOFF_RING_ERROR);
+	nt_make_nop(&c, 99);
+	ASSERT_EQ(0, nt_run_one(&p, &c, &cqe, TMO));
+	EXPECT_EQ(0, cqe.status);
+	nt_port_close(&p);
+}
+
+/* --------------------------------------------- remote access errors -- */
+
+#define RA_LEN		(64u << 10)
+#define RA_POFF		1000	/* the one valid put at the end */
+#define RA_PLEN		100
+
+static int child_remote(struct chan *ch, void *arg)
+{
+	struct hello me = { .card = CARD_B }, pa;
+	struct region rw, ro, wo, x;
+	struct nicoff_cqe q;
+	unsigned char *want;
+	uint64_t last = 0;
+	struct nt_port p;
+	int got = 0;
+
+	(void)arg;
+	CKEQ(0, nt_port_open(&p, CARD_B, NICOFF_PORT_ANY, 16, 16));
+	CKEQ(0, region_new(&p, &rw, RA_LEN, NICOFF_ACCESS_REMOTE_READ | NICOFF_ACCESS_REMOTE_WRITE,
+			   0));
+	CKEQ(0, region_new(&p, &ro, RA_LEN, NICOFF_ACCESS_REMOTE_READ, 0));
+	CKEQ(0, region_new(&p, &wo, RA_LEN, NICOFF_ACCESS_REMOTE_WRITE, 0));
+	CKEQ(0, region_new(&p, &x, 4096, NICOFF_ACCESS_REMOTE_READ | NICOFF_ACCESS_REMOTE_WRITE,
+			   0));
+	CKEQ(0, nt_dereg_mr(p.fd, x.handle));
+	nt_fill_pattern(rw.buf, RA_LEN, 11);
+	nt_fill_pattern(ro.buf, RA_LEN, 12);
+	nt_fill_pattern(wo.buf, RA_LEN, 13);
+	me.port = p.po.port;
+	me.rkey[0] = rw.rkey;
+	me.rkey[1] = ro.rkey;
+	me.rkey[2] = wo.rkey;
+	me.rkey[3] = x.rkey;
+	CK(to_parent(ch, &me, sizeof(me)) == 0);
+	/* v[0]: violations that reached us; v[1]: the errno of the last; port. */
+	CK(from_parent(ch, &pa, sizeof(pa), CHILD_TMO) == 0);
+	/* Best effort, coalesced: result counts them all, status is the last's. */
+	while (last < pa.v[0]) {
+		CKEQ(0, wait1(&p, &q, TMO));
+		CKEQ(NICOFF_OP_REMOTE_ACCESS_ERROR, q.opcode);
+		CK(q.status == -ENOENT || q.status == -ERANGE || q.status == -EACCES);
+		CKEQ(CARD_A, q.src_card);
+		CKEQ(pa.port, q.src_port);
+		CK(q.result > last && q.result <= pa.v[0]);
+		last = q.result;
+		got++;
+		if (last == pa.v[0])
+			CKEQ((int64_t)pa.v[1], q.status);
+	}
+	fprintf(stderr, "# child: %d REMOTE_ACCESS_ERROR completions for %llu violations\n", got,
+		(unsigned long long)pa.v[0]);
+	CK(cq_stays_empty(&p, 100));
+	/* Nothing written but the one valid put. */
+	want = malloc(RA_LEN);
+	CK(want);
+	nt_fill_pattern(want, RA_LEN, 11);
+	nt_fill_pattern(want + RA_POFF, RA_PLEN, 99);
+	CKEQ(0, memcmp(want, rw.buf, RA_LEN));
+	free(want);
+	CKEQ(-1, diff_pattern(ro.buf, RA_LEN, 12));
+	CKEQ(-1, diff_pattern(wo.buf, RA_LEN, 13));
+	return 0;
+}
+
+TEST_F_TIMEOUT(p2p, remote_access_errors, 120)
+{
+	struct hello me = { .card = CARD_A }, ci;
+	struct region s, w, nw;
+	struct nicoff_cqe cqe;
+	struct nicoff_cmd c;
+	struct nt_port p;
+	struct chan ch;
+	unsigned char *want;
+	uint32_t P;
+
+	ASSERT_LT(0, spawn(&ch, child_remote, NULL));
+	ASSERT_EQ(0, nt_port_open(&p, CARD_A, NICOFF_PORT_ANY, 16, 16));
+	ASSERT_EQ(0, region_new(&p, &s, 2 * RA_LEN, 0, 0));
+	ASSERT_EQ(0, region_new(&p, &w, 2 * RA_LEN, NICOFF_ACCESS_LOCAL_WRITE, GUARD));
+	ASSERT_EQ(0, region_new(&p, &nw, RA_LEN, NICOFF_ACCESS_REMOTE_WRITE, GUARD));
+	nt_fill_pattern(s.buf, 2 * RA_LEN, 50);
+	ASSERT_EQ(0, from_child(&ch, &ci, sizeof(ci), TMO));
+	P = ci.port;
+	{
+		const struct bad_case remote[] = {
+			{ "put with a wrong rkey",
+			  cmd_rdma(NICOFF_OP_PUT, 0, CARD_B, P, ci.rkey[0] ^ 0x80000000u, 0,
+				   s.handle, 0, 16), -ENOENT },
+			{ "put to a deregistered region",
+			  cmd_rdma(NICOFF_OP_PUT, 0, CARD_B, P, ci.rkey[3], 0, s.handle, 0, 16),
+			  -ENOENT },
+			{ "put across the end of the region",
+			  cmd_rdma(NICOFF_OP_PUT, 0, CARD_B, P, ci.rkey[0], RA_LEN - 10, s.handle,
+				   0, 20), -ERANGE },
+			{ "put just past the end",
+			  cmd_rdma(NICOFF_OP_PUT, 0, CARD_B, P, ci.rkey[0], RA_LEN, s.handle, 0, 1),
+			  -ERANGE },
+			{ "long put one byte too long",
+			  cmd_rdma(NICOFF_OP_PUT, 0, CARD_B, P, ci.rkey[0], 0, s.handle, 0,
+				   RA_LEN + 1), -ERANGE },
+			{ "put without REMOTE_WRITE",
+			  cmd_rdma(NICOFF_OP_PUT, 0, CARD_B, P, ci.rkey[1], 0, s.handle, 0, 16),
+			  -EACCES },
+			{ "get without REMOTE_READ",
+			  cmd_rdma(NICOFF_OP_GET, 0, CARD_B, P, ci.rkey[2], 0, w.handle, 0, 16),
+			  -EACCES },
+			{ "get with a wrong rkey",
+			  cmd_rdma(NICOFF_OP_GET, 0, CARD_B, P, ci.rkey[0] ^ 0x80000000u, 0,
+				   w.handle, 0, 16), -ENOENT },
+			{ "get across the end of the region",
+			  cmd_rdma(NICOFF_OP_GET, 0, CARD_B, P, ci.rkey[0], RA_LEN - 1, w.handle, 0,
+				   2), -ERANGE },
+		};
+		const struct bad_case local[] = {
+			{ "get into a region without LOCAL_WRITE",
+			  cmd_rdma(NICOFF_OP_GET, 0, CARD_B, P, ci.rkey[0], 0, nw.handle, 0, 16),
+			  -EACCES },
+			{ "put with a wrapping remote offset",
+			  cmd_rdma(NICOFF_OP_PUT, 0, CARD_B, P, ci.rkey[0], ~0ull - 4, s.handle, 0,
+				   8), -ERANGE },
+			{ "put longer than max_msg",
+			  cmd_rdma(NICOFF_OP_PUT, 0, CARD_B, P, ci.rkey[0], 0, s.handle, 0,
+				   FW_MAX_MSG + 1), -EMSGSIZE },
+			{ "put from beyond the local region",
+			  cmd_rdma(NICOFF_OP_PUT, 0, CARD_B, P, ci.rkey[0], 0, s.handle, RA_LEN,
+				   RA_LEN + 1), -ERANGE },
+		};
+
+		run_bad(_metadata, &p, remote, sizeof(remote) / sizeof(remote[0]));
+		run_bad(_metadata, &p, local, sizeof(local) / sizeof(local[0]));
+		me.v[0] = sizeof(remote) / sizeof(remote[0]);
+		me.v[1] = (uint64_t)(int64_t)remote[me.v[0] - 1].status;
+	}
+	/* The failed gets wrote nothing. */
+	EXPECT_EQ(-1, diff_byte(w.buf, w.len, GUARD));
+	EXPECT_EQ(-1, diff_byte(nw.buf, nw.len, GUARD));
+	/* The connection is fine: a valid put and gets. */
+	c = cmd_rdma(NICOFF_OP_PUT, 1, CARD_B, P, ci.rkey[0], RA_POFF, s.handle, 0, RA_PLEN);
+	nt_fill_pattern(s.buf, RA_PLEN, 99);
+	ASSERT_EQ(0, nt_run_one(&p, &c, &cqe, TMO));
+	EXPECT_EQ(0, cqe.status);
+	c = cmd_rdma(NICOFF_OP_GET, 2, CARD_B, P, ci.rkey[1], 0, w.handle, 0, RA_LEN);
+	ASSERT_EQ(0, nt_run_one(&p, &c, &cqe, TMO));
+	EXPECT_EQ(0, cqe.status);
+	EXPECT_EQ(-1, diff_pattern(w.buf, RA_LEN, 12));
+	c = cmd_rdma(NICOFF_OP_GET, 3, CARD_B, P, ci.rkey[0], 0, w.handle, 0, RA_LEN);
+	ASSERT_EQ(0, nt_run_one(&p, &c, &cqe, TMO));
+	EXPECT_EQ(0, cqe.status);
+	want = malloc(RA_LEN);
+	ASSERT_NE(NULL, want);
+	nt_fill_pattern(want, RA_LEN, 11);
+	nt_fill_pattern(want + RA_POFF, RA_PLEN, 99);
+	EXPECT_EQ(0, memcmp(want, w.buf, RA_LEN));
+	free(want);
+	me.port = p.po.port;
+	ASSERT_EQ(0, to_child(&ch, &me, sizeof(me)));
+	EXPECT_EQ(0, wait_child(ch.pid, CHILD_TMO));
+	chan_close(&ch);
+	nt_port_close(&p);
+}
+
+/* ---------------------------------------- receive buffer too small -- */
+
+static int child_small(struct chan *ch, void *arg)
+{
+	struct hello me = { .card = CARD_B };
+	struct nicoff_cmd c[2];
+	struct nicoff_cqe q[2];
+	struct nt_port p;
+	struct region r;
+
+	(void)arg;
+	CKEQ(0, nt_port_open(&p, CARD_B, NICOFF_PORT_ANY, 16, 16));
+	CKEQ(0, region_new(&p, &r, 8192, NICOFF_ACCESS_LOCAL_WRITE, GUARD));
+	c[0] = cmd_recv(1, r.handle, 0, 100, NICOFF_ANY, NICOFF_ANY, 0, 0);
+	c[1] = cmd_recv(2, r.handle, 4096, 4096, NICOFF_ANY, NICOFF_ANY, 0, 0);
+	CKEQ(0, nt_submit(&p, c, 2));
+	CKEQ(0, wait_consumed(&p, TMO));
+	me.port = p.po.port;
+	CK(to_parent(ch, &me, sizeof(me)) == 0);
+	CKEQ(2, nt_wait_cqes(&p, q, 2, CHILD_TMO));
+	/* Too long: -EMSGSIZE with the full length; nothing past the buffer. */
+	CKEQ(1, q[0].tag);
+	CKEQ(-EMSGSIZE, q[0].status);
+	CKEQ(5000, q[0].result);
+	CKEQ(1, q[0].msg_tag);
+	CKEQ(-1, diff_byte(r.buf + 100, 4096 - 100, GUARD));
+	/* The next message is not disturbed. */
+	CKEQ(2, q[1].tag);
+	CKEQ(0, q[1].status);
+	CKEQ(50, q[1].result);
+	CKEQ(2, q[1].msg_tag);
+	CKEQ(-1, diff_pattern(r.buf + 4096, 50, 51));
+	CKEQ(-1, diff_byte(r.buf + 4096 + 50, 4096 - 50, GUARD));
+	return 0;
+}
+
+TEST_F_TIMEOUT(p2p, recv_buffer_too_small, 120)
+{
+	struct nicoff_cqe cqe;
+	struct nicoff_cmd c;
+	struct region s;
+	struct nt_port p;
+	struct hello ci;
+	struct chan ch;
+
+	ASSERT_LT(0, spawn(&ch, child_small, NULL));
+	ASSERT_EQ(0, nt_port_open(&p, CARD_A, NICOFF_PORT_ANY, 16, 16));
+	ASSERT_EQ(0, region_new(&p, &s, 8192, 0, 0));
+	nt_fill_pattern(s.buf, 5000, 50);
+	nt_fill_pattern(s.buf + 5000, 50, 51);
+	ASSERT_EQ(0, from_child(&ch, &ci, sizeof(ci), TMO));
+	/* The sender is told nothing of the receiver's truncation. */
+	c = cmd_send(1, CARD_B, ci.port, s.handle, 0, 5000, 1);
+	ASSERT_EQ(0, nt_run_one(&p, &c, &cqe, TMO));
+	EXPECT_EQ(0, cqe.status);
+	EXPECT_EQ(5000, cqe.result);
+	c = cmd_send(2, CARD_B, ci.port, s.handle, 5000, 50, 2);
+	ASSERT_EQ(0, nt_run_one(&p, &c, &cqe, TMO));
+	EXPECT_EQ(0, cqe.status);
+	EXPECT_EQ(50, cqe.result);
+	EXPECT_EQ(0, wait_child(ch.pid, CHILD_TMO));
+	chan_close(&ch);
+	nt_port_close(&p);
+}
+
+/* ------------------------------------------------------- dead peers -- */
+
+/* Open a port, say where, wait for the word, then exit (closing it). */
+static int child_closer(struct chan *ch, void *arg)
+{
+	struct hello me = { .card = CARD_B };
+	struct nt_port p;
+	struct region r;
+
+	(void)arg;
+	CKEQ(0, nt_port_open(&p, CARD_B, NICOFF_PORT_ANY, 16, 16));
+	CKEQ(0, region_new(&p, &r, 65536, NICOFF_ACCESS_REMOTE_READ | NICOFF_ACCESS_REMOTE_WRITE,
+			   0));
+	me.port = p.po.port;
+	me.rkey[0] = r.rkey;
+	CK(to_parent(ch, &me, sizeof(me)) == 0);
+	CK(token_from_parent(ch, CHILD_TMO) == 0);
+	return 0;
+}
+
+TEST_F_TIMEOUT(p2p, dead_peer_port_closed, 120)
+{
+	struct region s, w;
+	struct nicoff_cqe cqe;
+	struct nicoff_cmd c;
+	struct nt_port p, q;
+	struct hello ci;
+	struct chan ch;
+
+	ASSERT_LT(0, spawn(&ch, child_closer, NULL));
+	ASSERT_EQ(0, nt_port_open(&p, CARD_A, NICOFF_PORT_ANY, 16, 16));
+	ASSERT_EQ(0, region_new(&p, &s, 65536, 0, 0));
+	ASSERT_EQ(0, region_new(&p, &w, 65536, NICOFF_ACCESS_LOCAL_WRITE, GUARD));
+	ASSERT_EQ(0, from_child(&ch, &ci, sizeof(ci), TMO));
+	/* While the peer lives, its memory is there. */
+	c = cmd_rdma(NICOFF_OP_PUT, 1, CARD_B, ci.port, ci.rkey[0], 0, s.handle, 0, 100);
+	ASSERT_EQ(0, nt_run_one(&p, &c, &cqe, TMO));
+	EXPECT_EQ(0, cqe.status);
+	ASSERT_EQ(0, token_to_child(&ch));
+	ASSERT_EQ(0, wait_child(ch.pid, CHILD_TMO));
+	chan_close(&ch);
+	/* The process is gone, and its port with it. */
+	{
+		const struct bad_case bc[] = {
+			{ "send to the dead peer",
+			  cmd_send(0, CARD_B, ci.port, s.handle, 0, 10, 0), -ECONNREFUSED },
+			{ "long send to the dead peer",
+			  cmd_send(0, CARD_B, ci.port, s.handle, 0, 65536, 0), -ECONNREFUSED },
+			{ "put to the dead peer",
+			  cmd_rdma(NICOFF_OP_PUT, 0, CARD_B, ci.port, ci.rkey[0], 0, s.handle, 0,
+				   100), -ECONNREFUSED },
+			{ "get from the dead peer",
+			  cmd_rdma(NICOFF_OP_GET, 0, CARD_B, ci.port, ci.rkey[0], 0, w.handle, 0,
+				   100), -ECONNREFUSED },
+		};
+
+		run_bad(_metadata, &p, bc, sizeof(bc) / sizeof(bc[0]));
+	}
+	EXPECT_EQ(-1, diff_byte(w.buf, w.len, GUARD));
+	/* A new port with the same number knows nothing of the old rkey. */
+	ASSERT_EQ(0, nt_port_open(&q, CARD_B, ci.port, 16, 16));
+	c = cmd_rdma(NICOFF_OP_PUT, 2, CARD_B, ci.port, ci.rkey[0], 0, s.handle, 0, 100);
+	ASSERT_EQ(0, nt_run_one(&p, &c, &cqe, TMO));
+	EXPECT_EQ(-ENOENT, cqe.status);
+	ASSERT_EQ(0, wait1(&q, &cqe, TMO));
+	EXPECT_EQ(NICOFF_OP_REMOTE_ACCESS_ERROR, cqe.opcode);
+	EXPECT_EQ(-ENOENT, cqe.status);
+	EXPECT_EQ(1, cqe.result);
+	EXPECT_EQ(CARD_A, cqe.src_card);
+	EXPECT_EQ(p.po.port, cqe.src_port);
+	nt_port_close(&q);
+	nt_port_close(&p);
+}
+
+/*
+ * How long a sender keeps retrying an unacknowledged packet before its
+ * operations fail (transport.c: fw_peer_rto(), timeout doubled up to
+ * rto_max, max_retries resends, the next expiry fails the peer).
+ */
+static uint64_t retry_budget_us(unsigned long rto_us, unsigned long retries)
+{
+	uint64_t rto = rto_us, sum = 0;
+	unsigned long i;
+
+	for (i = 0; i <= retries; i++) {
+		sum += rto;
+		rto = rto > FW_RTO_MAX_US / 2 ? FW_RTO_MAX_US : rto * 2;
+	}
+	return sum;
+}
+
+#define NR_MSG		(1u << 20)
+#define NR_MAX		32
+
+/* A peer that posts no receive until told. */
+static int child_no_recv(struct chan *ch, void *arg)
+{
+	struct hello me = { .card = CARD_B }, pa;
+	struct nicoff_cqe q;
+	struct nicoff_cmd c;
+	struct nt_port p;
+	struct region r;
+	unsigned int k;
+
+	(void)arg;
+	CKEQ(0, nt_port_open(&p, CARD_B, NICOFF_PORT_ANY, 16, 16));
+	CKEQ(0, region_new(&p, &r, NR_MSG + 4096, NICOFF_ACCESS_LOCAL_WRITE, GUARD));
+	me.port = p.po.port;
+	CK(to_parent(ch, &me, sizeof(me)) == 0);
+	/* v[0]: messages the card took in before the sender gave up. */
+	CK(from_parent(ch, &pa, sizeof(pa), CHILD_TMO) == 0);
+	for (k = 0; k < pa.v[0]; k++) {
+		uint64_t id;
+
+		memset(r.buf, GUARD, NR_MSG + 1);
+		c = cmd_recv(k, r.handle, 0, NR_MSG + 4096, NICOFF_ANY, NICOFF_ANY, 0, 0);
+		CKEQ(0, nt_submit(&p, &c, 1));
+		CKEQ(0, wait1(&p, &q, TMO));
+		CKEQ(0, q.status);
+		CKEQ(NR_MSG, q.result);
+		CKEQ(k, q.msg_tag);
+		memcpy(&id, r.buf, sizeof(id));
+		CKEQ(k, id);
+		CKEQ(-1, diff_pattern(r.buf + 8, NR_MSG - 8, 600 + k));
+		CKEQ(GUARD, r.buf[NR_MSG]);
+	}
+	/* The message that timed out was never taken: next comes the new one. */
+	CK(token_to_parent(ch) == 0);
+	c = cmd_recv(1000, r.handle, 0, NR_MSG, NICOFF_ANY, NICOFF_ANY, 0, 0);
+	CKEQ(0, nt_submit(&p, &c, 1));
+	CKEQ(0, wait1(&p, &q, TMO));
+	CKEQ(0, q.status);
+	CKEQ(0x77, q.msg_tag);
+	CKEQ(100, q.result);
+	CKEQ(-1, diff_pattern(r.buf, 100, 700));
+	CK(cq_stays_empty(&p, 50));
+	return 0;
+}
+
+TEST_F_TIMEOUT(p2p, dead_peer_never_receives, 180)
+{
+	uint64_t budget = retry_budget_us(self->rto_us, self->max_retries);
+	struct hello me = { .card = CARD_A }, ci;
+	struct nicoff_cqe cqe;
+	struct nicoff_cmd c;
+	struct region s, s2;
+	struct nt_port p;
+	struct chan ch;
+	uint64_t t0 = 0, took = 0;
+	unsigned int k;
+
+	ASSERT_LT(0, spawn(&ch, child_no_recv, NULL));
+	ASSERT_EQ(0, nt_port_open(&p, CARD_A, NICOFF_PORT_ANY, 16, 16));
+	ASSERT_EQ(0, region_new(&p, &s, NR_MSG, 0, 0));
+	ASSERT_EQ(0, region_new(&p, &s2, 4096, 0, 0));
+	nt_fill_pattern(s2.buf, 100, 700);
+	ASSERT_EQ(0, from_child(&ch, &ci, sizeof(ci), TMO));
+	/*
+	 * Messages are buffered unexpected up to the port's budget; then the
+	 * card refuses the first fragment (receiver not ready) and the sender
+	 * retries until its budget runs out: -ETIMEDOUT.
+	 */
+	for (k = 0; k < NR_MAX; k++) {
+		nt_fill_pattern(s.buf + 8, NR_MSG - 8, 600 + k);
+		memcpy(s.buf, &(uint64_t){ k }, 8);
+		c = cmd_send(k, CARD_B, ci.port, s.handle, 0, NR_MSG, k);
+		t0 = nt_now_ns();
+		ASSERT_EQ(0, nt_run_one(&p, &c, &cqe, CHILD_TMO)) TH_LOG("message %u", k);
+		took = (nt_now_ns() - t0) / 1000;
+		if (cqe.status)
+			break;
+		EXPECT_EQ(NR_MSG, cqe.result);
+	}
+	ASSERT_LT(k, NR_MAX) TH_LOG("%u MiB buffered unexpected: no limit?", k);
+	ASSERT_LT(0, k);
+	EXPECT_EQ(-ETIMEDOUT, cqe.status);
+	TH_LOG("%u messages buffered; the next failed after %llu us (retry budget %llu us)", k,
+	       (unsigned long long)took, (unsigned long long)budget);
+	/* No earlier than the retry budget, and not much later. */
+	EXPECT_LE(budget * 9 / 10, took);
+	EXPECT_GE(budget + FW_RTO_MAX_US + 5000000, took);
+	/* The connection starts over: the receiver gets what it buffered, then this. */
+	me.v[0] = k;
+	ASSERT_EQ(0, to_child(&ch, &me, sizeof(me)));
+	ASSERT_EQ(0, token_from_child(&ch, CHILD_TMO));
+	c = cmd_send(0x1000, CARD_B, ci.port, s2.handle, 0, 100, 0x77);
+	ASSERT_EQ(0, nt_run_one(&p, &c, &cqe, TMO));
+	EXPECT_EQ(0, cqe.status);
+	EXPECT_EQ(0, wait_child(ch.pid, CHILD_TMO));
+	chan_close(&ch);
+	nt_port_close(&p);
+}
+
+/* A peer that is killed while a long message is on its way to it. */
+static int child_victim(struct chan *ch, void *arg)
+{
+	struct hello me = { .card = CARD_B };
+	struct nicoff_cmd c;
+	struct nt_port p;
+	struct region r;
+
+	(void)arg;
+	CKEQ(0, nt_port_open(&p, CARD_B, NICOFF_PORT_ANY, 16, 16));
+	CKEQ(0, region_new(&p, &r, 4 << 20, NICOFF_ACCESS_LOCAL_WRITE, 0));
+	c = cmd_recv(1, r.handle, 0, r.len, NICOFF_ANY, NICOFF_ANY, 0, 0);
+	CKEQ(0, nt_submit(&p, &c, 1));
+	CKEQ(0, wait_consumed(&p, TMO));
+	me.port = p.po.port;
+	CK(to_parent(ch, &me, sizeof(me)) == 0);
+	token_from_parent(ch, CHILD_TMO);
+	return 0;
+}
+
+TEST_F_TIMEOUT(p2p, peer_killed_mid_send, 120)
+{
+	struct nicoff_cqe cqe;
+	struct nicoff_cmd c;
+	struct region s;
+	struct nt_port p;
+	struct hello ci;
+	struct chan ch;
+	uint64_t t0;
+
+	ASSERT_LT(0, spawn(&ch, child_victim, NULL));
+	ASSERT_EQ(0, nt_port_open(&p, CARD_A, NICOFF_PORT_ANY, 16, 16));
+	ASSERT_EQ(0, region_new(&p, &s, 4 << 20, 0, 0));
+	ASSERT_EQ(0, from_child(&ch, &ci, sizeof(ci), TMO));
+	c = cmd_send(1, CARD_B, ci.port, s.handle, 0, s.len, 1);
+	ASSERT_EQ(0, nt_submit(&p, &c, 1));
+	t0 = nt_now_ns();
+	kill(ch.pid, SIGKILL);
+	EXPECT_EQ(128 + SIGKILL, wait_child(ch.pid, CHILD_TMO));
+	chan_close(&ch);
+	/* Whatever got there: the send completes, well within the retry budget. */
+	ASSERT_EQ(0, wait1(&p, &cqe, TMO));
+	TH_LOG("send to a killed peer: status %d after %llu us", cqe.status,
+	       (unsigned long long)(nt_now_ns() - t0) / 1000);
+	EXPECT_TRUE(cqe.status == 0 || cqe.status == -ECONNREFUSED ||
+		    cqe.status == -ECONNABORTED) TH_LOG("status %d", cqe.status);
+	c = cmd_send(2, CARD_B, ci.port, s.handle, 0, 100, 1);
+	ASSERT_EQ(0, nt_run_one(&p, &c, &cqe, TMO));
+	EXPECT_EQ(-ECONNREFUSED, cqe.status);
+	nt_port_close(&p);
+}
+
+/* ---------------------------------------------- two ports, one card -- */
+
+TEST_F_TIMEOUT(p2p, same_card, 60)
+{
+	const size_t L = (64 << 10) + 1;
+	struct region s, r, t;
+	struct nicoff_cqe cqe;
+	struct nicoff_cmd c;
+	struct nt_port a, b;
+
+	ASSERT_EQ(0, nt_port_open(&a, CARD_A, NICOFF_PORT_ANY, 16, 16));
+	ASSERT_EQ(0, nt_port_open(&b, CARD_A, NICOFF_PORT_ANY, 16, 16));
+	ASSERT_EQ(0, region_new(&a, &s, L, 0, 0));
+	ASSERT_EQ(0, region_new(&a, &t, L, NICOFF_ACCESS_LOCAL_WRITE, GUARD));
+	ASSERT_EQ(0, region_new(&b, &r, L + 1, NICOFF_ACCESS_LOCAL_WRITE |
+				NICOFF_ACCESS_REMOTE_READ | NICOFF_ACCESS_REMOTE_WRITE, GUARD));
+	nt_fill_pattern(s.buf, L, 31);
+	c = cmd_recv(1, r.handle, 0, L, CARD_A, a.po.port, 9, ~0ull);
+	ASSERT_EQ(0, nt_submit(&b, &c, 1));
+	c = cmd_send(2, CARD_A, b.po.port, s.handle, 0, L, 9);
+	ASSERT_EQ(0, nt_run_one(&a, &c, &cqe, TMO));
+	EXPECT_EQ(0, cqe.status);
+	ASSERT_EQ(0, wait1(&b, &cqe, TMO));
+	EXPECT_EQ(0, cqe.status);
+	EXPECT_EQ(L, cqe.result);
+	EXPECT_EQ(CARD_A, cqe.src_card);
+	EXPECT_EQ(a.po.port, cqe.src_port);
+	EXPECT_EQ(-1, diff_pattern(r.buf, L, 31));
+	EXPECT_EQ(GUARD, r.buf[L]);
+	nt_fill_pattern(s.buf, L, 32);
+	c = cmd_rdma(NICOFF_OP_PUT, 3, CARD_A, b.po.port, r.rkey, 0, s.handle, 0, L);
+	ASSERT_EQ(0, nt_run_one(&a, &c, &cqe, TMO));
+	EXPECT_EQ(0, cqe.status);
+	EXPECT_EQ(-1, diff_pattern(r.buf, L, 32));
+	c = cmd_rdma(NICOFF_OP_GET, 4, CARD_A, b.po.port, r.rkey, 0, t.handle, 0, L);
+	ASSERT_EQ(0, nt_run_one(&a, &c, &cqe, TMO));
+	EXPECT_EQ(0, cqe.status);
+	EXPECT_EQ(-1, diff_pattern(t.buf, L, 32));
+	EXPECT_TRUE(cq_stays_empty(&b, 10));
+	nt_port_close(&b);
+	nt_port_close(&a);
+}
+
+/* ------------------------------------------------------ zero length -- */
+
+TEST_F_TIMEOUT(p2p, zero_length, 60)
+{
+	struct nicoff_cqe cqe;
+	struct nicoff_cmd c;
+	struct region s, w, t;
+	struct nt_port a, b;
+
+	ASSERT_EQ(0, nt_port_open(&a, CARD_A, NICOFF_PORT_ANY, 16, 16));
+	ASSERT_EQ(0, nt_port_open(&b, CARD_B, NICOFF_PORT_ANY, 16, 16));
+	ASSERT_EQ(0, region_new(&a, &s, 4096, 0, 0));
+	ASSERT_EQ(0, region_new(&a, &w, 4096, NICOFF_ACCESS_LOCAL_WRITE, GUARD));
+	ASSERT_EQ(0, region_new(&b, &t, 4096, NICOFF_ACCESS_LOCAL_WRITE |
+				NICOFF_ACCESS_REMOTE_READ | NICOFF_ACCESS_REMOTE_WRITE, GUARD));
+	/* An empty message into a posted empty receive. */
+	c = cmd_recv(1, t.handle, 0, 0, CARD_A, a.po.port, 0, 0);
+	ASSERT_EQ(0, nt_submit(&b, &c, 1));
+	ASSERT_EQ(0, wait_consumed(&b, TMO));
+	c = cmd_send(2, CARD_B, b.po.port, s.handle, 0, 0, 5);
+	ASSERT_EQ(0, nt_run_one(&a, &c, &cqe, TMO));
+	EXPECT_EQ(0, cqe.status);
+	EXPECT_EQ(0, cqe.result);
+	ASSERT_EQ(0, wait1(&b, &cqe, TMO));
+	EXPECT_EQ(1, cqe.tag);
+	EXPECT_EQ(0, cqe.status);
+	EXPECT_EQ(0, cqe.result);
+	EXPECT_EQ(5, cqe.msg_tag);
+	/* An empty message nobody waits for, taken later. */
+	c = cmd_send(3, CARD_B, b.po.port, s.handle, 4096, 0, 6);
+	ASSERT_EQ(0, nt_run_one(&a, &c, &cqe, TMO));
+	EXPECT_EQ(0, cqe.status);
+	EXPECT_TRUE(cq_stays_empty(&b, 10));
+	c = cmd_recv(4, t.handle, 0, 16, NICOFF_ANY, NICOFF_ANY, 0, 0);
+	ASSERT_EQ(0, nt_run_one(&b, &c, &cqe, TMO));
+	EXPECT_EQ(4, cqe.tag);
+	EXPECT_EQ(0, cqe.status);
+	EXPECT_EQ(0, cqe.result);
+	EXPECT_EQ(6, cqe.msg_tag);
+	/* A message into an empty receive: too long. */
+	c = cmd_recv(5, t.handle, 4096, 0, NICOFF_ANY, NICOFF_ANY, 0, 0);
+	ASSERT_EQ(0, nt_submit(&b, &c, 1));
+	ASSERT_EQ(0, wait_consumed(&b, TMO));
+	c = cmd_send(6, CARD_B, b.po.port, s.handle, 0, 100, 7);
+	ASSERT_EQ(0, nt_run_one(&a, &c, &cqe, TMO));
+	EXPECT_EQ(0, cqe.status);
+	ASSERT_EQ(0, wait1(&b, &cqe, TMO));
+	EXPECT_EQ(5, cqe.tag);
+	EXPECT_EQ(-EMSGSIZE, cqe.status);
+	EXPECT_EQ(100, cqe.result);
+	/* Empty put and get, even at the very end of the region. */
+	c = cmd_rdma(NICOFF_OP_PUT, 7, CARD_B, b.po.port, t.rkey, 4096, s.handle, 4096, 0);
+	ASSERT_EQ(0, nt_run_one(&a, &c, &cqe, TMO));
+	EXPECT_EQ(0, cqe.status);
+	EXPECT_EQ(0, cqe.result);
+	c = cmd_rdma(NICOFF_OP_GET, 8, CARD_B, b.po.port, t.rkey, 4096, w.handle, 0, 0);
+	ASSERT_EQ(0, nt_run_one(&a, &c, &cqe, TMO));
+	EXPECT_EQ(0, cqe.status);
+	EXPECT_EQ(0, cqe.result);
+	/* Empty or not, a wrong rkey is refused. */
+	c = cmd_rdma(NICOFF_OP_PUT, 9, CARD_B, b.po.port, t.rkey ^ 0x80000000u, 0, s.handle, 0, 0);
+	ASSERT_EQ(0, nt_run_one(&a, &c, &cqe, TMO));
+	EXPECT_EQ(-ENOENT, cqe.status);
+	ASSERT_EQ(0, wait1(&b, &cqe, TMO));
+	EXPECT_EQ(NICOFF_OP_REMOTE_ACCESS_ERROR, cqe.opcode);
+	EXPECT_EQ(-ENOENT, cqe.status);
+	EXPECT_EQ(-1, diff_byte(t.buf, t.len, GUARD));
+	EXPECT_EQ(-1, diff_byte(w.buf, w.len, GUARD));
+	EXPECT_TRUE(cq_stays_empty(&b, 10));
+	nt_port_close(&b);
+	nt_port_close(&a);
+}
+
+/* ------------------------------------------ receiver not ready, then is -- */
+
+#define RN_N	6
+
+static int child_rnr(struct chan *ch, void *arg)
+{
+	struct hello me = { .card = CARD_B };
+	struct nicoff_cqe q[RN_N];
+	struct nicoff_cmd c;
+	struct nt_port p;
+	struct region r;
+	unsigned int k;
+
+	(void)arg;
+	CKEQ(0, nt_port_open(&p, CARD_B, NICOFF_PORT_ANY, 16, 16));
+	CKEQ(0, region_new(&p, &r, RN_N * (NR_MSG + 4096), NICOFF_ACCESS_LOCAL_WRITE, GUARD));
+	me.port = p.po.port;
+	CK(to_parent(ch, &me, sizeof(me)) == 0);
+	/* The first four filled the unexpected budget; the fifth is refused. */
+	CK(token_from_parent(ch, CHILD_TMO) == 0);
+	nt_sleep_ms(50);
+	for (k = 0; k < RN_N; k++) {
+		c = cmd_recv(k, r.handle, k * (NR_MSG + 4096), NR_MSG, NICOFF_ANY, NICOFF_ANY, 0,
+			     0);
+		CKEQ(0, nt_submit(&p, &c, 1));
+	}
+	CKEQ(RN_N, nt_wait_cqes(&p, q, RN_N, CHILD_TMO));
+	for (k = 0; k < RN_N; k++) {
+		unsigned char *b = r.buf + k * (NR_MSG + 4096);
+		uint64_t id;
+
+		CKEQ(k, q[k].tag);
+		CKEQ(0, q[k].status);
+		CKEQ(NR_MSG, q[k].result);
+		CKEQ(k, q[k].msg_tag);
+		memcpy(&id, b, 8);
+		CKEQ(k, id);
+		CKEQ(-1, diff_pattern(b + 8, NR_MSG - 8, 600 + k));
+		CKEQ(-1, diff_byte(b + NR_MSG, 4096, GUARD));
+	}
+	return 0;
+}
+
+TEST_F_TIMEOUT(p2p, receiver_not_ready, 120)
+{
+	struct card_stats s0, s1;
+	struct nicoff_cqe cqe[RN_N];
+	struct region s;
+	struct nt_port p;
+	struct hello ci;
+	struct chan ch;
+	unsigned int k;
+
+	ASSERT_LT(0, spawn(&ch, child_rnr, NULL));
+	ASSERT_EQ(0, nt_port_open(&p, CARD_A, NICOFF_PORT_ANY, 16, 16));
+	ASSERT_EQ(0, region_new(&p, &s, RN_N * NR_MSG, 0, 0));
+	for (k = 0; k < RN_N; k++) {
+		nt_fill_pattern(s.buf + k * NR_MSG + 8, NR_MSG - 8, 600 + k);
+		memcpy(s.buf + k * NR_MSG, &(uint64_t){ k }, 8);
+	}
+	ASSERT_EQ(0, from_child(&ch, &ci, sizeof(ci), TMO));
+	ASSERT_EQ(0, nl_card(&self->nl, CARD_B, &s0));
+	for (k = 0; k < RN_N; k++) {
+		struct nicoff_cmd c = cmd_send(k, CARD_B, ci.port, s.handle, k * NR_MSG, NR_MSG, k);
+
+		ASSERT_EQ(0, nt_submit(&p, &c, 1));
+	}
+	ASSERT_EQ(4, nt_wait_cqes(&p, cqe, 4, CHILD_TMO));
+	ASSERT_EQ(0, token_to_child(&ch));
+	ASSERT_EQ(RN_N - 4, nt_wait_cqes(&p, cqe + 4, RN_N - 4, CHILD_TMO));
+	for (k = 0; k < RN_N; k++) {
+		EXPECT_EQ(k, cqe[k].tag);
+		EXPECT_EQ(0, cqe[k].status) TH_LOG("message %u", k);
+	}
+	EXPECT_EQ(0, wait_child(ch.pid, CHILD_TMO));
+	ASSERT_EQ(0, nl_card(&self->nl, CARD_B, &s1));
+	TH_LOG("receiver-not-ready drops: %llu",
+	       (unsigned long long)(ST(s1, RNR_DROPS) - ST(s0, RNR_DROPS)));
+	EXPECT_LT(ST(s0, RNR_DROPS), ST(s1, RNR_DROPS));
+	chan_close(&ch);
+	nt_port_close(&p);
+}
+
+/* ---------------------------------------------------- dead link -- */
+
+/* Card A's own faults drop everything it sends: its operations time out. */
+TEST_F_TIMEOUT(p2p, link_down_times_out, 120)
+{
+	uint64_t budget = retry_budget_us(self->rto_us, self->max_retries);
+	struct card_stats s0, s1;
+	struct nicoff_cqe cqe;
+	struct nicoff_cmd c;
+	struct region s, w, t;
+	struct nt_port a, b;
+	int i;
+
+	ASSERT_EQ(0, nt_port_open(&a, CARD_A, NICOFF_PORT_ANY, 16, 16));
+	ASSERT_EQ(0, nt_port_open(&b, CARD_B, NICOFF_PORT_ANY, 16, 16));
+	ASSERT_EQ(0, region_new(&a, &s, 65536, 0, 0));
+	ASSERT_EQ(0, region_new(&a, &w, 65536, NICOFF_ACCESS_LOCAL_WRITE, GUARD));
+	ASSERT_EQ(0, region_new(&b, &t, 65536, NICOFF_ACCESS_LOCAL_WRITE |
+				NICOFF_ACCESS_REMOTE_READ | NICOFF_ACCESS_REMOTE_WRITE, GUARD));
+	nt_fill_pattern(s.buf, 65536, 81);
+	c = cmd_recv(1, t.handle, 0, 65536, CARD_A, a.po.port, 0, 0);
+	ASSERT_EQ(0, nt_submit(&b, &c, 1));
+	ASSERT_EQ(0, wait_consumed(&b, TMO));
+
+	ASSERT_EQ(0, nl_card(&self->nl, CARD_A, &s0));
+	EXPECT_EQ(1, s0.global);
+	ASSERT_EQ(0, nl_card_set_drop(&self->nl, CARD_A, 1000000));
+	ASSERT_EQ(0, nl_card(&self->nl, CARD_A, &s1));
+	EXPECT_EQ(0, s1.global);
+	for (i = 0; i < 3; i++) {
+		uint64_t t0 = nt_now_ns(), took;
+
+		if (i == 0)
+			c = cmd_send(10, CARD_B, b.po.port, s.handle, 0, 5000, 1);
+		else if (i == 1)
+			c = cmd_rdma(NICOFF_OP_PUT, 11, CARD_B, b.po.port, t.rkey, 0, s.handle, 0,
+				     65536);
+		else
+			c = cmd_rdma(NICOFF_OP_GET, 12, CARD_B, b.po.port, t.rkey, 0, w.handle, 0,
+				     65536);
+		ASSERT_EQ(0, nt_run_one(&a, &c, &cqe, TMO));
+		took = (nt_now_ns() - t0) / 1000;
+		TH_LOG("opcode %u over a dead link: status %d after %llu us (budget %llu us)",
+		       c.opcode, cqe.status, (unsigned long long)took, (unsigned long long)budget);
+		EXPECT_EQ(-ETIMEDOUT, cqe.status);
+		EXPECT_LE(budget * 9 / 10, took);
+		EXPECT_GE(budget + FW_RTO_MAX_US + 5000000, took);
+	}
+	ASSERT_EQ(0, nl_card(&self->nl, CARD_A, &s1));
+	/* Every try of every packet was dropped (three ops, 1 + max_retries tries each). */
+	EXPECT_LE(s0.v[NICOFF_NL_STAT_FAULT_DROPS] + 3 * (self->max_retries + 1),
+		  s1.v[NICOFF_NL_STAT_FAULT_DROPS]);
+	/* Nothing reached card B's port. */
+	EXPECT_TRUE(cq_stays_empty(&b, 20));
+	EXPECT_EQ(-1, diff_byte(t.buf, t.len, GUARD));
+	EXPECT_EQ(-1, diff_byte(w.buf, w.len, GUARD));
+
+	/* The link is back: a new connection epoch, and exactly one message. */
+	ASSERT_EQ(0, nl_card_follow_global(&self->nl, CARD_A));
+	ASSERT_EQ(0, nl_card(&self->nl, CARD_A, &s1));
+	EXPECT_EQ(1, s1.global);
+	c = cmd_send(13, CARD_B, b.po.port, s.handle, 100, 5000, 2);
+	ASSERT_EQ(0, nt_run_one(&a, &c, &cqe, TMO));
+	EXPECT_EQ(0, cqe.status);
+	ASSERT_EQ(0, wait1(&b, &cqe, TMO));
+	EXPECT_EQ(1, cqe.tag);
+	EXPECT_EQ(0, cqe.status);
+	EXPECT_EQ(2, cqe.msg_tag);
+	EXPECT_EQ(5000, cqe.result);
+	EXPECT_EQ(0, memcmp(t.buf, s.buf + 100, 5000));
+	c = cmd_rdma(NICOFF_OP_GET, 14, CARD_B, b.po.port, t.rkey, 0, w.handle, 0, 5000);
+	ASSERT_EQ(0, nt_run_one(&a, &c, &cqe, TMO));
+	EXPECT_EQ(0, cqe.status);
+	EXPECT_EQ(0, memcmp(w.buf, s.buf + 100, 5000));
+	EXPECT_TRUE(cq_stays_empty(&b, 20));
+	nt_port_close(&b);
+	nt_port_close(&a);
+}
+
+/* ----------------------------------------------- two senders, one port -- */
+
+#define FI_N	100
+
+struct fan_arg {
+	uint32_t card;
+	unsigned long mtu;
+};
+
+static int child_sender(struct chan *ch, void *arg)
+{
+	const struct fan_arg *fa = arg;
+	struct hello me = { .card = fa->card }, pa;
+	struct nicoff_cqe q[FI_N];
+	struct stream st;
+	struct nt_port p;
+	unsigned int sent = 0, done = 0;
+
+	CKEQ(0, nt_port_open(&p, fa->card, NICOFF_PORT_ANY, 128, 128));
+	memset(&st, 0, sizeof(st));
+	st.p = &p;
+	st.nmsg = FI_N;
+	st.mtu = fa->mtu;
+	st.my_seed = 10 + fa->card;
+	CKEQ(0, stream_setup(&st));
+	me.port = p.po.port;
+	CK(from_parent(ch, &pa, sizeof(pa), TMO) == 0);
+	CK(to_parent(ch, &me, sizeof(me)) == 0);
+	CK(token_from_parent(ch, CHILD_TMO) == 0);
+	while (done < FI_N) {
+		int got;
+
+		while (sent < FI_N && sent - done < SW_SENDS) {
+			struct nicoff_cmd c = cmd_send(sent, CARD_A, pa.port, st.s.handle,
+						       sent * st.slot, sw_len(fa->mtu, sent), sent);
+
+			CKEQ(0, nt_submit(&p, &c, 1));
+			sent++;
+		}
+		got = nt_wait_cqes(&p, q, 1, TMO);
+		CKEQ(1, got);
+		CKEQ(0, q[0].status);
+		done++;
+	}
+	CK(cq_stays_empty(&p, 10));
+	return 0;
+}
+
+TEST_F_TIMEOUT(p2p, fan_in, 180)
+{
+	struct fan_arg fa[2] = { { CARD_B, self->mtu }, { 2, self->mtu } };
+	struct hello me = { .card = CARD_A }, ci[2];
+	unsigned int next[2] = { 0, 0 }, posted = 0, k;
+	struct nicoff_cqe cqe[64];
+	struct chan ch[2];
+	unsigned char *want;
+	struct nt_port p;
+	struct region r;
+	size_t slot = round_page(3 * self->mtu + 8 + 1);
+	int i;
+
+	for (i = 0; i < 2; i++)
+		ASSERT_LT(0, spawn(&ch[i], child_sender, &fa[i]));
+	ASSERT_EQ(0, nt_port_open(&p, CARD_A, NICOFF_PORT_ANY, 256, 256));
+	ASSERT_EQ(0, region_new(&p, &r, 2 * FI_N * slot, NICOFF_ACCESS_LOCAL_WRITE, GUARD));
+	want = malloc(slot);
+	ASSERT_NE(NULL, want);
+	me.port = p.po.port;
+	for (i = 0; i < 2; i++) {
+		ASSERT_EQ(0, to_child(&ch[i], &me, sizeof(me)));
+		ASSERT_EQ(0, from_child(&ch[i], &ci[i], sizeof(ci[i]), TMO));
+	}
+	/* Receives for each source, interleaved: tag = source << 16 | k. */
+	while (posted < 2 * FI_N) {
+		struct nicoff_cmd c[32];
+		unsigned int n;
+
+		for (n = 0; n < 32 && posted < 2 * FI_N; n++, posted++) {
+			unsigned int src = posted & 1, kk = posted / 2;
+
+			c[n] = cmd_recv((uint64_t)src << 16 | kk, r.handle, posted * slot, slot,
+					fa[src].card, ci[src].port, 0, 0);
+		}
+		ASSERT_EQ(0, nt_submit(&p, c, n));
+		ASSERT_EQ(0, wait_consumed(&p, TMO));
+	}
+	for (i = 0; i < 2; i++)
+		ASSERT_EQ(0, token_to_child(&ch[i]));
+	while (next[0] + next[1] < 2 * FI_N) {
+		int got = nt_wait_cqes(&p, cqe, 1, TMO);
+
+		ASSERT_EQ(1, got) TH_LOG("got %u and %u", next[0], next[1]);
+		i = cqe[0].src_card == fa[0].card ? 0 : 1;
+		k = next[i]++;
+		/* Per source, in order, into that source's k-th receive. */
+		ASSERT_EQ(fa[i].card, cqe[0].src_card);
+		EXPECT_EQ(ci[i].port, cqe[0].src_port);
+		ASSERT_EQ((uint64_t)i << 16 | k, cqe[0].tag);
+		EXPECT_EQ(0, cqe[0].status);
+		EXPECT_EQ(k, cqe[0].msg_tag);
+		EXPECT_EQ(sw_len(self->mtu, k), cqe[0].result);
+		sw_fill(want, sw_len(self->mtu, k), 10 + fa[i].card, k);
+		EXPECT_EQ(0, memcmp(want, r.buf + (2 * k + i) * slot, sw_len(self->mtu, k)));
+	}
+	free(want);
+	for (i = 0; i < 2; i++) {
+		EXPECT_EQ(0, wait_child(ch[i].pid, CHILD_TMO));
+		chan_close(&ch[i]);
+	}
+	nt_port_close(&p);
+}
+
+/* ------------------------------------- regions going away mid-transfer -- */
+
+#define DG_LEN	(4u << 20)
+
+/* Until the first 8 bytes of buf are not all GUARD any more (data came). */
+static int wait_written(const volatile unsigned char *buf, int ms)
+{
+	uint64_t deadline = nt_now_ns() + (uint64_t)ms * 1000000ull;
+	int i;
+
+	for (;;) {
+		for (i = 0; i < 8; i++)
+			if (buf[i] != GUARD)
+				return 0;
+		if (nt_now_ns() >= deadline)
+			return -ETIMEDOUT;
+		sched_yield();
+	}
+}
+
+static int child_dereg(struct chan *ch, void *arg)
+{
+	struct hello me = { .card = CARD_B }, pa;
+	struct region r, t, t2, r4;
+	struct nicoff_cqe q;
+	struct nicoff_cmd c;
+	struct nt_port p;
+	int32_t st;
+
+	(void)arg;
+	CKEQ(0, nt_port_open(&p, CARD_B, NICOFF_PORT_ANY, 16, 64));
+	CKEQ(0, region_new(&p, &r, 4096, NICOFF_ACCESS_LOCAL_WRITE, GUARD));
+	CKEQ(0, region_new(&p, &t, DG_LEN, NICOFF_ACCESS_REMOTE_READ, 0));
+	CKEQ(0, region_new(&p, &t2, DG_LEN, NICOFF_ACCESS_REMOTE_WRITE, GUARD));
+	CKEQ(0, region_new(&p, &r4, DG_LEN, NICOFF_ACCESS_LOCAL_WRITE, GUARD));
+	nt_fill_pattern(t.buf, DG_LEN, 90);
+	me.port = p.po.port;
+	me.rkey[0] = t.rkey;
+	me.rkey[1] = t2.rkey;
+	CK(from_parent(ch, &pa, sizeof(pa), TMO) == 0);
+	/* 1. A receive whose buffer is deregistered before the message comes. */
+	c = cmd_recv(1, r.handle, 0, 4096, NICOFF_ANY, NICOFF_ANY, 0, 0);
+	CKEQ(0, nt_submit(&p, &c, 1));
+	CKEQ(0, wait_consumed(&p, TMO));
+	CKEQ(0, nt_dereg_mr(p.fd, r.handle));
+	CK(to_parent(ch, &me, sizeof(me)) == 0);
+	CKEQ(0, wait1(&p, &q, TMO));
+	CKEQ(1, q.tag);
+	CKEQ(-ENOENT, q.status);
+	CKEQ(100, q.result);
+	CKEQ(-1, diff_byte(r.buf, 4096, GUARD));
+	/* 2. and 3. The target of a get, then of a put, deregistered under it. */
+	CK(token_from_parent(ch, CHILD_TMO) == 0);	/* the parent saw data come */
+	CKEQ(0, nt_dereg_mr(p.fd, t.handle));
+	CK(token_to_parent(ch) == 0);
+	CK(token_from_parent(ch, CHILD_TMO) == 0);	/* the put is posted */
+	CKEQ(0, wait_written(t2.buf, TMO));
+	CKEQ(0, nt_dereg_mr(p.fd, t2.handle));
+	CK(token_to_parent(ch) == 0);
+	/* 4. A message whose source the sender deregisters half way. */
+	c = cmd_recv(4, r4.handle, 0, DG_LEN, NICOFF_ANY, NICOFF_ANY, 0, 0);
+	CKEQ(0, nt_submit(&p, &c, 1));
+	CKEQ(0, wait_consumed(&p, TMO));
+	CK(token_to_parent(ch) == 0);
+	CKEQ(0, wait_written(r4.buf, TMO));
+	CK(token_to_parent(ch) == 0);
+	CK(from_parent(ch, &st, sizeof(st), CHILD_TMO) == 0);
+	for (;;) {
+		/* Skip the (best effort) reports of the refused get and put. */
+		if (wait1(&p, &q, st ? 2000 : TMO)) {
+			/* Refused at its first fragment: nothing ever came. */
+			CKEQ(-ENOENT, st);
+			fprintf(stderr, "# child: the aborted message never arrived\n");
+			break;
+		}
+		if (q.opcode == NICOFF_OP_REMOTE_ACCESS_ERROR) {
+			CKEQ(-ENOENT, q.status);
+			continue;
+		}
+		CKEQ(4, q.tag);
+		fprintf(stderr, "# child: receive of the aborted message: %d, %llu bytes\n",
+			q.status, (unsigned long long)q.result);
+		if (!st) {
+			CKEQ(0, q.status);
+			CKEQ(DG_LEN, q.result);
+			CKEQ(-1, diff_pattern(r4.buf, DG_LEN, 91));
+		} else {
+			CKEQ(-ECONNABORTED, q.status);
+			CK(q.result < DG_LEN);
+		}
+		break;
+	}
+	CK(token_to_parent(ch) == 0);
+	return 0;
+}
+
+TEST_F_TIMEOUT(p2p, dereg_under_transfer, 120)
+{
+	struct hello me = { .card = CARD_A }, ci;
+	struct region s, w;
+	struct nicoff_cqe cqe;
+	struct nicoff_cmd c;
+	struct nt_port p;
+	struct chan ch;
+	int32_t st;
+
+	ASSERT_LT(0, spawn(&ch, child_dereg, NULL));
+	ASSERT_EQ(0, nt_port_open(&p, CARD_A, NICOFF_PORT_ANY, 16, 16));
+	ASSERT_EQ(0, region_new(&p, &s, DG_LEN, 0, 0));
+	ASSERT_EQ(0, region_new(&p, &w, DG_LEN, NICOFF_ACCESS_LOCAL_WRITE, GUARD));
+	nt_fill_pattern(s.buf, DG_LEN, 91);
+	me.port = p.po.port;
+	ASSERT_EQ(0, to_child(&ch, &me, sizeof(me)));
+	ASSERT_EQ(0, from_child(&ch, &ci, sizeof(ci), TMO));
+	/* 1. The sender is not told about the receiver's vanished buffer. */
+	c = cmd_send(1, CARD_B, ci.port, s.handle, 0, 100, 1);
+	ASSERT_EQ(0, nt_run_one(&p, &c, &cqe, TMO));
+	EXPECT_EQ(0, cqe.status);
+	/* 2. Get: all of it, right, or an error and nothing claimed. */
+	c = cmd_rdma(NICOFF_OP_GET, 2, CARD_B, ci.port, ci.rkey[0], 0, w.handle, 0, DG_LEN);
+	ASSERT_EQ(0, nt_submit(&p, &c, 1));
+	ASSERT_EQ(0, wait_written(w.buf, TMO));
+	ASSERT_EQ(0, token_to_child(&ch));
+	ASSERT_EQ(0, token_from_child(&ch, CHILD_TMO));
+	ASSERT_EQ(0, wait1(&p, &cqe, CHILD_TMO));
+	TH_LOG("get from a region deregistered under it: status %d", cqe.status);
+	EXPECT_TRUE(cqe.status == 0 || cqe.status == -ENOENT);
+	if (!cqe.status) {
+		EXPECT_EQ(DG_LEN, cqe.result);
+		EXPECT_EQ(-1, diff_pattern(w.buf, DG_LEN, 90));
+	} else {
+		EXPECT_EQ(0, cqe.result);
+	}
+	/* 3. Put. */
+	c = cmd_rdma(NICOFF_OP_PUT, 3, CARD_B, ci.port, ci.rkey[1], 0, s.handle, 0, DG_LEN);
+	ASSERT_EQ(0, nt_submit(&p, &c, 1));
+	ASSERT_EQ(0, token_to_child(&ch));
+	ASSERT_EQ(0, token_from_child(&ch, CHILD_TMO));
+	ASSERT_EQ(0, wait1(&p, &cqe, CHILD_TMO));
+	TH_LOG("put into a region deregistered under it: status %d", cqe.status);
+	EXPECT_TRUE(cqe.status == 0 || cqe.status == -ENOENT);
+	/* 4. Send, its source deregistered right after posting. */
+	ASSERT_EQ(0, token_from_child(&ch, CHILD_TMO));
+	c = cmd_send(4, CARD_B, ci.port, s.handle, 0, DG_LEN, 4);
+	ASSERT_EQ(0, nt_submit(&p, &c, 1));
+	ASSERT_EQ(0, token_from_child(&ch, CHILD_TMO));	/* the first bytes arrived */
+	ASSERT_EQ(0, nt_dereg_mr(p.fd, s.handle));
+	ASSERT_EQ(0, wait1(&p, &cqe, CHILD_TMO));
+	TH_LOG("send from a region deregistered under it: status %d", cqe.status);
+	EXPECT_TRUE(cqe.status == 0 || cqe.status == -ENOENT);
+	st = cqe.status;
+	ASSERT_EQ(0, to_child(&ch, &st, sizeof(st)));
+	ASSERT_EQ(0, token_from_child(&ch, CHILD_TMO));
+	EXPECT_EQ(0, wait_child(ch.pid, CHILD_TMO));
+	chan_close(&ch);
+	nt_port_close(&p);
+}
+
+TEST_HARNESS_MAIN

@@ -163,6 +163,54 @@ TEST_F(sleep, poll_blocks_until_completion)
 	EXPECT_EQ(0, poll(&pfd, 1, 50));
 }
 
+/*
+ * The doorbell race: with poll_usecs = 0 the thread goes to sleep after
+ * every idle pass, so posts keep landing while it is on its way to sleep.
+ * The protocol (publish, fence, read flags, kick if asked) must never lose
+ * a command: each of many one-command round trips completes, with posts
+ * at varying delays after the previous completion.  (A card thread that
+ * sleeps without looking at the rings once more after setting NEED_WAKEUP
+ * fails this within a few thousand rounds.)
+ */
+TEST_F_TIMEOUT(sleep, doorbell_race, 120)
+{
+	const unsigned int rounds = 20000;
+	struct nicoff_port_stats st;
+	struct nicoff_cmd c;
+	struct nicoff_cqe cqe;
+	uint64_t seed = 17, t0;
+	unsigned int i, spin, stalls = 0;
+
+	ASSERT_EQ(0, nt_param_set("poll_usecs", 0));
+	ASSERT_EQ(0, nt_kick(self->p.fd));
+	t0 = nt_now_ns();
+	/* At most 20 s: a slow machine does fewer rounds. */
+	for (i = 0; i < rounds && nt_now_ns() - t0 < 20000000000ull; i++) {
+		int got;
+
+		/* Sweep the window: post at once or after a short spin. */
+		spin = nt_rand64(&seed) % 4 ? 0 : nt_rand64(&seed) % 20000;
+		while (spin--)
+			__asm__ __volatile__("" ::: "memory");
+		nt_make_nop(&c, i);
+		ASSERT_EQ(0, nt_submit(&self->p, &c, 1));
+		got = nt_wait_cqes(&self->p, &cqe, 1, 5000);
+		if (got != 1) {
+			stalls++;
+			TH_LOG("round %u: no completion in 5 s, NEED_WAKEUP %s, cmd consumer %u/%u",
+			       i, nt_cmd_flags(&self->p) & NICOFF_RING_NEED_WAKEUP ? "set" : "clear",
+			       nt_load_acquire(&self->p.cmd_hdr->consumer), self->p.cmd_prod);
+			break;
+		}
+		ASSERT_EQ(i, cqe.tag);
+	}
+	EXPECT_EQ(0, stalls);
+	ASSERT_EQ(0, nt_stats(self->p.fd, &st));
+	EXPECT_EQ(self->p.kicks + 1, st.kicks);
+	TH_LOG("%u round trips in %.2f s, %llu kicks", i, (nt_now_ns() - t0) / 1e9,
+	       (unsigned long long)st.kicks);
+}
+
 /* With the thread kept awake the doorbell protocol makes no call at all. */
 TEST_F(sleep, awake_thread_needs_no_kick)
 {
@@ -172,7 +220,7 @@ TEST_F(sleep, awake_thread_needs_no_kick)
 	uint64_t end;
 	int i;
 
-	ASSERT_EQ(0, nt_param_set("poll_usecs", 2000000));
+	ASSERT_EQ(0, nt_param_set("poll_usecs", 5000000));
 	ASSERT_EQ(0, nt_kick(self->p.fd));
 	end = nt_now_ns() + 5000000000ull;
 	while ((nt_cmd_flags(&self->p) & NICOFF_RING_NEED_WAKEUP) && nt_now_ns() < end)
