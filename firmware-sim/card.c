@@ -9,6 +9,8 @@
 #define FW_MAX_RETRIES_LIMIT	1000u
 #define FW_MTU_LIMIT		FW_BIT(24)
 #define FW_WINDOW_LIMIT		FW_BIT(16)
+#define FW_ATOMIC_TABLE_LIMIT	FW_BIT(20)
+#define FW_BARRIER_ROUNDS_LIMIT	1000u
 
 void fw_config_default(struct fw_config *cfg, u32 node, u32 num_nodes)
 {
@@ -25,6 +27,11 @@ void fw_config_default(struct fw_config *cfg, u32 node, u32 num_nodes)
 	cfg->max_msg = 64ull << 20;
 	cfg->initial_seq = 0;
 	cfg->epoch = 1;
+	cfg->atomic_table = 1024;
+	cfg->max_groups = 64;
+	cfg->barrier_alg = NICOFF_BARRIER_AUTO;
+	cfg->barrier_rounds = 16;
+	cfg->group_create_ns = 30000000000ull;
 }
 
 static bool fw_config_valid(const struct fw_config *cfg)
@@ -33,7 +40,10 @@ static bool fw_config_valid(const struct fw_config *cfg)
 	       cfg->mtu && cfg->mtu <= FW_MTU_LIMIT &&
 	       cfg->window && cfg->window <= FW_WINDOW_LIMIT &&
 	       cfg->rto_ns && cfg->rto_max_ns >= cfg->rto_ns &&
-	       cfg->max_retries <= FW_MAX_RETRIES_LIMIT;
+	       cfg->max_retries <= FW_MAX_RETRIES_LIMIT &&
+	       cfg->atomic_table && cfg->atomic_table <= FW_ATOMIC_TABLE_LIMIT &&
+	       cfg->barrier_alg < NICOFF_BARRIER_MAX && cfg->barrier_rounds &&
+	       cfg->barrier_rounds <= FW_BARRIER_ROUNDS_LIMIT;
 }
 
 /*
@@ -68,6 +78,7 @@ struct fw_card *fw_card_create(struct fw_host *host, const struct fw_config *cfg
 		card->cfg.epoch = 1;
 	card->dead_ns = fw_dead_ns(cfg);
 	card->next_msg_id = 1;
+	fw_atomic_init(card);
 	return card;
 }
 
@@ -81,6 +92,8 @@ void fw_card_destroy(struct fw_card *card)
 	for (i = 0; i < card->nports; i++)
 		if (card->ports[i])
 			fw_port_detach(card, i);
+	fw_atomic_destroy(card);
+	fw_barrier_card_free(card);
 	fw_peers_free(card);
 	if (card->ports)
 		fwos_free(card->host, card->ports);
@@ -140,6 +153,8 @@ static void fw_op_detach(struct fw_card *card, struct fw_op *op)
 
 	fw_list_del(&op->port_node);
 	op->port = NULL;
+	if (op->kind == FW_OP_SEND && !card->dying)
+		fw_msg_op_detach(card, op);	/* refused once: the peer waits for it */
 	if (op->queue == FW_OPQ_TX && !card->dying) {
 		if (op->kind == FW_OP_SEND && op->pos)
 			fw_tx_queue_ctrl(card, peer, FW_OP_ABORT, op->lport, op->dst_port,
@@ -164,6 +179,8 @@ void fw_port_detach(struct fw_card *card, u32 id)
 
 	if (!port)
 		return;
+	fw_atomic_port_detach(card, id);
+	fw_barrier_port_detach(card, id);
 	fw_msg_port_detach(card, port);
 	while (!fw_list_empty(&port->ops))
 		fw_op_detach(card, fw_list_entry(port->ops.next, struct fw_op, port_node));
@@ -286,6 +303,16 @@ void fw_cmd(struct fw_card *card, u32 port_id, const struct nicoff_cmd *cmd)
 		case NICOFF_OP_GET:
 			ret = fw_rma_get(card, port, cmd);
 			break;
+		case NICOFF_OP_FETCH_ADD:
+		case NICOFF_OP_FETCH_WRITE:
+		case NICOFF_OP_COMPARE_SWAP:
+			ret = fw_atomic_cmd(card, port, cmd);
+			break;
+		case NICOFF_OP_GROUP_CREATE:
+		case NICOFF_OP_GROUP_DESTROY:
+		case NICOFF_OP_BARRIER:
+			ret = fw_barrier_cmd(card, port, cmd);
+			break;
 		default:
 			ret = -EOPNOTSUPP;
 			break;
@@ -304,7 +331,8 @@ u64 fw_poll(struct fw_card *card, u64 now)
 
 	while (card->nheap && card->heap[0]->deadline <= now && budget--)
 		fw_peer_timer(card, card->heap[0], now);
-	return card->nheap ? card->heap[0]->deadline : FW_NEVER;
+	return fw_min_u64(fw_min_u64(card->nheap ? card->heap[0]->deadline : FW_NEVER,
+				     fw_atomic_poll(card, now)), fw_barrier_poll(card, now));
 }
 
 void fw_get_stats(const struct fw_card *card, struct fw_stats *st)

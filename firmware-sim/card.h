@@ -11,6 +11,7 @@
 #include "fw_os.h"
 #include "fw_list.h"
 #include "fw_pkt.h"
+#include "atomic.h"
 #include <uapi/nicoff.h>
 
 enum fw_op_kind {
@@ -20,6 +21,7 @@ enum fw_op_kind {
 	FW_OP_GETRESP,		/* data owed to a peer's GET */
 	FW_OP_ERR,		/* one ERR packet */
 	FW_OP_ABORT,		/* one ABORT packet */
+	FW_OP_RNR,		/* one RNR packet (msg.c) */
 };
 
 /* Which of its peer's queues an operation is on. */
@@ -27,6 +29,7 @@ enum fw_op_queue {
 	FW_OPQ_NONE,
 	FW_OPQ_TX,		/* peer->txq: packets still to build */
 	FW_OPQ_PENDING,		/* peer->pending: waits for the peer, not for acks */
+	FW_OPQ_RNR,		/* peer->rnrq: a SEND refused (RNR) or held behind one */
 };
 
 /*
@@ -36,7 +39,7 @@ enum fw_op_queue {
 struct fw_op {
 	struct fw_list peer_node;	/* peer->ops */
 	struct fw_list port_node;	/* port->ops while the port lives */
-	struct fw_list q_node;		/* peer->txq or peer->pending */
+	struct fw_list q_node;		/* peer->txq, peer->pending or peer->rnrq */
 	struct fw_peer *peer;
 	struct fw_port *port;		/* NULL once detached, or for ERR/ABORT */
 	u8 kind;			/* enum fw_op_kind */
@@ -60,6 +63,13 @@ struct fw_op {
 	u64 len;
 	u64 pos;			/* bytes put in packets so far */
 	u64 rcvd;			/* GET: bytes written back so far */
+	/* SEND refused by the receiver (RNR) or held behind one (msg.c). */
+	bool rnr_named;			/* the peer refuses its port pair until it comes again */
+	bool resend;			/* put back on txq after a refusal */
+	u32 rnr_seq;			/* first packet of its latest attempt */
+	u64 rnr_at;			/* may go again then (0: right behind the pair's earlier) */
+	u64 rnr_end;			/* -ENOBUFS then; 0 until first refused or held */
+	u64 rnr_wait;			/* its next backoff */
 };
 
 /* A packet sent and not yet acknowledged: the card's copy of it. */
@@ -112,6 +122,22 @@ struct fw_peer {
 
 	struct fw_peer *flush_next;	/* card->flush_head: to flush after a detach */
 	bool flush_mark;
+
+	struct fw_apeer *atomic;	/* remote atomics with the peer (atomic.c) */
+
+	/* Adaptive retransmission timeout (transport.c, RFC 6298). */
+	u64 rto_base;			/* timeout before backoff: srtt + 4 rttvar, bounded */
+	u64 srtt, rttvar;		/* once rtt_valid */
+	u64 rtt_ts;			/* when the packet being timed left */
+	u32 rtt_seq;			/* the packet being timed, if rtt_timing */
+	bool rtt_timing;
+	bool rtt_valid;
+
+	/* Receiver not ready (msg.c). */
+	struct fw_list rnrq;		/* our SENDs refused or held: runs per port pair */
+	u64 rnr_at;			/* earliest due time on rnrq, FW_NEVER if none */
+	struct fw_list rblocks;		/* its port pairs we refuse until a message comes again */
+	u64 rnr_msg_id;			/* its last message refused: drop the rest */
 };
 
 struct fw_port {
@@ -178,6 +204,8 @@ struct fw_card {
 	struct fw_peer **heap;		/* peers with timers, earliest first */
 	u32 nheap;
 	u32 heap_cap;
+	struct fw_atomic_card atomic;	/* remote atomics (atomic.c) */
+	struct fw_bcard *bar;		/* process groups (barrier.c), from the first */
 };
 
 /* What a receive handler did with an in-order packet. */
@@ -216,6 +244,8 @@ void fw_tx_queue_ctrl(struct fw_card *card, struct fw_peer *peer, u8 kind, u32 l
 		      u32 rport, u64 msg_id, s32 err, struct fw_list *before);
 void fw_reply_err(struct fw_card *card, struct fw_peer *peer, const struct fw_pkt_hdr *h,
 		  s32 err);
+bool fw_reply_rnr(struct fw_card *card, struct fw_peer *peer, const struct fw_pkt_hdr *h,
+		  s32 why);
 void fw_peer_pending_add(struct fw_card *card, struct fw_peer *peer, struct fw_op *op);
 void fw_peer_owe(struct fw_card *card, struct fw_peer *peer);
 void fw_peer_rearm(struct fw_card *card, struct fw_peer *peer);
@@ -223,6 +253,8 @@ void fw_peer_timer(struct fw_card *card, struct fw_peer *peer, u64 now);
 void fw_peer_release(struct fw_card *card, struct fw_peer *peer);
 struct fw_pkt *fw_pkt_new(struct fw_card *card, struct fw_peer *peer, u8 type, u32 lport,
 			  u32 rport, u32 len);
+/* CRC, count and hand to the fabric a packet outside the go-back-N stream. */
+void fw_pkt_send(struct fw_card *card, struct fw_pkt *pkt);
 
 /* msg.c */
 int fw_msg_send(struct fw_card *card, struct fw_port *port, const struct nicoff_cmd *cmd);
@@ -233,6 +265,11 @@ int fw_msg_rx_data(struct fw_card *card, struct fw_peer *peer, struct fw_pkt *pk
 void fw_msg_rx_abort(struct fw_card *card, struct fw_peer *peer, const struct fw_pkt_hdr *h);
 void fw_msg_abort_peer(struct fw_card *card, struct fw_peer *peer, s32 status);
 void fw_msg_port_detach(struct fw_card *card, struct fw_port *port);
+void fw_msg_rx_rnr(struct fw_card *card, struct fw_peer *peer, const struct fw_pkt_hdr *h);
+bool fw_msg_rnr_hold(struct fw_card *card, struct fw_peer *peer, struct fw_op *op);
+void fw_msg_rnr_run(struct fw_card *card, struct fw_peer *peer, u64 now);
+void fw_msg_op_detach(struct fw_card *card, struct fw_op *op);
+void fw_msg_peer_reset(struct fw_card *card, struct fw_peer *peer);
 
 /* rma.c */
 int fw_rma_put(struct fw_card *card, struct fw_port *port, const struct nicoff_cmd *cmd);
@@ -240,5 +277,12 @@ int fw_rma_get(struct fw_card *card, struct fw_port *port, const struct nicoff_c
 int fw_rma_build(struct fw_card *card, struct fw_peer *peer, struct fw_op *op,
 		 struct fw_pkt **out);
 int fw_rma_rx(struct fw_card *card, struct fw_peer *peer, struct fw_pkt *pkt);
+
+/* barrier.c: process groups and their barriers (see barrier.h) */
+int fw_barrier_cmd(struct fw_card *card, struct fw_port *port, const struct nicoff_cmd *cmd);
+void fw_barrier_rx(struct fw_card *card, struct fw_pkt *pkt);
+void fw_barrier_port_detach(struct fw_card *card, u32 port);
+void fw_barrier_card_free(struct fw_card *card);
+u64 fw_barrier_poll(struct fw_card *card, u64 now);
 
 #endif

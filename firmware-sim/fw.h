@@ -42,7 +42,7 @@ struct fw_config {
 	u32 num_nodes;		/* nodes on the fabric */
 	u32 mtu;		/* payload bytes per packet */
 	u32 window;		/* unacknowledged packets per peer */
-	u64 rto_ns;		/* first retransmission timeout */
+	u64 rto_ns;		/* first retransmission timeout; floor of the adaptive one */
 	u64 rto_max_ns;		/* backoff ceiling */
 	u32 max_retries;	/* then the peer's sends fail with -ETIMEDOUT */
 	u32 ack_delay_ns;	/* how long an acknowledgment may wait for a ride */
@@ -50,6 +50,13 @@ struct fw_config {
 	u64 max_msg;		/* largest message, put or get */
 	u32 initial_seq;	/* first sequence number of every connection epoch */
 	u32 epoch;		/* first connection epoch; a restarted card picks another */
+	u32 atomic_table;	/* replies of remote atomics kept here (all requesters) */
+	/* Process groups and barriers (barrier.c). */
+	u32 max_groups;		/* per port */
+	u32 barrier_alg;	/* groups created with NICOFF_BARRIER_DEFAULT run it */
+	u32 barrier_rounds;	/* auto: timed barriers per candidate */
+	u64 group_create_ns;	/* creation (and auto's trials) must end by then */
+	u32 rto_fixed;		/* 1: no RTT estimate, every first timeout is rto_ns */
 };
 
 void fw_config_default(struct fw_config *cfg, u32 node, u32 num_nodes);
@@ -83,9 +90,34 @@ struct fw_stats {
 	u64 conn_failures;		/* connections given up (-ETIMEDOUT) */
 	u64 stale;			/* packets of another connection epoch */
 	u64 err_replies;		/* ERR packets queued to peers */
+	/* Remote atomics (atomic.c). */
+	u64 atomics;			/* executed here for peers (errors not counted) */
+	u64 atomic_replays;		/* duplicates answered from the reply table */
+	u64 atomic_refused;		/* requests beyond their sender's credit */
+	u64 atomic_stale;		/* requests below the sender's mark, dropped */
+	u64 atomic_retransmits;		/* our requests sent again */
+	u64 atomic_timeouts;		/* ours given up (-ETIMEDOUT) */
+	u64 atomic_dup_replies;		/* replies to requests no longer waiting */
+	u64 atomic_live;		/* replies held in the table now */
+	u64 atomic_table_peak;		/* most replies held at once */
+	/* Barriers (barrier.c); duplicates above count theirs too. */
+	u64 bar_msgs;			/* barrier messages sent, resends included */
+	u64 bar_nacks;			/* NACKs sent */
+	u64 bar_resends;		/* messages sent again for a NACK */
+	u64 bar_failures;		/* barriers (or creations) failed here */
+	/* Receiver not ready (msg.c); refusals here count in rnr_drops. */
+	u64 rnr_resends;		/* our messages refused, or held back, to go again */
+	u64 rnr_failures;		/* ours given up (-ENOBUFS) */
 };
 
 void fw_get_stats(const struct fw_card *card, struct fw_stats *st);
+
+/*
+ * Atomics one card may have outstanding at one target card: the largest
+ * power of two <= atomic_table / num_nodes (at least 1), the same on every
+ * card configured alike.  Beyond it commands wait in the card's queue.
+ */
+u32 fw_atomic_credit(const struct fw_card *card);
 
 /* The last remote access violation on a port. */
 struct fw_remote_error {

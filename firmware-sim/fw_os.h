@@ -48,6 +48,22 @@ int fwos_mem_write(struct fw_host *h, u32 port, u32 key, u32 flags, u64 off, con
 		   u32 len);
 
 /*
+ * A remote atomic on the naturally aligned @width-byte word (4 or 8) at
+ * @off of region @rkey of @port: @op NICOFF_OP_FETCH_ADD adds @operand,
+ * NICOFF_OP_FETCH_WRITE stores it, NICOFF_OP_COMPARE_SWAP stores it if the
+ * word equals @compare; *@old gets the word's previous value.  The host
+ * checks as fwos_mem_write() does with FWOS_MEM_REMOTE |
+ * NICOFF_ACCESS_REMOTE_ATOMIC (-ENOENT, -EACCES, -ERANGE), then that the
+ * word's address in the process is a multiple of @width and @op and
+ * @width are known (-EINVAL), and only then performs the operation, with
+ * one CPU atomic instruction on the memory the process sees: it is atomic
+ * against other cards' atomics and the process's own atomic instructions
+ * on that word.  Nothing is written on error.
+ */
+int fwos_mem_atomic(struct fw_host *h, u32 port, u32 rkey, u64 off, u32 width, u32 op,
+		    u64 operand, u64 compare, u64 *old);
+
+/*
  * Post a completion to a port.  The host reserved room for it when it gave
  * the command to the firmware, so this cannot fail; completions for a port
  * the firmware was told is gone (fw_port_detach()) are never posted.

@@ -22,6 +22,40 @@ enum fw_pkt_type {
 	FW_PKT_GET_RESP = 5,	/* a fragment of the answer to a GET_REQ */
 	FW_PKT_ERR = 6,		/* error reply about the peer's message msg_id */
 	FW_PKT_ABORT = 7,	/* the sender gave up message msg_id half way */
+	/*
+	 * Remote atomics (atomic.c), outside the go-back-N stream: epoch is
+	 * the requester card's epoch, seq its atomic sequence number to the
+	 * target, ack its mark (every reply below it seen); the payload is a
+	 * struct fw_atomic_body.  REQ: roff, rkey.  REPLY: err, old value.
+	 * ACK: the mark only, no payload; the requester's has ACKREQ, the
+	 * target's, which confirms it, has not.
+	 */
+	FW_PKT_ATOMIC_REQ = 8,
+	FW_PKT_ATOMIC_REPLY = 9,
+	FW_PKT_ATOMIC_ACK = 10,
+	/*
+	 * Barriers of process groups (barrier.c), outside the go-back-N
+	 * stream, header only: msg_id is the group id, tag the barrier's
+	 * epoch, offset the sender's rank, rkey the receiver's, total the
+	 * group's size, roff a value (auto's choice).  BARRIER: one message
+	 * of a barrier.  NACK: the receiver misses the sender's message of
+	 * that epoch.  STATE: answer to a NACK that cannot be a resend: err
+	 * -EAGAIN (not there yet), -ENOENT (no such group), or why it failed.
+	 */
+	FW_PKT_BARRIER = 11,
+	FW_PKT_BARRIER_NACK = 12,
+	FW_PKT_BARRIER_STATE = 13,
+	/*
+	 * Receiver not ready (msg.c), in the go-back-N stream: the DATA
+	 * packet that opened the peer's message msg_id was accepted (and
+	 * acknowledged) but the message refused; its other fragments are
+	 * dropped.  Reliable, and counted in err_count like ERR.  roff: that
+	 * packet's epoch << 32 | seq; err: -ENOBUFS (no receive and no room
+	 * on port src_port: it refuses every message from dst_port until this
+	 * one comes again or is aborted), -EAGAIN (refused because an earlier
+	 * message of the same port pair is awaited).
+	 */
+	FW_PKT_RNR = 14,
 };
 
 /* First packet of a connection epoch: the receiver restarts at its seq. */
@@ -42,7 +76,7 @@ struct fw_pkt_hdr {
 	u32 seq;		/* sender's sequence number; next one to use in an ACK */
 	u32 ack_epoch;		/* epoch of the stream that ack acknowledges */
 	u32 ack;		/* next sequence number expected from the receiver */
-	u32 err_count;		/* ERR packets the sender queued in its epoch so far */
+	u32 err_count;		/* ERR and RNR packets the sender queued in its epoch so far */
 	u32 crc;		/* CRC-32 of header (this field zero) and payload */
 	u64 msg_id;		/* initiator's message number, unique per card */
 	u64 offset;		/* byte offset of this fragment in the message */

@@ -6,15 +6,51 @@
  * receives (GM's receive tokens) in posting order, and its fragments are
  * written straight into the matched buffer.  A message nobody waits for is
  * kept, fragment by fragment, as long as the port's unexpected_bytes allow;
- * a later RECV takes the oldest compatible one.  A first fragment that
- * fits nowhere is refused unacknowledged (receiver not ready), so the
- * sender retries.  Fragments of one message arrive in order on one
- * connection, so a message is reassembled by appending.
+ * a later RECV takes the oldest compatible one.  Fragments of one message
+ * arrive in order on one connection, and those of two messages never
+ * interleave, so a message is reassembled by appending.
+ *
+ * Receiver not ready, after InfiniBand's RNR NAK.  A first fragment that
+ * finds no posted receive and no room in the port's unexpected budget is
+ * accepted in the stream (acknowledged: the connection, shared by every
+ * port, keeps moving) but its message is refused: an RNR reply, reliable
+ * and counted like an ERR, and the rest of the message is dropped.  The
+ * port pair (peer, source port, this port) is then blocked at that
+ * message: every later message of the pair is refused too (RNR -EAGAIN)
+ * until the awaited one comes again, to be judged afresh, or its sender
+ * aborts it.  So messages of one port pair are still matched in the order
+ * they were sent, and other pairs are not held up.
+ *
+ * The sender takes a refused message back, with every later message of
+ * the same pair that it has sent or begun since (they will be refused),
+ * and holds new ones of the pair behind it (peer->rnrq, one run per pair
+ * in message order).  A message refused for lack of room goes again after
+ * a backoff, rto_ns doubling up to rto_max_ns; those behind it follow it
+ * at once.  A message that has been waiting for the connection's retry
+ * budget (the sum of max_retries + 1 backed-off timeouts from rto_ns)
+ * since it was first refused or held fails with -ENOBUFS, alone: an ABORT
+ * tells the receiver not to wait for it, the connection's retry count is
+ * never touched, and other pairs' messages go on meanwhile.  Without
+ * memory for the reply or the block, the receiver falls back to dropping
+ * the packet unacknowledged, as if it were lost.
  */
 #include "card.h"
 
 /* Empty unexpected messages are charged this much, to bound them too. */
 #define FW_UNEXP_MIN_CHARGE	64u
+
+/* A port pair of a peer's whose messages we refuse until one comes again. */
+struct fw_rblock {
+	struct fw_list node;		/* peer->rblocks */
+	u32 src_port;			/* the peer's port */
+	u32 dst_port;			/* ours (it may close and open again meanwhile) */
+	u64 msg_id;			/* refused for lack of room; awaited */
+};
+
+static bool fw_same_pair(const struct fw_op *a, const struct fw_op *b)
+{
+	return a->lport == b->lport && a->dst_port == b->dst_port;
+}
 
 int fw_msg_send(struct fw_card *card, struct fw_port *port, const struct nicoff_cmd *cmd)
 {
@@ -69,8 +105,11 @@ int fw_msg_build(struct fw_card *card, struct fw_peer *peer, struct fw_op *op,
 				    pkt->payload, frag);
 	if (ret) {
 		fwos_pkt_free(card->host, pkt);
-		/* The region went away half way: the peer drops what it has. */
-		if (op->pos)
+		/*
+		 * The region went away half way: the peer drops what it has;
+		 * or the peer refused it and waits for it to come again.
+		 */
+		if (op->pos || op->rnr_named)
 			fw_tx_queue_ctrl(card, peer, FW_OP_ABORT, op->lport, op->dst_port,
 					 op->msg_id, 0, &op->q_node);
 		fw_op_finish(card, op, ret, 0);
@@ -248,21 +287,78 @@ static struct fw_rmsg *fw_rmsg_find(struct fw_peer *peer, u64 msg_id)
 	return NULL;
 }
 
-/* First fragment: bind it to @recv, or buffer it if the port has room. */
+/* Whether the port can buffer one more unexpected message of @total bytes. */
+static bool fw_unexp_room(const struct fw_card *card, const struct fw_port *port, u64 total)
+{
+	u64 charge = fw_max_u64(total, FW_UNEXP_MIN_CHARGE);
+
+	return port->unexp_used <= card->cfg.unexpected_bytes &&
+	       charge <= card->cfg.unexpected_bytes - port->unexp_used;
+}
+
+/*
+ * The refusal of a port pair lasts until the awaited message comes again
+ * or is aborted, or the peer's stream restarts: the sender counts on it
+ * to refuse what it takes back.  It outlives our port, if need be.
+ */
+static struct fw_rblock *fw_rblock_find(struct fw_peer *peer, u32 sport, u32 dport)
+{
+	struct fw_list *n;
+
+	for (n = peer->rblocks.next; n != &peer->rblocks; n = n->next) {
+		struct fw_rblock *b = fw_list_entry(n, struct fw_rblock, node);
+
+		if (b->src_port == sport && b->dst_port == dport)
+			return b;
+	}
+	return NULL;
+}
+
+static void fw_rblock_free(struct fw_card *card, struct fw_rblock *b)
+{
+	fw_list_del(&b->node);
+	fwos_free(card->host, b);
+}
+
+/*
+ * Refuse the message that @h opens: accepted in the stream, answered with
+ * RNR @why.  -ENOBUFS blocks the pair at this message (@b: blocked there
+ * already).  Without memory, dropped unacknowledged instead.
+ */
+static int fw_msg_refuse(struct fw_card *card, struct fw_peer *peer, const struct fw_pkt_hdr *h,
+			 s32 why, struct fw_rblock *b)
+{
+	struct fw_rblock *nb = NULL;
+
+	if (why == -ENOBUFS && !b) {
+		nb = fwos_zalloc(card->host, sizeof(*nb));
+		if (!nb)
+			return FW_RX_RNR;
+	}
+	if (!fw_reply_rnr(card, peer, h, why)) {
+		if (nb)
+			fwos_free(card->host, nb);
+		return FW_RX_RNR;
+	}
+	if (nb) {
+		nb->src_port = h->src_port;
+		nb->dst_port = h->dst_port;
+		nb->msg_id = h->msg_id;
+		fw_list_add_tail(&nb->node, &peer->rblocks);
+	}
+	peer->rnr_msg_id = h->msg_id;
+	card->stats.rnr_drops++;
+	return FW_RX_DONE;
+}
+
+/* First fragment: bind it to @recv, or buffer it (the caller saw room). */
 static struct fw_rmsg *fw_msg_start(struct fw_card *card, struct fw_peer *peer,
 				    struct fw_port *port, const struct fw_pkt_hdr *h,
 				    struct fw_recv *recv)
 {
-	u64 charge = 0;
-	struct fw_rmsg *rm;
+	u64 charge = recv ? 0 : fw_max_u64(h->total, FW_UNEXP_MIN_CHARGE);
+	struct fw_rmsg *rm = fwos_zalloc(card->host, sizeof(*rm));
 
-	if (!recv) {
-		charge = fw_max_u64(h->total, FW_UNEXP_MIN_CHARGE);
-		if (port->unexp_used > card->cfg.unexpected_bytes ||
-		    charge > card->cfg.unexpected_bytes - port->unexp_used)
-			return NULL;
-	}
-	rm = fwos_zalloc(card->host, sizeof(*rm));
 	if (!rm)
 		return NULL;
 	fw_list_init(&rm->peer_node);
@@ -318,18 +414,33 @@ int fw_msg_rx_data(struct fw_card *card, struct fw_peer *peer, struct fw_pkt *pk
 	const struct fw_pkt_hdr *h = &pkt->hdr;
 	struct fw_port *port = fw_port_find(card, h->dst_port);
 	struct fw_rmsg *rm = fw_rmsg_find(peer, h->msg_id);
+	struct fw_rblock *blk = NULL;
 	struct fw_recv *recv = NULL;
 	struct fw_rfrag *frag = NULL;
 
 	if (!rm) {
-		if (!port || h->offset) {
-			/* Nobody listens, or the port closed since the start. */
+		if (h->offset && h->msg_id == peer->rnr_msg_id)
+			return FW_RX_DONE;	/* the rest of a message refused */
+		if (h->offset) {
+			/* The port closed since the start. */
 			fw_reply_err(card, peer, h, port ? -ECONNABORTED : -ECONNREFUSED);
+			return FW_RX_DONE;
+		}
+		blk = fw_rblock_find(peer, h->src_port, h->dst_port);
+		if (blk && blk->msg_id != h->msg_id)
+			return fw_msg_refuse(card, peer, h, -EAGAIN, NULL);
+		if (!port) {
+			/* Nobody listens: refused, and no longer awaited. */
+			if (blk)
+				fw_rblock_free(card, blk);
+			fw_reply_err(card, peer, h, -ECONNREFUSED);
 			return FW_RX_DONE;
 		}
 		if (h->len > h->total)
 			return FW_RX_DONE;	/* malformed: ignored */
 		recv = fw_msg_match(port, peer->node, h->src_port, h->tag);
+		if (!recv && !fw_unexp_room(card, port, h->total))
+			return fw_msg_refuse(card, peer, h, -ENOBUFS, blk);
 	} else if (h->offset != rm->rcvd || h->len > rm->total - rm->rcvd) {
 		return FW_RX_DONE;
 	}
@@ -345,6 +456,8 @@ int fw_msg_rx_data(struct fw_card *card, struct fw_peer *peer, struct fw_pkt *pk
 				fwos_free(card->host, frag);
 			return FW_RX_RNR;
 		}
+		if (blk)
+			fw_rblock_free(card, blk);	/* the awaited message is in */
 	}
 	return fw_msg_add(card, rm, pkt, frag);
 }
@@ -352,9 +465,12 @@ int fw_msg_rx_data(struct fw_card *card, struct fw_peer *peer, struct fw_pkt *pk
 void fw_msg_rx_abort(struct fw_card *card, struct fw_peer *peer, const struct fw_pkt_hdr *h)
 {
 	struct fw_rmsg *rm = fw_rmsg_find(peer, h->msg_id);
+	struct fw_rblock *b = fw_rblock_find(peer, h->src_port, h->dst_port);
 
 	if (rm)
 		fw_msg_abort(card, rm, -ECONNABORTED);
+	if (b && b->msg_id == h->msg_id)
+		fw_rblock_free(card, b);	/* its sender gave up the awaited message */
 }
 
 /* The peer's half-received messages will never be finished. */
@@ -363,6 +479,17 @@ void fw_msg_abort_peer(struct fw_card *card, struct fw_peer *peer, s32 status)
 	while (!fw_list_empty(&peer->rx_msgs))
 		fw_msg_abort(card, fw_list_entry(peer->rx_msgs.next, struct fw_rmsg, peer_node),
 			     status);
+}
+
+/*
+ * The peer's stream restarted (it failed every operation of its old one),
+ * or the card goes: no message we refused will come again.
+ */
+void fw_msg_peer_reset(struct fw_card *card, struct fw_peer *peer)
+{
+	while (!fw_list_empty(&peer->rblocks))
+		fw_rblock_free(card, fw_list_entry(peer->rblocks.next, struct fw_rblock, node));
+	peer->rnr_msg_id = 0;
 }
 
 /* The port closes: its receives and messages go, without completions. */
@@ -378,4 +505,257 @@ void fw_msg_port_detach(struct fw_card *card, struct fw_port *port)
 		fw_rmsg_free(card, fw_list_entry(port->bound.next, struct fw_rmsg, port_node));
 	while (!fw_list_empty(&port->unexp))
 		fw_rmsg_free(card, fw_list_entry(port->unexp.next, struct fw_rmsg, port_node));
+}
+
+/* ------------------------------------------- sender: messages refused -- */
+
+/*
+ * How long a message may wait refused or held: the connection's retry
+ * budget, the sum of max_retries + 1 timeouts from rto_ns doubling up to
+ * rto_max_ns (card.c's dead_ns less its last ceiling).
+ */
+static u64 fw_rnr_budget(const struct fw_card *card)
+{
+	return card->dead_ns == FW_U64_MAX ? FW_U64_MAX : card->dead_ns - card->cfg.rto_max_ns;
+}
+
+/* Onto rnrq: the ops of one port pair form one run, in message order. */
+static void fw_rnrq_add(struct fw_card *card, struct fw_peer *peer, struct fw_op *op, u64 now)
+{
+	struct fw_list *n, *at = &peer->rnrq;
+	bool run = false;
+
+	for (n = peer->rnrq.next; n != &peer->rnrq; n = n->next) {
+		struct fw_op *o = fw_list_entry(n, struct fw_op, q_node);
+
+		if (!fw_same_pair(o, op)) {
+			if (run)
+				break;
+			continue;
+		}
+		run = true;
+		at = n->next;
+		if (o->msg_id > op->msg_id) {
+			at = n;
+			break;
+		}
+	}
+	fw_list_insert(&op->q_node, at->prev, at);
+	op->queue = FW_OPQ_RNR;
+	if (!op->rnr_end) {
+		op->rnr_end = fw_add_sat(now, fw_rnr_budget(card));
+		op->rnr_wait = card->cfg.rto_ns;
+	}
+}
+
+/* Whether an attempt of @op is out: sent, or being sent, and not taken back. */
+static bool fw_rnr_out(const struct fw_op *op)
+{
+	return op->queue == FW_OPQ_NONE || op->queue == FW_OPQ_PENDING ||
+	       (op->queue == FW_OPQ_TX && op->pos);
+}
+
+/* Take back what was sent of @op: it goes again from its first byte. */
+static void fw_rnr_withdraw(struct fw_card *card, struct fw_peer *peer, struct fw_op *op,
+			    u64 now)
+{
+	fw_op_unqueue(op);
+	op->pos = 0;
+	op->all_sent = false;
+	op->acked = false;
+	op->need_epoch = 0;
+	op->need_err = 0;
+	op->rnr_at = 0;
+	card->stats.rnr_resends++;
+	fw_rnrq_add(card, peer, op, now);
+}
+
+/*
+ * Message @msg_id of the pair (@lport, @dport) was refused for lack of
+ * room: the receiver refuses every later message of the pair until it
+ * comes again or is aborted, which is sent after this.  Take back those
+ * sent or begun since, so that they go again behind it; those not begun
+ * are held when their turn comes.
+ */
+static void fw_rnr_recall(struct fw_card *card, struct fw_peer *peer, u32 lport, u32 dport,
+			  u64 msg_id, u64 now)
+{
+	struct fw_list *n, *next;
+
+	for (n = peer->ops.next; n != &peer->ops; n = next) {
+		struct fw_op *o = fw_list_entry(n, struct fw_op, peer_node);
+
+		next = n->next;
+		if (o->kind != FW_OP_SEND || o->done || o->msg_id <= msg_id ||
+		    o->lport != lport || o->dst_port != dport || !fw_rnr_out(o))
+			continue;
+		fw_rnr_withdraw(card, peer, o, now);
+	}
+}
+
+/* Let the receiver stop waiting for @op, if it does. */
+static void fw_rnr_let_go(struct fw_card *card, struct fw_peer *peer, struct fw_op *op)
+{
+	if (op->rnr_named)
+		fw_tx_queue_ctrl(card, peer, FW_OP_ABORT, op->lport, op->dst_port, op->msg_id, 0,
+				 peer->txq.next);
+	op->rnr_named = false;
+}
+
+/*
+ * Where @op, going again, joins txq: after control packets, the op being
+ * cut and the others going again, but before those of its pair that come
+ * after it.
+ */
+static struct fw_list *fw_rnr_resend_point(struct fw_peer *peer, const struct fw_op *op)
+{
+	struct fw_list *n;
+
+	for (n = peer->txq.next; n != &peer->txq; n = n->next) {
+		struct fw_op *o = fw_list_entry(n, struct fw_op, q_node);
+
+		if (o->kind == FW_OP_ERR || o->kind == FW_OP_ABORT || o->kind == FW_OP_RNR ||
+		    o->pos)
+			continue;
+		if (!o->resend || (fw_same_pair(o, op) && o->msg_id > op->msg_id))
+			break;
+	}
+	return n;
+}
+
+/*
+ * Due messages of rnrq go again, each pair's in order and right behind
+ * its earlier ones; a pair's first one past its budget fails with
+ * -ENOBUFS.  Sets peer->rnr_at to the next due time.
+ */
+void fw_msg_rnr_run(struct fw_card *card, struct fw_peer *peer, u64 now)
+{
+	struct fw_list *n, *next, *at;
+	u32 lport = 0, rport = 0;
+	bool seen = false, kept = false;
+	u64 due = FW_NEVER;
+
+	for (n = peer->rnrq.next; n != &peer->rnrq; n = next) {
+		struct fw_op *op = fw_list_entry(n, struct fw_op, q_node);
+		bool same = seen && op->lport == lport && op->dst_port == rport;
+
+		next = n->next;
+		seen = true;
+		lport = op->lport;
+		rport = op->dst_port;
+		if (same && kept)
+			continue;	/* behind an earlier one of its pair */
+		kept = false;
+		if (op->rnr_end <= now) {
+			card->stats.rnr_failures++;
+			fw_rnr_let_go(card, peer, op);
+			fw_op_finish(card, op, -ENOBUFS, 0);
+		} else if (op->rnr_at <= now) {
+			at = fw_rnr_resend_point(peer, op);
+			fw_list_del(&op->q_node);
+			fw_list_insert(&op->q_node, at->prev, at);
+			op->queue = FW_OPQ_TX;
+			op->resend = true;
+		} else {
+			kept = true;
+			due = fw_min_u64(due, fw_min_u64(op->rnr_at, op->rnr_end));
+		}
+	}
+	peer->rnr_at = due;
+}
+
+/* fw_tx_flush(): @op, not begun, waits if an earlier message of its pair is refused. */
+bool fw_msg_rnr_hold(struct fw_card *card, struct fw_peer *peer, struct fw_op *op)
+{
+	struct fw_list *n;
+
+	for (n = peer->rnrq.prev; n != &peer->rnrq; n = n->prev) {
+		struct fw_op *o = fw_list_entry(n, struct fw_op, q_node);
+
+		if (fw_same_pair(o, op) && o->msg_id < op->msg_id) {
+			fw_op_unqueue(op);
+			op->rnr_at = 0;
+			fw_rnrq_add(card, peer, op, fwos_now(card->host));
+			return true;
+		}
+	}
+	return false;
+}
+
+static struct fw_op *fw_rnr_find(struct fw_peer *peer, u64 msg_id)
+{
+	struct fw_list *n;
+
+	for (n = peer->ops.next; n != &peer->ops; n = n->next) {
+		struct fw_op *op = fw_list_entry(n, struct fw_op, peer_node);
+
+		if (op->kind == FW_OP_SEND && op->msg_id == msg_id)
+			return op;
+	}
+	return NULL;
+}
+
+/* The peer refused our message (an RNR packet @h, in order, counted). */
+void fw_msg_rx_rnr(struct fw_card *card, struct fw_peer *peer, const struct fw_pkt_hdr *h)
+{
+	struct fw_op *op = fw_rnr_find(peer, h->msg_id);
+	u64 now = fwos_now(card->host);
+
+	/*
+	 * About our previous epoch: all its operations failed, and the peer
+	 * forgot its refusals when our new epoch began.
+	 */
+	if ((u32)(h->roff >> 32) != peer->epoch)
+		return;
+	if (!op || (op->done && op->queue != FW_OPQ_PENDING))
+		return;	/* gone: it let the receiver go on already, if it had to */
+	if (op->done) {
+		/*
+		 * Failed with the peer's old stream (transport.c), and refused:
+		 * let the receiver go on, and take back first what it refused
+		 * behind it.
+		 */
+		if (h->err == -ENOBUFS && (u32)h->roff == op->rnr_seq) {
+			fw_rnr_recall(card, peer, op->lport, op->dst_port, op->msg_id, now);
+			op->rnr_named = true;
+			fw_rnr_let_go(card, peer, op);
+			fw_op_unqueue(op);
+			fw_op_put(card, op);
+			fw_msg_rnr_run(card, peer, now);
+		}
+		return;
+	}
+	if ((u32)h->roff != op->rnr_seq)
+		return;		/* about an earlier attempt */
+	if (fw_rnr_out(op))
+		fw_rnr_withdraw(card, peer, op, now);
+	else if (h->err != -ENOBUFS)
+		return;		/* taken back already, behind an earlier one */
+	/*
+	 * -EAGAIN: refused behind an earlier message, whose refusal took back
+	 * what followed it.  -ENOBUFS: the receiver waits for this one.
+	 */
+	if (h->err == -ENOBUFS) {
+		fw_rnr_recall(card, peer, op->lport, op->dst_port, op->msg_id, now);
+		/* No room: the receiver waits for it; it goes again after a backoff. */
+		op->rnr_named = true;
+		if (op->queue == FW_OPQ_RNR) {
+			op->rnr_at = fw_add_sat(now, op->rnr_wait);
+			op->rnr_wait = op->rnr_wait > card->cfg.rto_max_ns >> 1 ?
+				       card->cfg.rto_max_ns : op->rnr_wait << 1;
+		}
+	}
+	fw_msg_rnr_run(card, peer, now);
+}
+
+/*
+ * A SEND of a closing port (card.c): if the receiver waits for it, or may
+ * refuse the attempt out, let it go on (a message half sent is aborted by
+ * card.c).  No RNR about it will be acted on.
+ */
+void fw_msg_op_detach(struct fw_card *card, struct fw_op *op)
+{
+	if (op->queue == FW_OPQ_NONE || op->queue == FW_OPQ_PENDING)
+		op->rnr_named = true;
+	fw_rnr_let_go(card, op->peer, op);
 }

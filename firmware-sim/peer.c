@@ -107,6 +107,10 @@ struct fw_peer *fw_peer_get(struct fw_card *card, u32 node)
 	fw_list_init(&p->pending);
 	fw_list_init(&p->ops);
 	fw_list_init(&p->rx_msgs);
+	p->rto_base = card->cfg.rto_ns;
+	fw_list_init(&p->rnrq);
+	p->rnr_at = FW_NEVER;
+	fw_list_init(&p->rblocks);
 
 	b = fw_hash(node, card->hash_bits);
 	p->hnext = card->buckets[b];

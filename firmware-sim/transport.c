@@ -11,12 +11,19 @@
  * operation on it completes with -ETIMEDOUT and the next packet opens a new
  * epoch (SYN), whose first sequence number the receiver adopts.
  *
+ * The timeout adapts to the connection as in RFC 6298: one packet at a
+ * time is timed from its sending to the acknowledgment that covers it,
+ * never one sent again (Karn), and the timeout before backoff is
+ * srtt + 4 * rttvar, no less than rto_ns and no more than rto_max_ns
+ * (rto_fixed: rto_ns, as before).  Progress ends the backoff.
+ *
  * Error replies (ERR) are reliable packets of the reverse stream, so one
  * may arrive after the acknowledgment of the packet it is about.  Every
  * packet therefore carries err_count, the ERR packets its sender queued so
  * far in its epoch: a SEND or PUT whose packets are all acknowledged
  * completes with success only once the ERRs vouched by that acknowledgment
- * have all arrived here.
+ * have all arrived here.  Receiver-not-ready replies (RNR, msg.c) are
+ * counted with them.
  */
 #include "card.h"
 
@@ -63,7 +70,7 @@ static u32 fw_pkt_crc(const struct fw_pkt *pkt)
 	return fwos_crc32(crc, pkt->payload, pkt->hdr.len);
 }
 
-static void fw_pkt_send(struct fw_card *card, struct fw_pkt *pkt)
+void fw_pkt_send(struct fw_card *card, struct fw_pkt *pkt)
 {
 	pkt->hdr.crc = 0;
 	pkt->hdr.crc = fw_pkt_crc(pkt);
@@ -165,7 +172,39 @@ void fw_tx_enqueue(struct fw_peer *peer, struct fw_op *op)
 	op->queue = FW_OPQ_TX;
 }
 
-/* A one-packet operation (ERR or ABORT), queued before @before or last. */
+static bool fw_op_reply(const struct fw_op *op)
+{
+	return op->kind == FW_OP_ERR || op->kind == FW_OP_RNR;
+}
+
+/*
+ * Where a reply (ERR, RNR) joins txq: after those queued before it, ahead
+ * of data.  Replies go out in the order err_count counted them, or a
+ * later one could vouch for an earlier one still on its way.  They all
+ * sit among the control packets and the op being cut at the front.
+ */
+static struct fw_list *fw_reply_point(struct fw_peer *peer)
+{
+	struct fw_list *n, *at = peer->txq.next;
+	bool cut = false;
+
+	for (n = peer->txq.next; n != &peer->txq; n = n->next) {
+		const struct fw_op *o = fw_list_entry(n, struct fw_op, q_node);
+
+		if (fw_op_reply(o))
+			at = n->next;
+		else if (o->kind != FW_OP_ABORT && (cut || !o->pos))
+			break;
+		else if (o->kind != FW_OP_ABORT)
+			cut = true;
+	}
+	return at;
+}
+
+/*
+ * A one-packet operation (ERR or ABORT), queued before @before or last;
+ * an ERR behind the replies already queued instead (fw_reply_point()).
+ */
 void fw_tx_queue_ctrl(struct fw_card *card, struct fw_peer *peer, u8 kind, u32 lport,
 		      u32 rport, u64 msg_id, s32 err, struct fw_list *before)
 {
@@ -181,6 +220,7 @@ void fw_tx_queue_ctrl(struct fw_card *card, struct fw_peer *peer, u8 kind, u32 l
 	if (kind == FW_OP_ERR) {
 		peer->err_tx++;
 		card->stats.err_replies++;
+		before = fw_reply_point(peer);
 	}
 	if (!before)
 		before = &peer->txq;
@@ -203,16 +243,44 @@ void fw_reply_err(struct fw_card *card, struct fw_peer *peer, const struct fw_pk
 			 peer->txq.next);
 }
 
+/*
+ * Receiver not ready: the peer's message that @h opens is refused, @why
+ * (msg.c).  Counted and queued with the ERRs; the peer learns of refusals
+ * in their order.  False if there is no memory for it.
+ */
+bool fw_reply_rnr(struct fw_card *card, struct fw_peer *peer, const struct fw_pkt_hdr *h,
+		  s32 why)
+{
+	struct fw_op *op = fw_op_new(card, peer, NULL, FW_OP_RNR, 0);
+	struct fw_list *at;
+
+	if (!op)
+		return false;
+	op->done = true;
+	op->lport = h->dst_port;
+	op->dst_port = h->src_port;
+	op->msg_id = h->msg_id;
+	op->err = why;
+	op->roff = (u64)h->epoch << 32 | h->seq;
+	peer->err_tx++;
+	at = fw_reply_point(peer);
+	fw_list_insert(&op->q_node, at->prev, at);
+	op->queue = FW_OPQ_TX;
+	return true;
+}
+
 static int fw_ctrl_build(struct fw_card *card, struct fw_peer *peer, struct fw_op *op,
 			 struct fw_pkt **out)
 {
-	u8 type = op->kind == FW_OP_ERR ? FW_PKT_ERR : FW_PKT_ABORT;
+	u8 type = op->kind == FW_OP_ERR ? FW_PKT_ERR :
+		  op->kind == FW_OP_RNR ? FW_PKT_RNR : FW_PKT_ABORT;
 	struct fw_pkt *pkt = fw_pkt_new(card, peer, type, op->lport, op->dst_port, 0);
 
 	if (!pkt)
 		return FW_BUILD_NOMEM;
 	pkt->hdr.msg_id = op->msg_id;
 	pkt->hdr.err = op->err;
+	pkt->hdr.roff = op->roff;
 	op->all_sent = true;
 	*out = pkt;
 	return FW_BUILD_PKT;
@@ -243,9 +311,13 @@ void fw_tx_flush(struct fw_card *card, struct fw_peer *peer)
 		struct fw_pkt *pkt = NULL;
 		struct fw_srec *rec;
 		u8 flags = 0;
-		int r = fw_recs_room(card, peer) ? fw_op_build(card, peer, op, &pkt) :
-			FW_BUILD_NOMEM;
+		int r;
 
+		/* A new message waits behind a refused one of its port pair. */
+		if (op->kind == FW_OP_SEND && !op->pos && !fw_list_empty(&peer->rnrq) &&
+		    fw_msg_rnr_hold(card, peer, op))
+			continue;
+		r = fw_recs_room(card, peer) ? fw_op_build(card, peer, op, &pkt) : FW_BUILD_NOMEM;
 		if (r == FW_BUILD_NOMEM) {
 			/* The retransmission timer tries again. */
 			if (peer->rto_at == FW_NEVER)
@@ -266,6 +338,16 @@ void fw_tx_flush(struct fw_card *card, struct fw_peer *peer)
 		rec->ts = now;
 		rec->tries = 1;
 		op->nrec++;
+		if (op->kind == FW_OP_SEND && !pkt->hdr.offset) {
+			/* A new attempt: it ends any refusal of the last one. */
+			op->rnr_seq = pkt->hdr.seq;
+			op->rnr_named = false;
+		}
+		if (!peer->rtt_timing && !card->cfg.rto_fixed) {
+			peer->rtt_timing = true;
+			peer->rtt_seq = pkt->hdr.seq;
+			peer->rtt_ts = now;
+		}
 		if (op->all_sent) {
 			fw_op_unqueue(op);
 			if (op->kind == FW_OP_GET)
@@ -332,6 +414,34 @@ static void fw_op_acked(struct fw_card *card, struct fw_peer *peer, struct fw_op
 	fw_op_put(card, op);
 }
 
+/*
+ * RFC 6298 with its gains as shifts: srtt moves 1/8 of the way to the
+ * sample r, rttvar 1/4 of the way to |srtt - r| when that is larger, but
+ * only 1/16 when smaller, so that a spell of delays (a card's thread not
+ * scheduled for a while) keeps the timeout up for a while after it.
+ */
+static void fw_rtt_sample(struct fw_card *card, struct fw_peer *peer, u64 r)
+{
+	u64 rto;
+
+	if (!peer->rtt_valid) {
+		peer->srtt = r;
+		peer->rttvar = r >> 1;
+		peer->rtt_valid = true;
+	} else {
+		u64 d = r > peer->srtt ? r - peer->srtt : peer->srtt - r;
+
+		if (d > peer->rttvar)
+			peer->rttvar = peer->rttvar - (peer->rttvar >> 2) + (d >> 2);
+		else
+			peer->rttvar = peer->rttvar - (peer->rttvar >> 4) + (d >> 4);
+		peer->srtt = peer->srtt - (peer->srtt >> 3) + (r >> 3);
+	}
+	rto = peer->rttvar > FW_U64_MAX >> 2 ? FW_U64_MAX : peer->rttvar << 2;
+	rto = fw_add_sat(peer->srtt, rto);
+	peer->rto_base = fw_max_u64(card->cfg.rto_ns, fw_min_u64(rto, card->cfg.rto_max_ns));
+}
+
 static void fw_ack_rx(struct fw_card *card, struct fw_peer *peer, const struct fw_pkt_hdr *h,
 		      u64 now)
 {
@@ -353,9 +463,13 @@ static void fw_ack_rx(struct fw_card *card, struct fw_peer *peer, const struct f
 		op->nrec--;
 		fw_op_acked(card, peer, op, h);
 	}
-	/* Progress: the backoff starts over. */
+	/* Progress: a new measurement if the timed packet is in, and the backoff starts over. */
+	if (peer->rtt_timing && fw_seq_before(peer->rtt_seq, peer->snd_una)) {
+		peer->rtt_timing = false;
+		fw_rtt_sample(card, peer, now - peer->rtt_ts);
+	}
 	peer->retries = 0;
-	peer->rto = card->cfg.rto_ns;
+	peer->rto = peer->rto_base;
 	peer->rto_at = peer->snd_una == peer->snd_nxt ? FW_NEVER : fw_add_sat(now, peer->rto);
 }
 
@@ -377,11 +491,35 @@ static int fw_rx_err(struct fw_card *card, struct fw_peer *peer, const struct fw
 }
 
 /*
- * The peer opened epoch @epoch.  If it had another before, it failed its
- * connection to us and dropped what it owed us: messages it was sending,
- * GET answers and ERRs of the old epoch.
+ * A SEND that failed with the peer's old stream, whose RNR about it may
+ * still come (the peer keeps those): completed, but kept on pending until
+ * the replies the peer owed when it restarted, @err_count of its new
+ * epoch, are in, so that msg.c can let the peer go on if it refused it.
  */
-static void fw_rx_sync(struct fw_card *card, struct fw_peer *peer, u32 epoch, u32 seq)
+static void fw_send_zombie(struct fw_card *card, struct fw_op *op, u32 epoch, u32 err_count)
+{
+	struct nicoff_cqe cqe;
+
+	if (op->port) {
+		memset(&cqe, 0, sizeof(cqe));
+		cqe.tag = op->cmd_tag;
+		cqe.status = -ECONNRESET;
+		cqe.opcode = NICOFF_OP_SEND;
+		fw_post(card, op->port->id, &cqe);
+	}
+	op->done = true;
+	op->need_epoch = epoch;
+	op->need_err = err_count;
+}
+
+/*
+ * The peer opened epoch @epoch (@err_count: replies it owes so far).  If
+ * it had another before, it failed its connection to us and dropped what
+ * it owed us: messages it was sending, GET answers and ERRs of the old
+ * epoch (not its RNRs).
+ */
+static void fw_rx_sync(struct fw_card *card, struct fw_peer *peer, u32 epoch, u32 seq,
+		       u32 err_count)
 {
 	bool reset = peer->rx_epoch;
 	struct fw_list *n, *next;
@@ -391,13 +529,19 @@ static void fw_rx_sync(struct fw_card *card, struct fw_peer *peer, u32 epoch, u3
 	peer->rcv_nxt = seq;
 	peer->err_rx = 0;
 	peer->err_msg_id = 0;
+	peer->rnr_msg_id = 0;
 	if (reset) {
 		fw_msg_abort_peer(card, peer, -ECONNRESET);
+		fw_msg_peer_reset(card, peer);
 		for (n = peer->pending.next; n != &peer->pending; n = next) {
 			struct fw_op *op = fw_list_entry(n, struct fw_op, q_node);
 
 			next = n->next;
-			if (op->acked && op->need_epoch != epoch)
+			if (!op->acked || op->need_epoch == epoch)
+				continue;
+			if (op->kind == FW_OP_SEND && !op->done)
+				fw_send_zombie(card, op, epoch, err_count);
+			else
 				fw_op_finish(card, op, -ECONNRESET, 0);
 		}
 	}
@@ -414,6 +558,12 @@ static int fw_rx_content(struct fw_card *card, struct fw_peer *peer, struct fw_p
 		return FW_RX_DONE;
 	case FW_PKT_ERR:
 		return fw_rx_err(card, peer, &pkt->hdr);
+	case FW_PKT_RNR:
+		/* Before settling: the op it refuses must not complete. */
+		peer->err_rx++;
+		fw_msg_rx_rnr(card, peer, &pkt->hdr);
+		fw_pending_settle(card, peer);
+		return FW_RX_DONE;
 	default:
 		return fw_rma_rx(card, peer, pkt);
 	}
@@ -432,7 +582,7 @@ static bool fw_rx_seq(struct fw_card *card, struct fw_peer *peer, struct fw_pkt 
 			fwos_pkt_free(card->host, pkt);
 			return false;
 		}
-		fw_rx_sync(card, peer, h->epoch, h->seq);
+		fw_rx_sync(card, peer, h->epoch, h->seq, h->err_count);
 	}
 	if (h->seq != peer->rcv_nxt) {
 		if (fw_seq_before(h->seq, peer->rcv_nxt))
@@ -473,8 +623,15 @@ void fw_rx(struct fw_card *card, struct fw_pkt *pkt, u32 size)
 		fwos_pkt_free(card->host, pkt);
 		return;
 	}
+	if (fw_atomic_rx(card, pkt, size))
+		return;
+	if (pkt->hdr.type >= FW_PKT_BARRIER && pkt->hdr.type <= FW_PKT_BARRIER_STATE &&
+	    pkt->hdr.dst_node == card->cfg.node) {
+		fw_barrier_rx(card, pkt);
+		return;
+	}
 	if (pkt->hdr.dst_node != card->cfg.node || pkt->hdr.type < FW_PKT_ACK ||
-	    pkt->hdr.type > FW_PKT_ABORT) {
+	    (pkt->hdr.type > FW_PKT_ABORT && pkt->hdr.type != FW_PKT_RNR)) {
 		fwos_pkt_free(card->host, pkt);
 		return;
 	}
@@ -519,8 +676,11 @@ static void fw_peer_fail(struct fw_card *card, struct fw_peer *peer, s32 status)
 		rec->op = NULL;
 	}
 	for (node = peer->ops.next; node != &peer->ops; node = next) {
+		struct fw_op *op = fw_list_entry(node, struct fw_op, peer_node);
+
 		next = node->next;
-		fw_op_finish(card, fw_list_entry(node, struct fw_op, peer_node), status, 0);
+		if (op->kind != FW_OP_RNR)	/* still owed: below */
+			fw_op_finish(card, op, status, 0);
 	}
 	if (!++peer->epoch)
 		peer->epoch = 1;
@@ -533,6 +693,27 @@ static void fw_peer_fail(struct fw_card *card, struct fw_peer *peer, s32 status)
 	peer->ackreq_out = false;
 	peer->rto = card->cfg.rto_ns;
 	peer->rto_at = FW_NEVER;
+	peer->rto_base = card->cfg.rto_ns;
+	peer->rtt_timing = false;
+	peer->rtt_valid = false;
+	peer->rnr_at = FW_NEVER;	/* every op failed: rnrq is empty */
+	/*
+	 * Receiver-not-ready replies stay owed: the peer's stream to us goes
+	 * on, its messages we refused must not pass for delivered, and our
+	 * refusals of their port pairs stand.  They go first in the new
+	 * epoch, in their order, whenever it starts.
+	 */
+	for (node = peer->ops.next; node != &peer->ops; node = node->next) {
+		struct fw_op *op = fw_list_entry(node, struct fw_op, peer_node);
+
+		if (op->kind != FW_OP_RNR)
+			continue;
+		fw_op_unqueue(op);
+		fw_list_add_tail(&op->q_node, &peer->txq);
+		op->queue = FW_OPQ_TX;
+		op->all_sent = false;
+		peer->err_tx++;
+	}
 	fw_msg_abort_peer(card, peer, status);
 }
 
@@ -542,6 +723,7 @@ static void fw_peer_rto(struct fw_card *card, struct fw_peer *peer, u64 now)
 	u32 i;
 
 	card->stats.timeouts++;
+	peer->rtt_timing = false;	/* Karn: its acknowledgment would be ambiguous */
 	if (peer->retries >= card->cfg.max_retries) {
 		fw_peer_fail(card, peer, -ETIMEDOUT);
 		return;
@@ -565,6 +747,7 @@ void fw_peer_rearm(struct fw_card *card, struct fw_peer *peer)
 
 	if (peer->ack_pending)
 		d = fw_min_u64(d, peer->ack_at);
+	d = fw_min_u64(d, peer->rnr_at);
 	if (fw_peer_owed(peer))
 		d = fw_min_u64(d, fw_add_sat(peer->wd_base, card->dead_ns));
 	fw_timer_set(card, peer, d);
@@ -579,6 +762,11 @@ void fw_peer_timer(struct fw_card *card, struct fw_peer *peer, u64 now)
 			peer->rto_at = FW_NEVER;
 			fw_tx_flush(card, peer);
 		}
+	}
+	if (peer->rnr_at <= now) {
+		/* Refused messages due to go again, or to fail. */
+		fw_msg_rnr_run(card, peer, now);
+		fw_tx_flush(card, peer);
 	}
 	if (peer->ack_pending && peer->ack_at <= now)
 		fw_send_ack(card, peer);
@@ -610,4 +798,5 @@ void fw_peer_release(struct fw_card *card, struct fw_peer *peer)
 		fw_op_unqueue(op);
 		fw_op_put(card, op);
 	}
+	fw_msg_peer_reset(card, peer);
 }

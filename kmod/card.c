@@ -17,6 +17,8 @@ static void nicoff_fw_config(struct fw_config *cfg, u32 node)
 	cfg->mtu = nicoff_mtu;
 	cfg->rto_ns = (u64)nicoff_rto_usecs * NSEC_PER_USEC;
 	cfg->max_retries = nicoff_max_retries;
+	cfg->atomic_table = nicoff_atomic_table;
+	cfg->barrier_alg = READ_ONCE(nicoff_barrier_alg);
 }
 
 int nicoff_cards_init(void)

@@ -82,6 +82,21 @@ int fwos_mem_write(struct fw_host *h, u32 port, u32 key, u32 flags, u64 off, con
 	return err;
 }
 
+int fwos_mem_atomic(struct fw_host *h, u32 port, u32 rkey, u64 off, u32 width, u32 op,
+		    u64 operand, u64 compare, u64 *old)
+{
+	struct nicoff_mr *mr;
+	int err;
+
+	if (width != 4 && width != 8)
+		return -EINVAL;
+	mr = nicoff_host_mr(h, port, rkey, FWOS_MEM_REMOTE | NICOFF_ACCESS_REMOTE_ATOMIC, off,
+			    width, &err);
+	if (!mr)
+		return err;
+	return nicoff_mr_atomic(mr, off, width, op, operand, compare, old);
+}
+
 void fwos_complete(struct fw_host *h, u32 port_num, const struct nicoff_cqe *cqe)
 {
 	struct nicoff_port *port;

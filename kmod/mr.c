@@ -293,3 +293,64 @@ void nicoff_mr_write(struct nicoff_mr *mr, u64 off, const void *buf, u64 len)
 {
 	nicoff_mr_walk(mr, off, (u8 *)buf, len, true);
 }
+
+/*
+ * FETCH_ADD, FETCH_WRITE or COMPARE_SWAP on the naturally aligned
+ * @width-byte word at @off, checked with nicoff_mr_check().  One locked
+ * CPU instruction on the pinned page, through the kernel's mapping of it:
+ * atomic against other cards and against the process's own atomic
+ * instructions on the same word, which reach the same physical memory.
+ */
+static u32 nicoff_atomic32(u32 *p, u32 op, u32 operand, u32 compare)
+{
+	u32 old;
+
+	switch (op) {
+	case NICOFF_OP_FETCH_ADD:
+		for (old = READ_ONCE(*p); !try_cmpxchg(p, &old, old + operand);)
+			cpu_relax();
+		return old;
+	case NICOFF_OP_FETCH_WRITE:
+		return xchg(p, operand);
+	default:
+		return cmpxchg(p, compare, operand);
+	}
+}
+
+static u64 nicoff_atomic64(u64 *p, u32 op, u64 operand, u64 compare)
+{
+	u64 old;
+
+	switch (op) {
+	case NICOFF_OP_FETCH_ADD:
+		for (old = READ_ONCE(*p); !try_cmpxchg(p, &old, old + operand);)
+			cpu_relax();
+		return old;
+	case NICOFF_OP_FETCH_WRITE:
+		return xchg(p, operand);
+	default:
+		return cmpxchg(p, compare, operand);
+	}
+}
+
+int nicoff_mr_atomic(struct nicoff_mr *mr, u64 off, u32 width, u32 op, u64 operand, u64 compare,
+		     u64 *old)
+{
+	u64 pos = mr->first_off + off;
+	void *page;
+
+	/* The process's address of the word; its page offset has the same alignment. */
+	if ((width != 4 && width != 8) || ((mr->addr + off) & (width - 1)))
+		return -EINVAL;
+	if (op != NICOFF_OP_FETCH_ADD && op != NICOFF_OP_FETCH_WRITE &&
+	    op != NICOFF_OP_COMPARE_SWAP)
+		return -EINVAL;
+	/* Aligned, so the word does not cross a page. */
+	page = kmap_local_page(mr->pages[pos >> PAGE_SHIFT]);
+	if (width == 4)
+		*old = nicoff_atomic32(page + offset_in_page(pos), op, operand, compare);
+	else
+		*old = nicoff_atomic64(page + offset_in_page(pos), op, operand, compare);
+	kunmap_local(page);
+	return 0;
+}

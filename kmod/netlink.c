@@ -87,6 +87,18 @@ static int nicoff_put_stats(struct sk_buff *skb, struct nicoff_card *card)
 	list[NICOFF_NL_STAT_FAULT_REORDERS] = fc->reorders;
 	list[NICOFF_NL_STAT_FAULT_DELAYS] = fc->delays;
 	list[NICOFF_NL_STAT_NO_ROUTE] = card->fabric_stats.no_route;
+	list[NICOFF_NL_STAT_ATOMICS] = st.atomics;
+	list[NICOFF_NL_STAT_ATOMIC_REPLAYS] = st.atomic_replays;
+	list[NICOFF_NL_STAT_ATOMIC_REFUSED] = st.atomic_refused;
+	list[NICOFF_NL_STAT_ATOMIC_STALE] = st.atomic_stale;
+	list[NICOFF_NL_STAT_ATOMIC_RETRANSMITS] = st.atomic_retransmits;
+	list[NICOFF_NL_STAT_ATOMIC_TIMEOUTS] = st.atomic_timeouts;
+	list[NICOFF_NL_STAT_ATOMIC_TABLE_LIVE] = st.atomic_live;
+	list[NICOFF_NL_STAT_ATOMIC_TABLE_PEAK] = st.atomic_table_peak;
+	list[NICOFF_NL_STAT_BARRIER_MSGS] = st.bar_msgs;
+	list[NICOFF_NL_STAT_BARRIER_NACKS] = st.bar_nacks;
+	list[NICOFF_NL_STAT_BARRIER_RESENDS] = st.bar_resends;
+	list[NICOFF_NL_STAT_BARRIER_FAILURES] = st.bar_failures;
 
 	nest = nla_nest_start(skb, NICOFF_NL_A_STATS);
 	if (!nest)

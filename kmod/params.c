@@ -8,6 +8,9 @@
 #include <linux/moduleparam.h>
 #include <linux/kernel.h>
 #include <linux/log2.h>
+#include <linux/string.h>
+#include <linux/sysfs.h>
+#include <uapi/nicoff.h>
 
 #include "params.h"
 
@@ -112,6 +115,47 @@ module_param_named(max_retries, nicoff_max_retries, uint, 0444);
 MODULE_PARM_DESC(max_retries,
 		 "Retransmissions before a peer's operations fail with ETIMEDOUT (1-64, default 12)");
 
+unsigned int nicoff_atomic_table = 1024;
+module_param_named(atomic_table, nicoff_atomic_table, uint, 0444);
+MODULE_PARM_DESC(atomic_table,
+		 "Remote-atomic replies each card keeps; each card may have the largest power of two <= atomic_table/nics outstanding at another (nics-1048576, default 1024)");
+
+/* Barrier algorithms by name, in enum nicoff_barrier_alg order. */
+static const char *const nicoff_barrier_names[NICOFF_BARRIER_MAX] = {
+	"auto", "pairwise", "dissemination", "tree", "central", "combining", "tournament",
+};
+
+static int nicoff_set_barrier_alg(const char *val, const struct kernel_param *kp)
+{
+	unsigned int v;
+	int i;
+
+	i = sysfs_match_string(nicoff_barrier_names, val);
+	if (i >= 0)
+		v = i;
+	else if (kstrtouint(val, 0, &v) || v >= NICOFF_BARRIER_MAX)
+		return -EINVAL;
+	WRITE_ONCE(*(unsigned int *)kp->arg, v);
+	return 0;
+}
+
+static int nicoff_get_barrier_alg(char *buf, const struct kernel_param *kp)
+{
+	unsigned int v = READ_ONCE(*(unsigned int *)kp->arg);
+
+	return sysfs_emit(buf, "%s\n", v < NICOFF_BARRIER_MAX ? nicoff_barrier_names[v] : "?");
+}
+
+static const struct kernel_param_ops nicoff_barrier_alg_ops = {
+	.set = nicoff_set_barrier_alg,
+	.get = nicoff_get_barrier_alg,
+};
+
+unsigned int nicoff_barrier_alg = NICOFF_BARRIER_AUTO;
+module_param_cb(barrier_alg, &nicoff_barrier_alg_ops, &nicoff_barrier_alg, 0644);
+MODULE_PARM_DESC(barrier_alg,
+		 "Barrier algorithm of groups created with NICOFF_BARRIER_DEFAULT: auto, pairwise, dissemination, tree, central, combining, tournament or its number (default auto)");
+
 unsigned int nicoff_link_latency_ns;
 module_param_cb(link_latency_ns, &nicoff_ns_ops, &nicoff_link_latency_ns, 0644);
 MODULE_PARM_DESC(link_latency_ns,
@@ -165,6 +209,12 @@ int nicoff_params_check(void)
 	}
 	if (nicoff_nics < 1 || nicoff_nics > NICOFF_MAX_CARDS) {
 		pr_err("nicoff: nics=%u out of range 1-%u\n", nicoff_nics, NICOFF_MAX_CARDS);
+		return -EINVAL;
+	}
+	/* At least one reply per card, so that the credits never overflow the table. */
+	if (nicoff_atomic_table < nicoff_nics || nicoff_atomic_table > NICOFF_MAX_ATOMIC_TABLE) {
+		pr_err("nicoff: atomic_table=%u out of range %u-%u\n", nicoff_atomic_table,
+		       nicoff_nics, NICOFF_MAX_ATOMIC_TABLE);
 		return -EINVAL;
 	}
 	if (nicoff_ports < 1 || nicoff_ports > NICOFF_MAX_PORTS) {

@@ -11,6 +11,7 @@
 #define NICOFF_MAX_MRS		65536
 #define NICOFF_MAX_BUDGET	4096
 #define NICOFF_MAX_POLL_USECS	10000000
+#define NICOFF_MAX_ATOMIC_TABLE	1048576
 
 extern unsigned int nicoff_nics;
 extern unsigned int nicoff_ports;
@@ -25,6 +26,8 @@ extern unsigned int nicoff_link_latency_ns;
 extern unsigned int nicoff_link_mbps;
 extern unsigned int nicoff_rto_usecs;
 extern unsigned int nicoff_max_retries;
+extern unsigned int nicoff_atomic_table;
+extern unsigned int nicoff_barrier_alg;
 
 /* Fault injection, global: parts per million of packets. */
 extern unsigned int nicoff_fault_drop_ppm;

@@ -228,6 +228,12 @@ static bool nicoff_exec_local(struct nicoff_port *port, const struct nicoff_cmd 
 	case NICOFF_OP_RECV:
 	case NICOFF_OP_PUT:
 	case NICOFF_OP_GET:
+	case NICOFF_OP_FETCH_ADD:
+	case NICOFF_OP_FETCH_WRITE:
+	case NICOFF_OP_COMPARE_SWAP:
+	case NICOFF_OP_GROUP_CREATE:
+	case NICOFF_OP_GROUP_DESTROY:
+	case NICOFF_OP_BARRIER:
 		return false;
 	default:
 		*status = -EOPNOTSUPP;
@@ -321,6 +327,10 @@ unsigned int nicoff_port_service(struct nicoff_port *port, unsigned int budget)
 
 		nicoff_cmd_fetch(&c, nicoff_ring_slot(cmd, cmd->priv++));
 		if (!nicoff_exec_local(port, &c, &status, &result)) {
+			/* The barrier_alg tunable may change at run time. */
+			if (c.opcode == NICOFF_OP_GROUP_CREATE &&
+			    c.group.algorithm == NICOFF_BARRIER_DEFAULT)
+				c.group.algorithm = READ_ONCE(nicoff_barrier_alg);
 			port->cq_pending++;
 			port->cmds++;
 			fw_cmd(port->card->fw, port->num, &c);

@@ -18,7 +18,8 @@ LIBNICOFF_SONAME_FULL := libnicoff.so.$(NICOFF_VERSION)
 LIBNICOFF_DIR := $(TOP)/libnicoff
 LIBNICOFF_OBJDIR := $(BUILD)/obj/libnicoff
 LIBNICOFF_PUBLIC_HEADERS := $(LIBNICOFF_DIR)/include/nicoff/nicoff.h \
-	$(LIBNICOFF_DIR)/include/nicoff/nicoff.hpp $(LIBNICOFF_DIR)/include/nicoff/job.hpp
+	$(LIBNICOFF_DIR)/include/nicoff/nicoff.hpp $(LIBNICOFF_DIR)/include/nicoff/job.hpp \
+	$(LIBNICOFF_DIR)/include/nicoff/group.hpp $(LIBNICOFF_DIR)/include/nicoff/atomic.hpp
 
 # The public headers include <nicoff/nicoff_abi.h>, the name under which
 # `make install` installs include/uapi/nicoff.h; the build tree gets a copy
@@ -38,7 +39,8 @@ LIBNICOFF_DEPFLAGS = -MMD -MP -MF $(@:.o=.d)
 
 # ---------------------------------------------------------------- library --
 LIBNICOFF_LIB_SRCS := $(addprefix $(LIBNICOFF_DIR)/src/, \
-	capi.cpp device.cpp job.cpp memory_region.cpp port.cpp region_map.cpp shared_port.cpp)
+	capi.cpp device.cpp job.cpp memory_region.cpp port.cpp region_map.cpp shared_port.cpp \
+	group.cpp atomic.cpp lock.cpp)
 LIBNICOFF_LIB_OBJS := $(patsubst $(LIBNICOFF_DIR)/%.cpp,$(LIBNICOFF_OBJDIR)/%.o,$(LIBNICOFF_LIB_SRCS))
 
 $(LIBNICOFF_ABI_H): $(TOP)/include/uapi/nicoff.h
@@ -125,7 +127,7 @@ $(BUILD)/bin/nicoffrun: $(filter $(LIBNICOFF_OBJDIR)/tools/nicoffrun/%,$(LIBNICO
 LIBNICOFF_UNIT_DIR := $(BUILD)/tests/unit
 LIBNICOFF_UNIT_CXX_SRCS := $(addprefix $(LIBNICOFF_DIR)/tests/unit/, \
 	test_ring.cpp test_ringpair.cpp test_regionmap.cpp test_bench.cpp test_job.cpp \
-	test_nicoffrun.cpp)
+	test_nicoffrun.cpp test_lock.cpp test_group.cpp)
 LIBNICOFF_UNIT_C_SRCS := $(LIBNICOFF_DIR)/tests/unit/test_capi.c
 LIBNICOFF_UNIT_CXX_OBJS := $(patsubst $(LIBNICOFF_DIR)/%.cpp,$(LIBNICOFF_OBJDIR)/%.o,$(LIBNICOFF_UNIT_CXX_SRCS))
 LIBNICOFF_UNIT_C_OBJS := $(patsubst $(LIBNICOFF_DIR)/%.c,$(LIBNICOFF_OBJDIR)/%.o,$(LIBNICOFF_UNIT_C_SRCS))

@@ -18,8 +18,13 @@ SELFTEST_NAMES := \
 	nicoff_sleep_test \
 	nicoff_fork_test \
 	nicoff_ports_test \
-	nicoff_p2p_test
-SELFTEST_BINS := $(addprefix $(SELFTEST_DIR)/,$(SELFTEST_NAMES))
+	nicoff_p2p_test \
+	nicoff_barrier_test \
+	nicoff_atomic_test \
+	nicoff_lock_test
+# Run by run-in-vm.sh after the others, the module reloaded with nics=1024.
+SELFTEST_NAMES_1K := nicoff_barrier1k_test
+SELFTEST_BINS := $(addprefix $(SELFTEST_DIR)/,$(SELFTEST_NAMES) $(SELFTEST_NAMES_1K))
 SELFTEST_UTIL_OBJ := $(SELFTEST_DIR)/nicoff_util.o
 SELFTEST_DEPS := $(TOP)/selftests/nicoff_util.h $(TOP)/include/uapi/nicoff.h
 # The harness header has unused parameters and its macros compare mixed
@@ -33,6 +38,15 @@ USER_TARGETS += $(SELFTEST_BINS)
 $(SELFTEST_UTIL_OBJ): $(TOP)/selftests/nicoff_util.c $(SELFTEST_DEPS)
 	@mkdir -p $(@D)
 	$(CC) $(SELFTEST_CFLAGS) -c -o $@ $<
+
+# The remote-atomic tests share a header of helpers; the lock test drives
+# libnicoff's locks through its C API, linked statically.
+$(SELFTEST_DIR)/nicoff_atomic_test $(SELFTEST_DIR)/nicoff_lock_test: \
+	$(TOP)/selftests/nicoff_atomic_util.h
+$(SELFTEST_DIR)/nicoff_lock_test: $(LIBNICOFF_STATIC) | $(LIBNICOFF_ABI_H)
+$(SELFTEST_DIR)/nicoff_lock_test: SELFTEST_CFLAGS += $(LIBNICOFF_CPPFLAGS)
+$(SELFTEST_DIR)/nicoff_lock_test: SELFTEST_LDLIBS += $(LIBNICOFF_STATIC) \
+	$(LIBNICOFF_PRIVATE_LIBS) -lstdc++
 
 $(SELFTEST_BINS): $(SELFTEST_DIR)/%: $(TOP)/selftests/%.c $(SELFTEST_UTIL_OBJ) \
 		$(SELFTEST_DEPS) $(KSFT_STAMP)

@@ -215,9 +215,9 @@ TEST_F_TIMEOUT(atomic, fetch_add_under_faults, 400)
 /* ------------------------------------------------------ linearizability -- */
 
 #define HIST_K		150
-/* Per child in shared: K swaps then K CAS ops, each {old, inv, resp, arg}. */
+/* Per child in shared: K swaps, then up to 4K CAS ops, each {old, inv, resp, arg}. */
 #define HIST_REC	4
-#define HIST_SLOTS	(2 * HIST_K * 4 + 8)
+#define HIST_SLOTS	(5 * HIST_K * HIST_REC + 8)
 
 static uint64_t *hist(FIXTURE_DATA(atomic) *self, uint32_t child, uint32_t op)
 {
@@ -285,18 +285,18 @@ static int by_old(const void *a, const void *b)
 
 /*
  * Swaps of unique values are linearizable iff their old values chain them
- * from the initial value (each value taken once) and, in chain order, no
- * operation responded before a later one's... was invoked... reversed:
- * an operation that responded before another was invoked comes first.
+ * from the initial value to the final one, each value read once, and the
+ * chain order respects real time: no operation later in the chain
+ * responded before an earlier one was invoked.
  */
 static int check_swaps(struct hop *ops, uint32_t n, uint64_t final)
 {
 	uint64_t *next = calloc(n + 1, sizeof(uint64_t)), v, min_resp;
-	uint32_t *order = calloc(n, sizeof(uint32_t)), *pos = calloc(n + 1, sizeof(uint32_t));
+	uint32_t *order = calloc(n, sizeof(uint32_t));
 	uint32_t i, len = 0;
 	int ret = 0;
 
-	if (!next || !order || !pos)
+	if (!next || !order)
 		return -1;
 	/* ops[i] wrote value arg, read old: chain old -> arg; values 1..n, initial 0. */
 	for (i = 0; i <= n; i++)
@@ -329,15 +329,15 @@ static int check_swaps(struct hop *ops, uint32_t n, uint64_t final)
 out:
 	free(next);
 	free(order);
-	free(pos);
 	return ret;
 }
 
 /*
- * CAS increments: successes (old == arg) read 0, 1, ... n-1 once each, in
- * real-time order; a failure that read v lies after the success that
- * wrote v (invoked before that one responded? no: it responded after that
- * one was invoked) and before the success that overwrote v.
+ * CAS increments: the successes (old == arg, the compare value) read 0, 1,
+ * ... n-1 once each, in an order that respects real time; a failure that
+ * read v must overlap the time the word held v: it responded after the
+ * success that wrote v was invoked, and was invoked before the success
+ * that overwrote v responded.
  */
 static int check_cas(struct hop *ops, uint32_t nops, uint32_t n, uint64_t final)
 {
@@ -499,6 +499,7 @@ TEST_F_TIMEOUT(atomic, bad_input, 120)
 	uint32_t port = self->target.po.port, nics;
 	uint64_t executed, seen = 0;
 	struct nicoff_query qy;
+	uint8_t *copy = malloc(MEM_LEN);
 	unsigned int i;
 	int got;
 
@@ -519,54 +520,46 @@ TEST_F_TIMEOUT(atomic, bad_input, 120)
 
 	nt_fill_pattern(self->mem, MEM_LEN, 77);
 	executed = at_stat(TARGET_CARD, NICOFF_NL_STAT_ATOMICS);
-	{
-		const struct {
-			uint8_t op;
-			uint32_t card, port, rkey;
-			uint64_t off;
-			uint32_t width;
-			uint64_t operand, compare, reserved;
-			int err;
-			int remote;
-		} cases[] = {
-			{ NICOFF_OP_FETCH_ADD, 1, port, r.rkey, 0, 8, 1, 0, 0, -EINVAL, 1 },
-			{ NICOFF_OP_FETCH_ADD, 1, port, r.rkey, 8, 8, 1, 0, 0, -EINVAL, 1 },
-			{ NICOFF_OP_COMPARE_SWAP, 1, port, r.rkey, 1, 4, 1, 0, 0, -EINVAL, 1 },
-			{ NICOFF_OP_FETCH_ADD, 1, port, r.rkey, 1023, 8, 1, 0, 0, -ERANGE, 1 },
-			{ NICOFF_OP_FETCH_ADD, 1, port, r.rkey, ~7ull, 8, 1, 0, 0, -ERANGE, 1 },
-			{ NICOFF_OP_FETCH_ADD, 1, port, rw.rkey, 0, 8, 1, 0, 0, -EACCES, 1 },
-			{ NICOFF_OP_FETCH_WRITE, 1, port, r.rkey ^ 0x100000, 7, 8, 1, 0, 0,
-			  -ENOENT, 1 },
-			{ NICOFF_OP_FETCH_ADD, nics, port, r.rkey, 7, 8, 1, 0, 0, -EINVAL, 0 },
-			{ NICOFF_OP_FETCH_ADD, 1, port + 1, r.rkey, 7, 8, 1, 0, 0, -ECONNREFUSED,
-			  0 },
-			{ NICOFF_OP_FETCH_ADD, 1, port, r.rkey, 7, 2, 1, 0, 0, -EINVAL, 0 },
-			{ NICOFF_OP_FETCH_ADD, 1, port, r.rkey, 3, 4, 1ull << 32, 0, 0, -EINVAL, 0 },
-			{ NICOFF_OP_FETCH_ADD, 1, port, r.rkey, 7, 8, 1, 1, 0, -EINVAL, 0 },
-			{ NICOFF_OP_COMPARE_SWAP, 1, port, r.rkey, 7, 8, 1, 0, 1, -EINVAL, 0 },
-		};
+	const struct {
+		uint8_t op;
+		uint32_t card, port, rkey;
+		uint64_t off;
+		uint32_t width;
+		uint64_t operand, compare, reserved;
+		int err;
+		int remote;
+	} cases[] = {
+		{ NICOFF_OP_FETCH_ADD, 1, port, r.rkey, 0, 8, 1, 0, 0, -EINVAL, 1 },
+		{ NICOFF_OP_FETCH_ADD, 1, port, r.rkey, 8, 8, 1, 0, 0, -EINVAL, 1 },
+		{ NICOFF_OP_COMPARE_SWAP, 1, port, r.rkey, 1, 4, 1, 0, 0, -EINVAL, 1 },
+		{ NICOFF_OP_FETCH_ADD, 1, port, r.rkey, 1023, 8, 1, 0, 0, -ERANGE, 1 },
+		{ NICOFF_OP_FETCH_ADD, 1, port, r.rkey, ~7ull, 8, 1, 0, 0, -ERANGE, 1 },
+		{ NICOFF_OP_FETCH_ADD, 1, port, rw.rkey, 0, 8, 1, 0, 0, -EACCES, 1 },
+		{ NICOFF_OP_FETCH_WRITE, 1, port, r.rkey ^ 0x100000, 7, 8, 1, 0, 0, -ENOENT, 1 },
+		{ NICOFF_OP_FETCH_ADD, nics, port, r.rkey, 7, 8, 1, 0, 0, -EINVAL, 0 },
+		{ NICOFF_OP_FETCH_ADD, 1, port + 1, r.rkey, 7, 8, 1, 0, 0, -ECONNREFUSED, 0 },
+		{ NICOFF_OP_FETCH_ADD, 1, port, r.rkey, 7, 2, 1, 0, 0, -EINVAL, 0 },
+		{ NICOFF_OP_FETCH_ADD, 1, port, r.rkey, 3, 4, 1ull << 32, 0, 0, -EINVAL, 0 },
+		{ NICOFF_OP_FETCH_ADD, 1, port, r.rkey, 7, 8, 1, 1, 0, -EINVAL, 0 },
+		{ NICOFF_OP_COMPARE_SWAP, 1, port, r.rkey, 7, 8, 1, 0, 1, -EINVAL, 0 },
+	};
 
-		for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-			at_make(&c, cases[i].op, i, cases[i].card, cases[i].port, cases[i].rkey,
-				cases[i].off, cases[i].width, cases[i].operand, cases[i].compare);
-			c.atomic.reserved = cases[i].reserved;
-			ASSERT_EQ(0, nt_run_one(&p, &c, &q, 10000));
-			EXPECT_EQ(i, q.tag);
-			EXPECT_EQ(cases[i].err, q.status) TH_LOG("case %u", i);
-			EXPECT_EQ(0, q.result);
-			seen += cases[i].remote;
-		}
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		at_make(&c, cases[i].op, i, cases[i].card, cases[i].port, cases[i].rkey,
+			cases[i].off, cases[i].width, cases[i].operand, cases[i].compare);
+		c.atomic.reserved = cases[i].reserved;
+		ASSERT_EQ(0, nt_run_one(&p, &c, &q, 10000));
+		EXPECT_EQ(i, q.tag);
+		EXPECT_EQ(cases[i].err, q.status) TH_LOG("case %u", i);
+		EXPECT_EQ(0, q.result);
+		seen += cases[i].remote;
 	}
 	/* Nothing executed, nothing written. */
 	EXPECT_EQ(executed, at_stat(TARGET_CARD, NICOFF_NL_STAT_ATOMICS));
-	{
-		uint8_t *copy = malloc(MEM_LEN);
-
-		ASSERT_NE(NULL, copy);
-		nt_fill_pattern(copy, MEM_LEN, 77);
-		EXPECT_EQ(0, memcmp(copy, self->mem, MEM_LEN));
-		free(copy);
-	}
+	ASSERT_NE(NULL, copy);
+	nt_fill_pattern(copy, MEM_LEN, 77);
+	EXPECT_EQ(0, memcmp(copy, self->mem, MEM_LEN));
+	free(copy);
 	/* The target port hears of the refusals it made (best effort: the last). */
 	got = nt_wait_cqes(&self->target, ev, 1, 2000);
 	ASSERT_EQ(1, got);

@@ -22,6 +22,7 @@
  *			groups, unknown group, busy group
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdint.h>
@@ -212,7 +213,63 @@ static uint64_t run_ok(struct __test_metadata *_metadata, int n, uint32_t alg, u
 
 static uint32_t next_gid = 0x100;
 
-TEST_TIMEOUT(every_algorithm, 900)
+static const char *const fault_params[] = {
+	"fault_drop_ppm", "fault_dup_ppm", "fault_reorder_ppm", "fault_corrupt_ppm",
+};
+
+static void set_faults(bool on)
+{
+	static const unsigned long ppm[] = { 100000, 100000, 100000, 10000 };
+	unsigned int i;
+
+	for (i = 0; i < sizeof(ppm) / sizeof(ppm[0]); i++)
+		nt_param_set(fault_params[i], on ? ppm[i] : 0);
+}
+
+/* Write @val to the barrier_alg tunable; 0 or -errno. */
+static int alg_param_write(const char *val)
+{
+	int fd = open(NT_PARAM_DIR "barrier_alg", O_WRONLY | O_CLOEXEC);
+	int ret = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (write(fd, val, strlen(val)) != (ssize_t)strlen(val))
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+static void alg_param_read(char *buf, size_t len)
+{
+	int fd = open(NT_PARAM_DIR "barrier_alg", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd < 0 ? -1 : read(fd, buf, len - 1);
+
+	buf[n > 0 ? n : 0] = 0;
+	if (fd >= 0)
+		close(fd);
+}
+
+/* Every test starts and ends with no faults and the default algorithm. */
+FIXTURE(barrier) {
+	int unused;
+};
+
+FIXTURE_SETUP(barrier)
+{
+	/* Each test is a process of its own: group ids unique per test. */
+	next_gid = ((uint32_t)getpid() & 0xfffff) << 12;
+	set_faults(false);
+	alg_param_write("auto");
+}
+
+FIXTURE_TEARDOWN(barrier)
+{
+	set_faults(false);
+	alg_param_write("auto");
+}
+
+TEST_F_TIMEOUT(barrier, every_algorithm, 900)
 {
 	static const int ns[] = { 1, 2, 3, 5, 8, 13 };
 	uint32_t alg;
@@ -228,34 +285,21 @@ TEST_TIMEOUT(every_algorithm, 900)
 	}
 }
 
-TEST_TIMEOUT(back_to_back, 600)
+TEST_F_TIMEOUT(barrier, back_to_back, 600)
 {
 	run_ok(_metadata, 8, NICOFF_BARRIER_DISSEMINATION, 0, MAX_K, next_gid++);
 	run_ok(_metadata, 8, NICOFF_BARRIER_PAIRWISE, 0, 3000, next_gid++);
 	run_ok(_metadata, 5, NICOFF_BARRIER_TREE, 2, 2000, next_gid++);
 }
 
-TEST_TIMEOUT(sixty_four, 600)
+TEST_F_TIMEOUT(barrier, sixty_four, 600)
 {
 	run_ok(_metadata, 64, NICOFF_BARRIER_DISSEMINATION, 0, 100, next_gid++);
 	run_ok(_metadata, 64, NICOFF_BARRIER_COMBINING, 0, 100, next_gid++);
 	run_ok(_metadata, 64, NICOFF_BARRIER_AUTO, 0, 50, next_gid++);
 }
 
-static const char *const fault_params[] = {
-	"fault_drop_ppm", "fault_dup_ppm", "fault_reorder_ppm", "fault_corrupt_ppm",
-};
-
-static void set_faults(bool on)
-{
-	static const unsigned long ppm[] = { 100000, 100000, 100000, 10000 };
-	unsigned int i;
-
-	for (i = 0; i < sizeof(ppm) / sizeof(ppm[0]); i++)
-		nt_param_set(fault_params[i], on ? ppm[i] : 0);
-}
-
-TEST_TIMEOUT(under_faults, 900)
+TEST_F_TIMEOUT(barrier, under_faults, 900)
 {
 	static const int ns[] = { 5, 8 };
 	uint32_t alg;
@@ -269,7 +313,7 @@ TEST_TIMEOUT(under_faults, 900)
 	set_faults(false);
 }
 
-TEST_TIMEOUT(dead_member, 600)
+TEST_F_TIMEOUT(barrier, dead_member, 600)
 {
 	static const uint32_t algs[] = { NICOFF_BARRIER_DISSEMINATION, NICOFF_BARRIER_PAIRWISE,
 					 NICOFF_BARRIER_TREE, NICOFF_BARRIER_CENTRAL,
@@ -301,22 +345,28 @@ TEST_TIMEOUT(dead_member, 600)
 	}
 }
 
-TEST_TIMEOUT(default_tunable, 120)
+TEST_F_TIMEOUT(barrier, default_tunable, 120)
 {
-	unsigned long old = 0;
+	char buf[64];
 	uint64_t res;
 
-	/* The tunable takes names or numbers. */
-	ASSERT_EQ(0, nt_param_set("barrier_alg", NICOFF_BARRIER_CENTRAL));
+	/* The tunable takes names or numbers, and reads back a name. */
+	ASSERT_EQ(0, alg_param_write("central"));
+	alg_param_read(buf, sizeof(buf));
+	EXPECT_STREQ("central\n", buf);
 	res = run_ok(_metadata, 3, NICOFF_BARRIER_DEFAULT, 0, 20, next_gid++);
 	EXPECT_EQ(NICOFF_BARRIER_CENTRAL, (uint32_t)res);
 	ASSERT_EQ(0, nt_param_set("barrier_alg", NICOFF_BARRIER_TREE));
 	res = run_ok(_metadata, 3, NICOFF_BARRIER_DEFAULT, 0, 20, next_gid++);
 	EXPECT_EQ(NICOFF_BARRIER_TREE, (uint32_t)res);
 	EXPECT_EQ(4u, (uint32_t)(res >> 32));
+	alg_param_read(buf, sizeof(buf));
+	EXPECT_STREQ("tree\n", buf);
 	EXPECT_NE(0, nt_param_set("barrier_alg", NICOFF_BARRIER_MAX));
+	EXPECT_NE(0, alg_param_write("fastest"));
 	ASSERT_EQ(0, nt_param_set("barrier_alg", 0));
-	EXPECT_NE(0, nt_param_get("barrier_alg", &old));	/* it reads back a name */
+	alg_param_read(buf, sizeof(buf));
+	EXPECT_STREQ("auto\n", buf);
 }
 
 static int create_status(struct nt_port *p, uint32_t gid, uint32_t rank, uint32_t size,
@@ -333,7 +383,7 @@ static int create_status(struct nt_port *p, uint32_t gid, uint32_t rank, uint32_
 	return run_one(p, &c, &q);
 }
 
-TEST_TIMEOUT(bad_input, 120)
+TEST_F_TIMEOUT(barrier, bad_input, 120)
 {
 	struct nicoff_member tab[4], dup[4], unk[4], one[1];
 	struct nicoff_query qy;
@@ -382,6 +432,8 @@ TEST_TIMEOUT(bad_input, 120)
 	make_group(&c, NICOFF_OP_GROUP_DESTROY, 3, 1000);
 	EXPECT_EQ(0, run_one(&p, &c, &q));
 	EXPECT_EQ(0, create_status(&p, 2000, 0, 1, mo, NICOFF_BARRIER_PAIRWISE));
+	make_group(&c, NICOFF_OP_GROUP_DESTROY, 3, 2000);
+	EXPECT_EQ(0, run_one(&p, &c, &q));
 
 	/* A group whose other members never come: busy, then cancelled. */
 	make_group(&c, NICOFF_OP_GROUP_CREATE, 20, 3000);
@@ -394,10 +446,7 @@ TEST_TIMEOUT(bad_input, 120)
 	ASSERT_EQ(0, nt_submit(&p, &c, 1));
 	for (i = 0; i < 2; i++) {
 		ASSERT_EQ(1, nt_wait_cqes(&p, &q, 1, TMO));
-		if (q.tag == 20)
-			EXPECT_EQ(-ECANCELED, q.status);
-		else
-			EXPECT_EQ(0, q.status);
+		EXPECT_EQ(q.tag == 20 ? -ECANCELED : 0, q.status);
 	}
 	nt_port_close(&p);
 }

@@ -25,6 +25,10 @@ module=${MODULE:-$top/nicoff.ko}
 mapfile -t names < <(sed -n '/^SELFTEST_NAMES :=/,/[^\\]$/p' "$top/selftests/build.mk" |
 	sed 's/^SELFTEST_NAMES :=//; s/\\$//' | tr -s ' \t' '\n' | sed '/^$/d')
 ((${#names[@]})) || { echo "run-in-vm.sh: no SELFTEST_NAMES in selftests/build.mk" >&2; exit 2; }
+# SELFTEST_NAMES_1K run last, after the module is reloaded with nics=1024
+# (and then reloaded as it was, without the parameters of --params).
+mapfile -t names1k < <(sed -n 's/^SELFTEST_NAMES_1K :=//p' "$top/selftests/build.mk" |
+	tr -s ' \t' '\n' | sed '/^$/d')
 only=()
 repeat=1
 timeout=900
@@ -44,13 +48,19 @@ done
 
 if ((${#only[@]})); then
 	sel=()
+	sel1k=()
 	for o in "${only[@]}"; do
 		o=${o#nicoff_}
 		o=nicoff_${o%_test}_test
+		if [[ " ${names1k[*]} " == *" $o "* ]]; then
+			sel1k+=("$o")
+			continue
+		fi
 		[[ " ${names[*]} " == *" $o "* ]] || { echo "run-in-vm.sh: no test $o" >&2; exit 2; }
 		sel+=("$o")
 	done
 	names=("${sel[@]}")
+	names1k=("${sel1k[@]}")
 fi
 
 [[ -f $module ]] || { echo "run-in-vm.sh: $module missing: make module" >&2; exit 2; }
@@ -58,7 +68,7 @@ args=(--module "$module" --keep-going --timeout "$timeout")
 if [[ -n ${KERNEL:-} ]]; then
 	args+=(--kernel "$KERNEL")
 fi
-for n in "${names[@]}"; do
+for n in "${names[@]}" "${names1k[@]}"; do
 	b=$build/selftests/$n
 	[[ -x $b ]] || { echo "run-in-vm.sh: $b missing: make selftests" >&2; exit 2; }
 	args+=(--bin "$b")
@@ -96,6 +106,11 @@ for ((r = 1; r <= repeat; r++)); do
 		args+=(--cmd "nicoff-selftest $n")
 	done
 done
+ko=/$(basename "$module")
+for n in "${names1k[@]}"; do
+	args+=(--cmd "rmmod nicoff && insmod $ko nics=1024 && nicoff-selftest $n; rc=\$?; \
+rmmod nicoff; insmod $ko; exit \$rc")
+done
 
 # The console log, for the summary: run.sh's --log if given, else ours.
 log=$tmpdir/console.log
@@ -121,7 +136,7 @@ echo "=== selftests: $pass ok ($skip skipped), $fail not ok, VM run ${elapsed} s
 grep -aE '^not ok [0-9]+ |^=== selftest .*: (exit [1-9]|not run)' <<<"$clean" | sed 's/^/  /' || true
 # Every binary must have reported, and passed.
 ran=$(grep -acE '^=== selftest .*: exit 0$' <<<"$clean" || true)
-if ((fail || ran != ${#names[@]} * repeat)); then
+if ((fail || ran != ${#names[@]} * repeat + ${#names1k[@]})); then
 	vm_rc=1
 fi
 if ((vm_rc)); then

@@ -174,6 +174,14 @@ enum nicoff_barrier_alg {
 	NICOFF_BARRIER_MAX,
 };
 
+/*
+ * GROUP_CREATE's algorithm: whatever the card is configured to run (the
+ * module's barrier_alg tunable, auto unless set).  The completion's result
+ * is the algorithm run (low 32 bits) and its tree degree or fan-in (high
+ * 32 bits, 0 when it has none); a BARRIER's result is its number, from 1.
+ */
+#define NICOFF_BARRIER_DEFAULT	0xffu
+
 /* One member of a group: where its port is. */
 struct nicoff_member {
 	__u32 card;
@@ -349,6 +357,18 @@ enum nicoff_nl_stat {
 	NICOFF_NL_STAT_FAULT_REORDERS,
 	NICOFF_NL_STAT_FAULT_DELAYS,
 	NICOFF_NL_STAT_NO_ROUTE,
+	NICOFF_NL_STAT_ATOMICS,			/* remote atomics executed here */
+	NICOFF_NL_STAT_ATOMIC_REPLAYS,		/* duplicates answered from the reply table */
+	NICOFF_NL_STAT_ATOMIC_REFUSED,		/* requests beyond their sender's credit */
+	NICOFF_NL_STAT_ATOMIC_STALE,		/* requests below their sender's mark */
+	NICOFF_NL_STAT_ATOMIC_RETRANSMITS,	/* this card's requests sent again */
+	NICOFF_NL_STAT_ATOMIC_TIMEOUTS,		/* this card's atomics given up */
+	NICOFF_NL_STAT_ATOMIC_TABLE_LIVE,	/* replies held in the table now */
+	NICOFF_NL_STAT_ATOMIC_TABLE_PEAK,	/* most replies held at once */
+	NICOFF_NL_STAT_BARRIER_MSGS,		/* barrier messages sent, resends included */
+	NICOFF_NL_STAT_BARRIER_NACKS,		/* barrier NACKs sent */
+	NICOFF_NL_STAT_BARRIER_RESENDS,		/* barrier messages sent again for a NACK */
+	NICOFF_NL_STAT_BARRIER_FAILURES,	/* barriers or group creations failed */
 	__NICOFF_NL_STAT_MAX,
 };
 

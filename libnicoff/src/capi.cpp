@@ -27,6 +27,14 @@ struct nicoff_job {
     nicoff::Job job;
 };
 
+struct nicoff_group {
+    nicoff::Group group;
+};
+
+struct nicoff_host_barrier {
+    nicoff::HostBarrier barrier;
+};
+
 namespace {
 
 // Runs f, mapping every exception to a negative errno value.
@@ -211,6 +219,37 @@ int nicoff_post_get(nicoff_port *port, uint32_t card, uint32_t dst_port, uint32_
     return nicoff_post(port, &c);
 }
 
+namespace {
+
+int post_atomic(nicoff_port *port, std::uint8_t opcode, uint32_t card, uint32_t dst_port,
+                uint32_t rkey, uint64_t remote_off, uint32_t width, uint64_t operand,
+                uint64_t compare, uint64_t tag) {
+    const nicoff::RemoteWord w{card, dst_port, rkey, width, remote_off};
+    const nicoff_cmd c = nicoff::make_atomic(opcode, w, operand, compare, tag);
+    return nicoff_post(port, &c);
+}
+
+} // namespace
+
+int nicoff_post_fetch_add(nicoff_port *port, uint32_t card, uint32_t dst_port, uint32_t rkey,
+                          uint64_t remote_off, uint32_t width, uint64_t value, uint64_t tag) {
+    return post_atomic(port, NICOFF_OP_FETCH_ADD, card, dst_port, rkey, remote_off, width, value, 0,
+                       tag);
+}
+
+int nicoff_post_swap(nicoff_port *port, uint32_t card, uint32_t dst_port, uint32_t rkey,
+                     uint64_t remote_off, uint32_t width, uint64_t value, uint64_t tag) {
+    return post_atomic(port, NICOFF_OP_FETCH_WRITE, card, dst_port, rkey, remote_off, width, value,
+                       0, tag);
+}
+
+int nicoff_post_compare_swap(nicoff_port *port, uint32_t card, uint32_t dst_port, uint32_t rkey,
+                             uint64_t remote_off, uint32_t width, uint64_t compare, uint64_t swap,
+                             uint64_t tag) {
+    return post_atomic(port, NICOFF_OP_COMPARE_SWAP, card, dst_port, rkey, remote_off, width, swap,
+                       compare, tag);
+}
+
 int nicoff_poll(nicoff_port *port, struct nicoff_cqe *cqes, size_t max) {
     if (!port || (!cqes && max))
         return -EINVAL;
@@ -310,6 +349,218 @@ int nicoff_job_open_port(const nicoff_job *job, const struct nicoff_port_attr *a
     if (!job || !out || !port_config(attr, cfg))
         return -EINVAL;
     return guarded([&] { return make_handle(out, nicoff_port{job->job.open_port(cfg)}); });
+}
+
+int nicoff_group_create(nicoff_port *port, const struct nicoff_member *members, uint32_t size,
+                        uint32_t rank, uint32_t group_id, uint32_t algorithm, uint32_t param,
+                        nicoff_group **out) {
+    if (!port || !members || !size || !out)
+        return -EINVAL;
+    nicoff::GroupConfig cfg;
+    cfg.algorithm = algorithm;
+    cfg.param = param;
+    return guarded([&] {
+        return make_handle(out, nicoff_group{nicoff::Group(
+                                    port->port, std::span<const nicoff_member>(members, size), rank,
+                                    group_id, cfg)});
+    });
+}
+
+int nicoff_group_create_job(nicoff_port *port, const nicoff_job *job, uint32_t algorithm,
+                            uint32_t param, nicoff_group **out) {
+    if (!port || !job || !out)
+        return -EINVAL;
+    nicoff::GroupConfig cfg;
+    cfg.algorithm = algorithm;
+    cfg.param = param;
+    return guarded(
+        [&] { return make_handle(out, nicoff_group{nicoff::Group(port->port, job->job, cfg)}); });
+}
+
+int nicoff_group_barrier(nicoff_group *group) {
+    if (!group || !group->group.valid())
+        return -EINVAL;
+    return guarded([&] {
+        group->group.barrier();
+        return 0;
+    });
+}
+
+int nicoff_group_algorithm(const nicoff_group *group) {
+    return group ? static_cast<int>(group->group.algorithm()) : -EINVAL;
+}
+
+int nicoff_group_param(const nicoff_group *group) {
+    return group ? static_cast<int>(group->group.param()) : -EINVAL;
+}
+
+int nicoff_group_destroy(nicoff_group *group) {
+    std::unique_ptr<nicoff_group> owned(group);
+    if (!group)
+        return 0;
+    return guarded([&] {
+        group->group.destroy();
+        return 0;
+    });
+}
+
+int nicoff_host_barrier_create(nicoff_port *port, const struct nicoff_member *members,
+                               uint32_t size, uint32_t rank, uint32_t algorithm, uint32_t param,
+                               nicoff_host_barrier **out) {
+    if (!port || !members || !size || !out)
+        return -EINVAL;
+    return guarded([&] {
+        return make_handle(out, nicoff_host_barrier{nicoff::HostBarrier(
+                                    port->port, std::span<const nicoff_member>(members, size), rank,
+                                    algorithm, param)});
+    });
+}
+
+int nicoff_host_barrier_wait(nicoff_host_barrier *barrier) {
+    if (!barrier)
+        return -EINVAL;
+    return guarded([&] {
+        barrier->barrier.barrier();
+        return 0;
+    });
+}
+
+void nicoff_host_barrier_free(nicoff_host_barrier *barrier) {
+    std::unique_ptr<nicoff_host_barrier> owned(barrier);
+}
+
+} // extern "C"
+
+// ------------------------------------------------- atomics and locks --
+
+struct nicoff_rmem {
+    std::unique_ptr<nicoff::RemoteMemory> mem;
+};
+
+struct nicoff_lock {
+    std::unique_ptr<nicoff::McsLock> mcs;
+    std::unique_ptr<nicoff::TasLock> tas;
+};
+
+struct nicoff_atomic_server {
+    std::unique_ptr<nicoff::AtomicServer> server;
+};
+
+namespace {
+
+nicoff::RemoteWord remote_word(const struct nicoff_remote_word &w) {
+    return {w.card, w.port, w.rkey, w.width, w.offset};
+}
+
+} // namespace
+
+extern "C" {
+
+int nicoff_rmem_create(nicoff_port *port, int kind, nicoff_rmem **out) {
+    if (!port || !out || (kind != NICOFF_RMEM_CARD && kind != NICOFF_RMEM_HOST))
+        return -EINVAL;
+    return guarded([&] {
+        std::unique_ptr<nicoff::RemoteMemory> m;
+        if (kind == NICOFF_RMEM_CARD)
+            m = std::make_unique<nicoff::CardMemory>(port->port);
+        else
+            m = std::make_unique<nicoff::HostMemory>(port->port);
+        return make_handle(out, nicoff_rmem{std::move(m)});
+    });
+}
+
+void nicoff_rmem_destroy(nicoff_rmem *mem) { std::unique_ptr<nicoff_rmem> owned(mem); }
+
+int nicoff_rmem_atomic(nicoff_rmem *mem, uint8_t opcode, const struct nicoff_remote_word *w,
+                       uint64_t operand, uint64_t compare, uint64_t *old) {
+    if (!mem || !w || !old)
+        return -EINVAL;
+    return guarded([&] {
+        *old = mem->mem->atomic(opcode, remote_word(*w), operand, compare);
+        return 0;
+    });
+}
+
+int nicoff_lock_create(nicoff_rmem *mem, int kind, uint32_t rank,
+                       const struct nicoff_remote_word *qnodes, uint32_t nranks,
+                       const struct nicoff_remote_word *word, void *local_node, size_t local_len,
+                       nicoff_lock **out) {
+    if (!mem || !word || !out || (kind != NICOFF_LOCK_MCS && kind != NICOFF_LOCK_TAS))
+        return -EINVAL;
+    if (kind == NICOFF_LOCK_MCS && (!qnodes || !nranks || !local_node))
+        return -EINVAL;
+    return guarded([&] {
+        auto l = std::make_unique<nicoff_lock>();
+        if (kind == NICOFF_LOCK_MCS) {
+            std::vector<nicoff::RemoteWord> q;
+            for (uint32_t i = 0; i < nranks; i++)
+                q.push_back(remote_word(qnodes[i]));
+            l->mcs = std::make_unique<nicoff::McsLock>(
+                *mem->mem, rank, std::move(q), remote_word(*word),
+                std::span<std::byte>(static_cast<std::byte *>(local_node), local_len));
+        } else {
+            l->tas = std::make_unique<nicoff::TasLock>(*mem->mem, rank, remote_word(*word));
+        }
+        *out = l.release();
+        return 0;
+    });
+}
+
+int nicoff_lock_acquire(nicoff_lock *lock) {
+    if (!lock)
+        return -EINVAL;
+    return guarded([&] {
+        if (lock->mcs)
+            lock->mcs->lock();
+        else
+            lock->tas->lock();
+        return 0;
+    });
+}
+
+int nicoff_lock_release(nicoff_lock *lock) {
+    if (!lock)
+        return -EINVAL;
+    return guarded([&] {
+        if (lock->mcs)
+            lock->mcs->unlock();
+        else
+            lock->tas->unlock();
+        return 0;
+    });
+}
+
+void nicoff_lock_destroy(nicoff_lock *lock) { std::unique_ptr<nicoff_lock> owned(lock); }
+
+int nicoff_atomic_server_create(nicoff_port *port, void *mem, size_t len, int mode,
+                                uint32_t spin_us, nicoff_atomic_server **out) {
+    if (!port || !mem || !len || !out || mode < NICOFF_SERVER_POLL || mode > NICOFF_SERVER_BLOCK)
+        return -EINVAL;
+    return guarded([&] {
+        auto s = std::make_unique<nicoff::AtomicServer>(
+            port->port, std::span<std::byte>(static_cast<std::byte *>(mem), len),
+            static_cast<nicoff::ServerMode>(mode), std::chrono::microseconds(spin_us));
+        return make_handle(out, nicoff_atomic_server{std::move(s)});
+    });
+}
+
+int nicoff_atomic_server_serve(nicoff_atomic_server *server, const volatile int *stop) {
+    if (!server || !stop)
+        return -EINVAL;
+    return guarded([&] {
+        server->server->serve([stop] { return *stop != 0; });
+        return 0;
+    });
+}
+
+int nicoff_atomic_server_serve_ready(nicoff_atomic_server *server) {
+    if (!server)
+        return -EINVAL;
+    return guarded([&] { return static_cast<int>(server->server->serve_ready()); });
+}
+
+void nicoff_atomic_server_destroy(nicoff_atomic_server *server) {
+    std::unique_ptr<nicoff_atomic_server> owned(server);
 }
 
 } // extern "C"

@@ -139,6 +139,33 @@ void Port::copy(const MemoryRegion &src, std::uint64_t src_off, const MemoryRegi
     post(make_copy(src.handle(), src_off, dst.handle(), dst_off, len, tag));
 }
 
+namespace {
+
+void check_atomic(const RemoteWord &w, std::uint64_t operand, std::uint64_t compare) {
+    if (w.width != 4 && w.width != 8)
+        detail::throw_errno(EINVAL, "nicoff: atomic width must be 4 or 8");
+    if (w.width == 4 && ((operand | compare) >> 32))
+        detail::throw_errno(EINVAL, "nicoff: 32-bit atomic with an operand above 32 bits");
+}
+
+} // namespace
+
+void Port::fetch_add(const RemoteWord &w, std::uint64_t value, std::uint64_t tag) {
+    check_atomic(w, value, 0);
+    post(make_fetch_add(w, value, tag));
+}
+
+void Port::swap(const RemoteWord &w, std::uint64_t value, std::uint64_t tag) {
+    check_atomic(w, value, 0);
+    post(make_swap(w, value, tag));
+}
+
+void Port::compare_swap(const RemoteWord &w, std::uint64_t compare, std::uint64_t swap,
+                        std::uint64_t tag) {
+    check_atomic(w, swap, compare);
+    post(make_compare_swap(w, compare, swap, tag));
+}
+
 std::uint32_t Port::free_slots() noexcept {
     if (in_error())
         return 0;

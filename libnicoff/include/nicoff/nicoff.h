@@ -94,6 +94,21 @@ NICOFF_API int nicoff_post_get(nicoff_port *port, uint32_t card, uint32_t dst_po
                                uint64_t remote_off, uint32_t mr, uint64_t off, uint64_t len,
                                uint64_t tag);
 
+/*
+ * Remote atomics on the naturally aligned width-byte word (4 or 8) at
+ * remote_off of the peer's region rkey (NICOFF_ACCESS_REMOTE_ATOMIC),
+ * executed by the target card; the completion's result is the old value.
+ * See Documentation/atomics.md.
+ */
+NICOFF_API int nicoff_post_fetch_add(nicoff_port *port, uint32_t card, uint32_t dst_port,
+                                     uint32_t rkey, uint64_t remote_off, uint32_t width,
+                                     uint64_t value, uint64_t tag);
+NICOFF_API int nicoff_post_swap(nicoff_port *port, uint32_t card, uint32_t dst_port, uint32_t rkey,
+                                uint64_t remote_off, uint32_t width, uint64_t value, uint64_t tag);
+NICOFF_API int nicoff_post_compare_swap(nicoff_port *port, uint32_t card, uint32_t dst_port,
+                                        uint32_t rkey, uint64_t remote_off, uint32_t width,
+                                        uint64_t compare, uint64_t swap, uint64_t tag);
+
 /* Completions: number copied into cqes[0..max) (0 if none yet), or -EIO
  * once the port is in the error state and its ring is drained. */
 NICOFF_API int nicoff_poll(nicoff_port *port, struct nicoff_cqe *cqes, size_t max);
@@ -134,6 +149,96 @@ NICOFF_API int nicoff_job_port_of(const nicoff_job *job, int rank);
  * sizes as for nicoff_port_create, its port field is ignored. */
 NICOFF_API int nicoff_job_open_port(const nicoff_job *job, const struct nicoff_port_attr *attr,
                                     nicoff_port **out);
+
+/*
+ * Process groups and barriers run by the card (see nicoff/group.hpp).
+ * Every member creates the group with the same member list (size entries)
+ * and group id and its own rank; creation returns once every member has
+ * created it.  algorithm: NICOFF_BARRIER_* (AUTO: the card times them all
+ * and keeps the fastest) or NICOFF_BARRIER_DEFAULT (the module's
+ * barrier_alg tunable); param: tree degree or combining fan-in, 0 for the
+ * default.  nicoff_group_create_job makes the group of all ranks of a job
+ * (id from the job id and the number of groups made so far).  While these
+ * calls wait they take every completion of the port (one not theirs is
+ * -EPROTO).  Errors: the completion's (-ETIMEDOUT: a member fell silent;
+ * -ECONNRESET: a member's group failed or went away), see abi.md.
+ */
+typedef struct nicoff_group nicoff_group;
+NICOFF_API int nicoff_group_create(nicoff_port *port, const struct nicoff_member *members,
+                                   uint32_t size, uint32_t rank, uint32_t group_id,
+                                   uint32_t algorithm, uint32_t param, nicoff_group **out);
+NICOFF_API int nicoff_group_create_job(nicoff_port *port, const nicoff_job *job, uint32_t algorithm,
+                                       uint32_t param, nicoff_group **out);
+NICOFF_API int nicoff_group_barrier(nicoff_group *group);
+/* What the card runs (NICOFF_BARRIER_*) and its degree or fan-in; -EINVAL for NULL. */
+NICOFF_API int nicoff_group_algorithm(const nicoff_group *group);
+NICOFF_API int nicoff_group_param(const nicoff_group *group);
+/* GROUP_DESTROY and free (also on failure, whose error is returned); NULL is fine. */
+NICOFF_API int nicoff_group_destroy(nicoff_group *group);
+
+/* The same algorithms run by the process over SEND/RECV (nicoff::HostBarrier). */
+typedef struct nicoff_host_barrier nicoff_host_barrier;
+NICOFF_API int nicoff_host_barrier_create(nicoff_port *port, const struct nicoff_member *members,
+                                          uint32_t size, uint32_t rank, uint32_t algorithm,
+                                          uint32_t param, nicoff_host_barrier **out);
+NICOFF_API int nicoff_host_barrier_wait(nicoff_host_barrier *barrier);
+NICOFF_API void nicoff_host_barrier_free(nicoff_host_barrier *barrier); /* NULL is fine */
+
+/*
+ * Synchronous remote atomics and locks (see nicoff/atomic.hpp): a remote
+ * memory over a port (NICOFF_RMEM_CARD: the target card executes atomics;
+ * NICOFF_RMEM_HOST: an atomic server process at the target does), MCS and
+ * test-and-set locks over one, and the host-based atomic server.  The port
+ * must serve nothing else while they use it; one thread at a time.
+ */
+struct nicoff_remote_word {
+    uint32_t card;
+    uint32_t port;   /* the target's port; NICOFF_RMEM_HOST: the server's */
+    uint32_t rkey;   /* the target's region (unused with NICOFF_RMEM_HOST) */
+    uint32_t width;  /* 4 or 8 */
+    uint64_t offset; /* in the region, or in the server's memory */
+};
+
+typedef struct nicoff_rmem nicoff_rmem;
+typedef struct nicoff_lock nicoff_lock;
+typedef struct nicoff_atomic_server nicoff_atomic_server;
+
+#define NICOFF_RMEM_CARD 0
+#define NICOFF_RMEM_HOST 1
+NICOFF_API int nicoff_rmem_create(nicoff_port *port, int kind, nicoff_rmem **out);
+NICOFF_API void nicoff_rmem_destroy(nicoff_rmem *mem); /* NULL is fine */
+/* One atomic (NICOFF_OP_FETCH_ADD, _FETCH_WRITE, _COMPARE_SWAP); *old set on success. */
+NICOFF_API int nicoff_rmem_atomic(nicoff_rmem *mem, uint8_t opcode,
+                                  const struct nicoff_remote_word *w, uint64_t operand,
+                                  uint64_t compare, uint64_t *old);
+
+#define NICOFF_LOCK_MCS 0
+#define NICOFF_LOCK_TAS 1
+/*
+ * MCS: this rank's queue node is local_node (local_len >= 64, 8-aligned,
+ * registered with NICOFF_ACCESS_REMOTE_WRITE), qnodes[0..nranks) every
+ * rank's node, word the lock word at the home.  TAS: only word is used
+ * (qnodes and local_node may be NULL).  The lock keeps a reference to mem.
+ */
+NICOFF_API int nicoff_lock_create(nicoff_rmem *mem, int kind, uint32_t rank,
+                                  const struct nicoff_remote_word *qnodes, uint32_t nranks,
+                                  const struct nicoff_remote_word *word, void *local_node,
+                                  size_t local_len, nicoff_lock **out);
+NICOFF_API int nicoff_lock_acquire(nicoff_lock *lock);
+NICOFF_API int nicoff_lock_release(nicoff_lock *lock);
+NICOFF_API void nicoff_lock_destroy(nicoff_lock *lock); /* NULL is fine */
+
+#define NICOFF_SERVER_POLL 0
+#define NICOFF_SERVER_SPIN_BLOCK 1
+#define NICOFF_SERVER_BLOCK 2
+/* Serves host-based atomics on mem[0..len) (8-byte aligned) over port. */
+NICOFF_API int nicoff_atomic_server_create(nicoff_port *port, void *mem, size_t len, int mode,
+                                           uint32_t spin_us, nicoff_atomic_server **out);
+/* Serves until *stop is non-zero (read at least every 10 ms). */
+NICOFF_API int nicoff_atomic_server_serve(nicoff_atomic_server *server, const volatile int *stop);
+/* Serves what is ready; the number of completions handled. */
+NICOFF_API int nicoff_atomic_server_serve_ready(nicoff_atomic_server *server);
+NICOFF_API void nicoff_atomic_server_destroy(nicoff_atomic_server *server); /* NULL is fine */
 
 #ifdef __cplusplus
 }

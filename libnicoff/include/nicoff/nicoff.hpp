@@ -21,7 +21,7 @@
 //   Port is a single-producer/single-consumer object without locks.  It has
 //   two sides:
 //     posting side:    try_post, try_post_batch, post, post_batch, nop, copy,
-//                      free_slots
+//                      fetch_add, swap, compare_swap, free_slots
 //     completion side: poll, ready, wait
 //   At most one thread at a time may be inside the posting side, and at most
 //   one thread at a time inside the completion side; the two may be
@@ -152,6 +152,59 @@ inline nicoff_cmd make_rdma(std::uint8_t opcode, std::uint32_t card, std::uint32
     return c;
 }
 
+// A naturally aligned word of a peer's registered memory: seed 001's (node,
+// port, address) triple, the address being an offset in the region named by
+// rkey.  width is 4 or 8.  What remote atomics and the locks address.
+struct RemoteWord {
+    std::uint32_t card = 0;
+    std::uint32_t port = 0;
+    std::uint32_t rkey = 0;
+    std::uint32_t width = 8;
+    std::uint64_t offset = 0;
+    // The word delta bytes further on.
+    constexpr RemoteWord at(std::uint64_t delta) const noexcept {
+        RemoteWord w = *this;
+        w.offset += delta;
+        return w;
+    }
+    friend constexpr bool operator==(const RemoteWord &, const RemoteWord &) = default;
+};
+
+// A remote atomic (NICOFF_OP_FETCH_ADD, NICOFF_OP_FETCH_WRITE or
+// NICOFF_OP_COMPARE_SWAP) on w, executed by the target card; the
+// completion's result is the word's old value.  See Documentation/atomics.md.
+inline nicoff_cmd make_atomic(std::uint8_t opcode, const RemoteWord &w, std::uint64_t operand,
+                              std::uint64_t compare, std::uint64_t tag) noexcept {
+    nicoff_cmd c{};
+    c.opcode = opcode;
+    c.tag = tag;
+    c.atomic.dst_card = w.card;
+    c.atomic.dst_port = w.port;
+    c.atomic.rkey = w.rkey;
+    c.atomic.width = w.width;
+    c.atomic.remote_off = w.offset;
+    c.atomic.operand = operand;
+    c.atomic.compare = compare;
+    return c;
+}
+
+// word += value
+inline nicoff_cmd make_fetch_add(const RemoteWord &w, std::uint64_t value,
+                                 std::uint64_t tag) noexcept {
+    return make_atomic(NICOFF_OP_FETCH_ADD, w, value, 0, tag);
+}
+
+// word = value (fetch&write)
+inline nicoff_cmd make_swap(const RemoteWord &w, std::uint64_t value, std::uint64_t tag) noexcept {
+    return make_atomic(NICOFF_OP_FETCH_WRITE, w, value, 0, tag);
+}
+
+// if (word == compare) word = swap
+inline nicoff_cmd make_compare_swap(const RemoteWord &w, std::uint64_t compare, std::uint64_t swap,
+                                    std::uint64_t tag) noexcept {
+    return make_atomic(NICOFF_OP_COMPARE_SWAP, w, swap, compare, tag);
+}
+
 namespace detail {
 struct FileDesc;
 } // namespace detail
@@ -217,6 +270,14 @@ public:
     void nop(std::uint64_t tag);
     void copy(const MemoryRegion &src, std::uint64_t src_off, const MemoryRegion &dst,
               std::uint64_t dst_off, std::uint64_t len, std::uint64_t tag);
+    // post() of a remote atomic on w (make_fetch_add, make_swap,
+    // make_compare_swap); EINVAL for a width other than 4 or 8 or, with
+    // width 4, an operand above 32 bits.  The completion's result is the
+    // old value.
+    void fetch_add(const RemoteWord &w, std::uint64_t value, std::uint64_t tag);
+    void swap(const RemoteWord &w, std::uint64_t value, std::uint64_t tag);
+    void compare_swap(const RemoteWord &w, std::uint64_t compare, std::uint64_t swap,
+                      std::uint64_t tag);
     // Free command slots right now (0 in the error state).
     std::uint32_t free_slots() noexcept;
 
@@ -390,5 +451,10 @@ private:
 
 // nicoff::Job: ranks, sizes and the rank -> (card, port) mapping of a job.
 #include <nicoff/job.hpp>
+// nicoff::CardMemory, HostMemory, AtomicServer, McsLock, TasLock: remote
+// atomics used synchronously, and the locks built on them.
+#include <nicoff/atomic.hpp>
+// nicoff::Group, nicoff::HostBarrier: process groups and their barriers.
+#include <nicoff/group.hpp>
 
 #endif // NICOFF_NICOFF_HPP

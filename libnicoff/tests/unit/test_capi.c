@@ -92,6 +92,37 @@ static void test_null_mr(void **state) {
     assert_int_equal(nicoff_mr_rkey(NULL), 0);
 }
 
+static void test_null_atomics(void **state) {
+    struct nicoff_remote_word w;
+    nicoff_rmem *mem = (nicoff_rmem *)(uintptr_t)0x1111;
+    nicoff_lock *lock = (nicoff_lock *)(uintptr_t)0x2222;
+    nicoff_atomic_server *srv = (nicoff_atomic_server *)(uintptr_t)0x3333;
+    uint64_t old = 7, buf[8];
+    volatile int stop = 1;
+    (void)state;
+    memset(&w, 0, sizeof(w));
+    assert_int_equal(nicoff_post_fetch_add(NULL, 1, 2, 3, 0, 8, 1, 9), -EINVAL);
+    assert_int_equal(nicoff_post_swap(NULL, 1, 2, 3, 0, 8, 1, 9), -EINVAL);
+    assert_int_equal(nicoff_post_compare_swap(NULL, 1, 2, 3, 0, 8, 0, 1, 9), -EINVAL);
+    assert_int_equal(nicoff_rmem_create(NULL, NICOFF_RMEM_CARD, &mem), -EINVAL);
+    assert_ptr_equal(mem, (nicoff_rmem *)(uintptr_t)0x1111);
+    assert_int_equal(nicoff_rmem_atomic(NULL, NICOFF_OP_FETCH_ADD, &w, 1, 0, &old), -EINVAL);
+    assert_int_equal(old, 7);
+    nicoff_rmem_destroy(NULL);
+    assert_int_equal(nicoff_lock_create(NULL, NICOFF_LOCK_TAS, 0, NULL, 0, &w, NULL, 0, &lock),
+                     -EINVAL);
+    assert_ptr_equal(lock, (nicoff_lock *)(uintptr_t)0x2222);
+    assert_int_equal(nicoff_lock_acquire(NULL), -EINVAL);
+    assert_int_equal(nicoff_lock_release(NULL), -EINVAL);
+    nicoff_lock_destroy(NULL);
+    assert_int_equal(
+        nicoff_atomic_server_create(NULL, buf, sizeof(buf), NICOFF_SERVER_POLL, 0, &srv), -EINVAL);
+    assert_ptr_equal(srv, (nicoff_atomic_server *)(uintptr_t)0x3333);
+    assert_int_equal(nicoff_atomic_server_serve(NULL, &stop), -EINVAL);
+    assert_int_equal(nicoff_atomic_server_serve_ready(NULL), -EINVAL);
+    nicoff_atomic_server_destroy(NULL);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_version),
@@ -100,6 +131,7 @@ int main(void) {
         cmocka_unit_test(test_null_device),
         cmocka_unit_test(test_null_port),
         cmocka_unit_test(test_null_mr),
+        cmocka_unit_test(test_null_atomics),
     };
     return cmocka_run_group_tests_name("libnicoff C API errors", tests, NULL, NULL);
 }

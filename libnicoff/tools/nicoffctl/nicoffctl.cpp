@@ -61,6 +61,18 @@ constexpr std::array<const char *, NICOFF_NL_STAT_MAX + 1> stat_names = [] {
     n[NICOFF_NL_STAT_FAULT_REORDERS] = "fault_reorders";
     n[NICOFF_NL_STAT_FAULT_DELAYS] = "fault_delays";
     n[NICOFF_NL_STAT_NO_ROUTE] = "no_route";
+    n[NICOFF_NL_STAT_ATOMICS] = "atomics";
+    n[NICOFF_NL_STAT_ATOMIC_REPLAYS] = "atomic_replays";
+    n[NICOFF_NL_STAT_ATOMIC_REFUSED] = "atomic_refused";
+    n[NICOFF_NL_STAT_ATOMIC_STALE] = "atomic_stale";
+    n[NICOFF_NL_STAT_ATOMIC_RETRANSMITS] = "atomic_retransmits";
+    n[NICOFF_NL_STAT_ATOMIC_TIMEOUTS] = "atomic_timeouts";
+    n[NICOFF_NL_STAT_ATOMIC_TABLE_LIVE] = "atomic_table_live";
+    n[NICOFF_NL_STAT_ATOMIC_TABLE_PEAK] = "atomic_table_peak";
+    n[NICOFF_NL_STAT_BARRIER_MSGS] = "barrier_msgs";
+    n[NICOFF_NL_STAT_BARRIER_NACKS] = "barrier_nacks";
+    n[NICOFF_NL_STAT_BARRIER_RESENDS] = "barrier_resends";
+    n[NICOFF_NL_STAT_BARRIER_FAILURES] = "barrier_failures";
     return n;
 }();
 

@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * nicoff-sim: N firmware instances on the LogGP fabric of host/sim.h,
+ * driven by a workload that plays every node's host process.  A workload
+ * is one file (wl_*.c) defining a struct nsim_workload, listed in
+ * nsim_workloads[] (nsim.c).  Every node has port 0 and one region on it,
+ * handle ns->mr: ns->send_slots slots of ns->p.size bytes to send from,
+ * then ns->recv_slots to receive into.  With p.verify each node has its own
+ * region whose send slots hold a pattern of (node, slot), which receivers
+ * check; otherwise all nodes share one region and only tags are checked.
+ *
+ * A workload reacts to completions only: its hook runs at the card time of
+ * the completion and posts commands at that time (the host's reaction
+ * costs nothing).
+ */
+#ifndef NICOFF_NSIM_H
+#define NICOFF_NSIM_H
+
+#include "sim.h"
+
+#define NSIM_MAX_METRICS	48
+
+struct nsim_params {
+	const char *workload;
+	u32 nodes;
+	u64 size;		/* message bytes */
+	u32 iters;		/* iterations (pingpong: round trips) */
+	u32 warmup;		/* pingpong: round trips not measured */
+	u32 fanout;		/* alltoall-sparse, random: messages per node per iteration */
+	bool verify;		/* per-node regions, contents checked */
+	u64 limit_ns;		/* virtual time limit */
+	struct sim_cfg cfg;	/* nodes is set from @nodes */
+};
+
+struct nsim_metric {
+	const char *name;
+	double value;
+	const char *unit;
+	u32 runs;
+};
+
+struct nsim;
+
+struct nsim_workload {
+	const char *name;
+	const char *about;
+	/* Check the parameters, set slots, allocate state (ns->wl_state). */
+	int (*init)(struct nsim *ns);
+	/* Post the first commands. */
+	void (*start)(struct nsim *ns);
+	/* A completion on @node's port 0 at card time @t. */
+	void (*cqe)(struct nsim *ns, u32 node, const struct nicoff_cqe *cqe, u64 t);
+	/* The fabric is idle: check counts, add metrics.  Then free the state. */
+	void (*finish)(struct nsim *ns);
+	void (*fini)(struct nsim *ns);
+};
+
+struct nsim {
+	struct nsim_params p;
+	const struct nsim_workload *wl;
+	struct sim *s;
+	void *wl_state;
+	u32 send_slots;
+	u32 recv_slots;
+	u32 mr;			/* region handle, the same on every node */
+	u8 *bufs;		/* all regions */
+	u64 region;		/* bytes of one region */
+
+	u64 errors;
+	char first_error[160];
+	u32 unfinished;		/* nodes that have not called nsim_node_done() */
+	u64 t_done;		/* latest nsim_node_done() */
+
+	/* Measured by nsim_run(). */
+	double setup_s;
+	double run_s, cpu_s, sys_s;	/* the run: wall, CPU (user + system), system */
+	u64 rss_base_kb, rss_peak_kb;
+	bool idle;
+	long leaks;
+	struct sim_stats stats;
+	struct sim_mem mem;
+	struct fw_stats fw;	/* every card's, summed */
+	u64 end_ns;		/* virtual time when the fabric went idle */
+
+	struct nsim_metric metrics[NSIM_MAX_METRICS];
+	u32 nmetrics;
+};
+
+extern const struct nsim_workload nsim_wl_pingpong;
+extern const struct nsim_workload nsim_wl_ring;
+extern const struct nsim_workload nsim_wl_alltoall_sparse;
+extern const struct nsim_workload nsim_wl_random;
+extern const struct nsim_workload nsim_wl_dissemination;
+/* wl_barrier.c: barriers run by the cards, one workload per algorithm. */
+extern const struct nsim_workload nsim_wl_barrier;
+extern const struct nsim_workload nsim_wl_barrier_pairwise;
+extern const struct nsim_workload nsim_wl_barrier_tree;
+extern const struct nsim_workload nsim_wl_barrier_central;
+extern const struct nsim_workload nsim_wl_barrier_combining;
+extern const struct nsim_workload nsim_wl_barrier_tournament;
+extern const struct nsim_workload nsim_wl_barrier_auto;
+extern const struct nsim_workload *const nsim_workloads[];
+
+const struct nsim_workload *nsim_find(const char *name);
+void nsim_params_default(struct nsim_params *p);
+
+/*
+ * Create the fabric, run the workload until the fabric is idle (or the
+ * limit), measure, check, destroy.  Returns 0, or -EINVAL for parameters
+ * the workload refuses (ns->first_error says why).  Errors found while
+ * running are counted in ns->errors.
+ */
+int nsim_run(struct nsim *ns, const struct nsim_params *p);
+
+/* For workloads. */
+void nsim_send(struct nsim *ns, u32 node, u32 dst, u32 slot, u64 msg_tag, u64 tag, u64 t);
+void nsim_recv(struct nsim *ns, u32 node, u32 src, u32 slot, u64 match, u64 mask, u64 tag,
+	       u64 t);
+/* A receive completed: status, length and (verify) contents from @src's slot. */
+bool nsim_check_recv(struct nsim *ns, u32 node, const struct nicoff_cqe *cqe, u32 slot,
+		     u32 src, u32 src_slot);
+void nsim_fail(struct nsim *ns, const char *fmt, ...);
+void nsim_node_done(struct nsim *ns, u64 t);
+void nsim_metric(struct nsim *ns, const char *name, double value, const char *unit, u32 runs);
+/* A value from the seed and up to three numbers, for workloads' choices. */
+u64 nsim_hash(u64 seed, u64 a, u64 b, u64 c);
+
+#endif

@@ -1,0 +1,198 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The adaptive retransmission timeout (transport.c): on a fabric that
+ * loses nothing but whose latency jitters, the fixed timeout expires
+ * while packets are merely late and resends them; the adaptive one learns
+ * the round trip and its variation and does not.  Also its bounds, and
+ * that it still recovers from real loss.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "fwtest.h"
+
+#define RT_WARMUP	200u		/* round trips to learn from */
+#define RT_ROUNDS	3000u		/* then measured */
+#define RT_JITTER_NS	15000u		/* each packet: up to this much late */
+
+struct rt_result {
+	u64 timeouts, retransmits, duplicates;
+	u64 us;				/* time the measured round trips took */
+	u64 rto_base, srtt, rttvar;	/* card 0's view of card 1, at the end */
+};
+
+/*
+ * Ping-pong of 64-byte messages between two cards whose every packet is
+ * delivered late by up to RT_JITTER_NS, on top of 1 us: nothing is lost,
+ * and with one message in flight each way none overtakes another.
+ */
+static void rt_pingpong(u32 rto_fixed, u64 seed, struct rt_result *r)
+{
+	static u8 a[64], b[64];
+	struct fw_stats s0, s1, e0, e1;
+	struct sim_cfg cfg;
+	struct nicoff_cmd c;
+	struct nicoff_cqe q;
+	struct fw_peer *p;
+	struct sim *s;
+	u32 ma, mb, i;
+	u64 t0 = 0;
+
+	sim_cfg_default(&cfg, 2);
+	cfg.seed = seed;
+	cfg.fw.rto_fixed = rto_fixed;
+	cfg.faults.delay_ppm = FW_FAULT_PPM;
+	cfg.faults.delay_ns = RT_JITTER_NS;
+	s = sim_create(&cfg);
+	ma = t_port_mr(s, 0, 0, a, sizeof(a), NICOFF_ACCESS_LOCAL_WRITE, NULL);
+	mb = t_port_mr(s, 1, 0, b, sizeof(b), NICOFF_ACCESS_LOCAL_WRITE, NULL);
+	memset(&s0, 0, sizeof(s0));
+	memset(&s1, 0, sizeof(s1));
+	for (i = 0; i < RT_WARMUP + RT_ROUNDS; i++) {
+		if (i == RT_WARMUP) {
+			fw_get_stats(sim_card(s, 0), &s0);
+			fw_get_stats(sim_card(s, 1), &s1);
+			t0 = sim_now(s);
+		}
+		c = t_recv(i, mb, 0, sizeof(b), 0, 0, 0, 0);
+		sim_post(s, 1, 0, &c);
+		c = t_send(i, 1, 0, ma, 0, sizeof(a), i);
+		sim_post(s, 0, 0, &c);
+		q = t_cqe(s, 1, 0, sim_now(s) + T_SEC);
+		assert_int_equal(q.status, 0);
+		assert_int_equal(q.msg_tag, i);
+		c = t_recv(i, ma, 0, sizeof(a), 1, 0, 0, 0);
+		sim_post(s, 0, 0, &c);
+		c = t_send(i, 0, 0, mb, 0, sizeof(b), i);
+		sim_post(s, 1, 0, &c);
+		/* Card 0: its send's completion and the pong, in either order. */
+		q = t_cqe(s, 0, 0, sim_now(s) + T_SEC);
+		assert_int_equal(q.status, 0);
+		q = t_cqe(s, 0, 0, sim_now(s) + T_SEC);
+		assert_int_equal(q.status, 0);
+		q = t_cqe(s, 1, 0, sim_now(s) + T_SEC);
+		assert_int_equal(q.status, 0);
+		assert_int_equal(q.opcode, NICOFF_OP_SEND);
+	}
+	fw_get_stats(sim_card(s, 0), &e0);
+	fw_get_stats(sim_card(s, 1), &e1);
+	r->timeouts = e0.timeouts - s0.timeouts + e1.timeouts - s1.timeouts;
+	r->retransmits = e0.retransmits - s0.retransmits + e1.retransmits - s1.retransmits;
+	r->duplicates = e0.duplicates - s0.duplicates + e1.duplicates - s1.duplicates;
+	r->us = (sim_now(s) - t0) / 1000;
+	p = fw_peer_find(sim_card(s, 0), 1);
+	r->rto_base = p->rto_base;
+	r->srtt = p->srtt;
+	r->rttvar = p->rttvar;
+	assert_true(p->rto_base >= cfg.fw.rto_ns && p->rto_base <= cfg.fw.rto_max_ns);
+	if (rto_fixed)
+		assert_int_equal(p->rto_base, cfg.fw.rto_ns);
+	t_finish(s);
+}
+
+static void rt_print(const char *name, const struct rt_result *r)
+{
+	print_message("%-8s %llu round trips in %llu us: %llu timeouts, %llu resent,", name,
+		      (unsigned long long)RT_ROUNDS, (unsigned long long)r->us,
+		      (unsigned long long)r->timeouts, (unsigned long long)r->retransmits);
+	print_message(" %llu duplicates;", (unsigned long long)r->duplicates);
+	print_message(" rto %llu ns (srtt %llu, rttvar %llu)\n", (unsigned long long)r->rto_base,
+		      (unsigned long long)r->srtt, (unsigned long long)r->rttvar);
+}
+
+/*
+ * Round trips of 2 to about 32 us against a 20 us timeout: the fixed one
+ * fires on a good share of them, the adaptive one on none once learnt.
+ */
+static void test_jitter(void **state)
+{
+	u64 seed;
+
+	(void)state;
+	for (seed = 1; seed <= 3; seed++) {
+		struct rt_result fixed, adaptive;
+
+		rt_pingpong(1, seed, &fixed);
+		rt_pingpong(0, seed, &adaptive);
+		rt_print("fixed", &fixed);
+		rt_print("adaptive", &adaptive);
+		assert_true(fixed.timeouts > RT_ROUNDS / 20);
+		assert_true(fixed.duplicates > 0);
+		assert_int_equal(adaptive.timeouts, 0);
+		assert_int_equal(adaptive.retransmits, 0);
+		assert_int_equal(adaptive.duplicates, 0);
+		assert_true(adaptive.rto_base > 20000);
+	}
+}
+
+/*
+ * A dead peer from the start: nothing to learn from, so the timeouts are
+ * rto_ns doubling up to rto_max_ns, and the connection fails within the
+ * same budget as with the fixed timeout.  Then real loss after learning:
+ * still recovered, and the timeout stays within its bounds.
+ */
+static void test_bounds_and_loss(void **state)
+{
+	static u8 a[200000], b[200000];
+	struct sim_cfg cfg;
+	struct fw_stats st;
+	struct nicoff_cmd c;
+	struct nicoff_cqe q;
+	struct fw_peer *p;
+	struct sim *s;
+	u64 t0, budget = 0, rto;
+	u32 ma, mb, i;
+
+	(void)state;
+	sim_cfg_default(&cfg, 2);
+	cfg.fw.max_retries = 6;
+	s = sim_create(&cfg);
+	ma = t_port_mr(s, 0, 0, a, sizeof(a), NICOFF_ACCESS_LOCAL_WRITE, NULL);
+	mb = t_port_mr(s, 1, 0, b, sizeof(b), NICOFF_ACCESS_LOCAL_WRITE, NULL);
+	for (i = 0, rto = cfg.fw.rto_ns; i <= cfg.fw.max_retries; i++) {
+		budget += rto;
+		rto = rto * 2 > cfg.fw.rto_max_ns ? cfg.fw.rto_max_ns : rto * 2;
+	}
+	sim_set_dead(s, 1, true);
+	t0 = sim_now(s);
+	c = t_send(1, 1, 0, ma, 0, 1000, 0);
+	sim_post(s, 0, 0, &c);
+	q = t_cqe(s, 0, 0, t0 + budget + cfg.fw.rto_ns);
+	assert_int_equal(q.status, -ETIMEDOUT);
+	assert_true(sim_now(s) - t0 >= budget);
+	sim_set_dead(s, 1, false);
+
+	/* Learn a round trip, then lose a tenth of the packets. */
+	t_fill(a, sizeof(a), 6);
+	for (i = 0; i < 20; i++) {
+		c = t_recv(i, mb, 0, sizeof(b), 0, 0, 0, 0);
+		sim_post(s, 1, 0, &c);
+		c = t_send(i, 1, 0, ma, 0, i < 10 ? 100 : sizeof(a), i);
+		sim_post(s, 0, 0, &c);
+		if (i == 10) {
+			struct fw_fault_cfg f = { .drop_ppm = 100000 };
+
+			sim_set_faults(s, &f);
+		}
+		assert_int_equal(t_cqe(s, 1, 0, sim_now(s) + T_SEC).status, 0);
+		assert_int_equal(t_cqe(s, 0, 0, sim_now(s) + T_SEC).status, 0);
+	}
+	assert_memory_equal(a, b, sizeof(a));
+	p = fw_peer_find(sim_card(s, 0), 1);
+	assert_true(p->rtt_valid);
+	assert_true(p->rto_base >= cfg.fw.rto_ns && p->rto_base <= cfg.fw.rto_max_ns);
+	fw_get_stats(sim_card(s, 0), &st);
+	assert_true(st.timeouts > cfg.fw.max_retries + 1);
+	assert_int_equal(st.conn_failures, 1);
+	t_finish(s);
+}
+
+int main(void)
+{
+	const struct FWT_UNIT_TEST tests[] = {
+		cmocka_unit_test(test_jitter),
+		cmocka_unit_test(test_bounds_and_loss),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,172 @@
+// libnicoff: process groups and barriers (C++20).
+//
+// A Group is a collective group on a port: its members' (card, port) list,
+// this process's rank in it and an id every member uses.  The card runs
+// the group's barriers (seed 000's NIC-based collective protocol; see
+// Documentation/barrier.md): barrier() posts one NICOFF_OP_BARRIER and
+// waits for its one completion, spinning briefly and then asleep in
+// poll(2), costing no CPU while the other members are late.
+//
+//   nicoff::Job job = nicoff::Job::from_env();
+//   nicoff::Port port = job.open_port();
+//   nicoff::Group group(port, job);                 // every rank, same order
+//   group.barrier();
+//
+// The algorithm is chosen by number (NICOFF_BARRIER_*), by name
+// (barrier_algorithm_from_name), or left to the card: NICOFF_BARRIER_AUTO
+// times every algorithm at creation and keeps the fastest, and
+// NICOFF_BARRIER_DEFAULT (the default) runs what the module's barrier_alg
+// tunable says.  algorithm() and param() tell what the card chose.
+//
+// HostBarrier runs the same algorithms in the process instead, over the
+// card's SEND/RECV (the host-based barriers the seed papers compare with).
+//
+// Completions: while a Group or HostBarrier waits, it takes every
+// completion of its port; one that is not its own throws EPROTO.  Keep
+// other operations off the port while they run (or give them a port of
+// their own).  Errors: std::system_error in std::generic_category() with
+// the errno of the completion (ETIMEDOUT: a member fell silent;
+// ECONNRESET: a member's group failed or went away; EINVAL, ENODEV,
+// EEXIST, ENOSPC at creation, see abi.md), or ETIME when the caller's own
+// timeout passed.
+#ifndef NICOFF_GROUP_HPP
+#define NICOFF_GROUP_HPP
+
+#include <nicoff/nicoff.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace nicoff {
+
+// "auto", "pairwise", "dissemination", "tree", "central", "combining",
+// "tournament", "default"; "?" for anything else.
+NICOFF_API std::string_view barrier_algorithm_name(std::uint32_t alg) noexcept;
+// The inverse (numbers accepted too); nullopt for an unknown name.
+NICOFF_API std::optional<std::uint32_t> barrier_algorithm_from_name(std::string_view name) noexcept;
+
+// The id the ranks of a job agree on for the n-th group they create: a
+// hash of the job id and n (FNV-1a, 32 bits).
+NICOFF_API std::uint32_t job_group_id(const std::string &job_id, std::uint32_t n) noexcept;
+
+struct GroupConfig {
+    std::uint32_t algorithm = NICOFF_BARRIER_DEFAULT;
+    std::uint32_t param = 0; // tree degree or combining fan-in; 0: the card's default
+    // How long one command may take before the call throws ETIME; negative:
+    // no limit of the caller's (the card bounds a barrier with a dead member).
+    std::chrono::milliseconds timeout{-1};
+    // Poll the completion ring this long before sleeping in poll(2).
+    std::chrono::microseconds spin{20};
+};
+
+class NICOFF_API Group {
+public:
+    // Every member calls this with the same member list and group id and
+    // its own rank; returns once every member has created the group (and,
+    // with auto, the card has chosen).  port must outlive the Group.
+    Group(Port &port, std::span<const nicoff_member> members, std::uint32_t rank,
+          std::uint32_t group_id, const GroupConfig &cfg = {});
+    // The group of all ranks of job (placements by rank), id
+    // job_group_id(job.id(), n) with n counting the groups this process
+    // created from any Job so far.
+    Group(Port &port, const Job &job, const GroupConfig &cfg = {});
+
+    Group(Group &&other) noexcept;
+    Group &operator=(Group &&other) noexcept;
+    Group(const Group &) = delete;
+    Group &operator=(const Group &) = delete;
+    ~Group(); // destroy(), errors ignored
+
+    // One barrier: returns once every member has entered it.
+    void barrier();
+    // Post the barrier without waiting; wait_barrier() waits for it.
+    void start_barrier();
+    void wait_barrier();
+    // GROUP_DESTROY; the Group is empty afterwards.
+    void destroy();
+
+    bool valid() const noexcept { return port_ != nullptr; }
+    std::uint32_t id() const noexcept { return id_; }
+    std::uint32_t rank() const noexcept { return rank_; }
+    std::uint32_t size() const noexcept { return size_; }
+    std::uint32_t algorithm() const noexcept { return alg_; } // what the card runs
+    std::uint32_t param() const noexcept { return param_; }   // its degree or fan-in
+    std::uint64_t barriers() const noexcept { return done_; } // completed so far
+
+private:
+    void create(std::span<const nicoff_member> members);
+    nicoff_cqe run(const nicoff_cmd &cmd);
+    void post(const nicoff_cmd &cmd);
+    nicoff_cqe wait_tag(std::uint64_t tag);
+
+    Port *port_ = nullptr;
+    GroupConfig cfg_;
+    std::uint32_t id_ = 0;
+    std::uint32_t rank_ = 0;
+    std::uint32_t size_ = 0;
+    std::uint32_t alg_ = 0;
+    std::uint32_t param_ = 0;
+    std::uint64_t done_ = 0;
+    std::uint64_t next_tag_ = 1;
+    bool pending_ = false;
+};
+
+// The same algorithms run by the process over SEND/RECV: every message a
+// zero-byte SEND, received by a RECV posted at the start of the barrier
+// (tag: the barrier's number).  NICOFF_BARRIER_AUTO and DEFAULT are not
+// algorithms here (EINVAL).
+class NICOFF_API HostBarrier {
+public:
+    HostBarrier(Port &port, std::span<const nicoff_member> members, std::uint32_t rank,
+                std::uint32_t algorithm, std::uint32_t param = 0, const GroupConfig &cfg = {});
+    HostBarrier(Port &port, const Job &job, std::uint32_t algorithm, std::uint32_t param = 0,
+                const GroupConfig &cfg = {});
+    HostBarrier(HostBarrier &&) noexcept;
+    HostBarrier &operator=(HostBarrier &&) noexcept;
+    ~HostBarrier();
+
+    void barrier();
+    std::uint32_t algorithm() const noexcept { return alg_; }
+    std::uint64_t barriers() const noexcept { return epoch_; }
+
+private:
+    struct Msg {
+        std::uint32_t rank;
+        std::uint32_t step;
+    };
+    void wait_some();
+
+    Port *port_ = nullptr;
+    GroupConfig cfg_;
+    std::vector<nicoff_member> members_;
+    std::uint32_t rank_ = 0;
+    std::uint32_t alg_ = 0;
+    std::vector<Msg> sends_, recvs_; // by step
+    std::vector<std::uint32_t> need_;
+    std::uint32_t nsteps_ = 0;
+    std::vector<std::byte> buf_;
+    MemoryRegion mr_;
+    std::uint64_t epoch_ = 0;
+    std::vector<std::uint32_t> got_; // receives completed per step, this barrier
+    std::uint64_t sends_out_ = 0;    // SENDs not completed yet
+    std::vector<nicoff_cqe> cqes_;
+};
+
+// The schedule of one member (what Group's card and HostBarrier both
+// run): for each step, the ranks it sends to on entering the step and the
+// ranks whose messages end it.
+struct BarrierStep {
+    std::vector<std::uint32_t> send;
+    std::vector<std::uint32_t> recv;
+};
+NICOFF_API std::vector<BarrierStep> barrier_schedule(std::uint32_t algorithm, std::uint32_t param,
+                                                     std::uint32_t rank, std::uint32_t size);
+
+} // namespace nicoff
+
+#endif // NICOFF_GROUP_HPP

@@ -1,0 +1,462 @@
+// nicoff::CardMemory, HostMemory and AtomicServer: remote atomics used
+// synchronously, executed by the target card or by a server process.
+#include "atomic_impl.hpp"
+
+#include <sched.h>
+#include <time.h>
+
+#include <algorithm>
+#include <cstring>
+#include <new>
+#include <string>
+
+namespace nicoff {
+
+namespace detail {
+
+namespace {
+
+constexpr std::uint64_t kind_shift = 56;
+constexpr std::uint64_t kind_atomic = 1;
+constexpr std::uint64_t kind_put = 2;
+constexpr std::uint64_t kind_send = 3;
+constexpr std::uint64_t kind_recv = 4;
+
+constexpr std::uint64_t make_tag(std::uint64_t kind, std::uint64_t n) {
+    return kind << kind_shift | n;
+}
+
+constexpr std::uint64_t tag_kind(std::uint64_t tag) { return tag >> kind_shift; }
+constexpr std::uint64_t tag_index(std::uint64_t tag) {
+    return tag & ((std::uint64_t{1} << kind_shift) - 1);
+}
+
+// Scratch layout, in 8-byte words: put sources, request slots, the reply.
+constexpr std::size_t put_base = 0;
+constexpr std::size_t send_base = put_base + Endpoint::put_slots;
+constexpr std::size_t recv_base = send_base + Endpoint::send_slots * 4;
+constexpr std::size_t scratch_words = 512; // one page
+static_assert(recv_base + 8 <= scratch_words);
+
+} // namespace
+
+std::uint64_t *alloc_page() {
+    return static_cast<std::uint64_t *>(::operator new (4096, std::align_val_t{4096}));
+}
+
+void PageDeleter::operator()(std::uint64_t *p) const noexcept {
+    ::operator delete (p, std::align_val_t{4096});
+}
+
+bool Waiter::spinning() {
+    if (!start_)
+        start_ = Endpoint::now_ns();
+    return Endpoint::now_ns() - start_ < spin_ns_;
+}
+
+void Waiter::pause() {
+    if (++spins_ < 64) {
+        relax_cpu();
+    } else if (spinning()) {
+        sched_yield();
+    } else {
+        const timespec ts{0, static_cast<long>(sleep_ns_)};
+        nanosleep(&ts, nullptr);
+    }
+}
+
+Endpoint::Endpoint(Port &port, std::chrono::milliseconds timeout, bool host)
+    : port_(port), timeout_ns_(static_cast<std::uint64_t>(timeout.count()) * 1000000ull),
+      host_(host), scratch_(alloc_page()) {
+    std::memset(scratch_.get(), 0, scratch_words * 8);
+    mr_ = port.register_memory(
+        std::span<std::byte>(reinterpret_cast<std::byte *>(scratch_.get()), scratch_words * 8),
+        NICOFF_ACCESS_LOCAL_WRITE);
+}
+
+// Puts in flight read the scratch page: let them finish.  (mr_ goes before
+// the page, so nothing the card still holds can reach freed memory.)
+Endpoint::~Endpoint() {
+    try {
+        flush();
+    } catch (...) {
+    }
+}
+
+std::uint64_t Endpoint::now_ns() noexcept {
+    return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                          std::chrono::steady_clock::now().time_since_epoch())
+                                          .count());
+}
+
+// One look at the completion ring: bookkeeping for puts and sends, and
+// the completion tagged `want` (if any) into *out.
+bool Endpoint::pump(std::uint64_t want, nicoff_cqe *out) {
+    nicoff_cqe cqes[16];
+    const std::size_t n = port_.poll(cqes);
+    bool found = false;
+    if (n == 0 && port_.in_error())
+        throw_errno(EIO, "nicoff: port is in the error state");
+    for (std::size_t i = 0; i < n; i++) {
+        const nicoff_cqe &c = cqes[i];
+        const std::uint64_t kind = tag_kind(c.tag), idx = tag_index(c.tag);
+        if (c.tag == want) {
+            *out = c;
+            found = true;
+        } else if (kind == kind_put && idx < put_slots && put_busy_[idx]) {
+            put_busy_[idx] = false;
+            puts_out_--;
+            if (c.status && !error_)
+                error_ = -c.status;
+        } else if (kind == kind_send && idx < send_slots && send_busy_[idx]) {
+            send_busy_[idx] = false;
+            if (c.status && !error_)
+                error_ = -c.status;
+        } else if (!error_) {
+            error_ = EPROTO; // not ours: someone else uses the port
+        }
+        last_progress_ = now_ns();
+    }
+    return found;
+}
+
+void Endpoint::check_error() {
+    if (error_) {
+        const int e = error_;
+        error_ = 0;
+        throw_errno(e, "nicoff: a put or send of an earlier operation failed");
+    }
+}
+
+void Endpoint::check_timeout(const char *what) {
+    if (now_ns() - last_progress_ > timeout_ns_)
+        throw_errno(ETIMEDOUT, std::string("nicoff: no completion while waiting for ") + what);
+}
+
+void Endpoint::post(const nicoff_cmd &c) {
+    nicoff_cqe dummy;
+    Waiter w;
+    last_progress_ = now_ns();
+    while (!port_.try_post(c)) {
+        if (port_.in_error())
+            throw_errno(EIO, "nicoff: port is in the error state");
+        pump(~0ull, &dummy);
+        check_timeout("room in the command ring");
+        w.pause();
+    }
+}
+
+// Spins, then sleeps in poll(2) until the card posts a completion.
+nicoff_cqe Endpoint::wait(std::uint64_t tag, const char *what) {
+    nicoff_cqe c{};
+    Waiter w;
+    last_progress_ = now_ns();
+    while (!pump(tag, &c)) {
+        check_timeout(what);
+        if (w.spinning())
+            w.pause();
+        else
+            port_.wait(std::chrono::milliseconds(10));
+    }
+    return c;
+}
+
+std::uint64_t Endpoint::atomic(std::uint8_t opcode, const RemoteWord &w, std::uint64_t operand,
+                               std::uint64_t compare) {
+    check_error();
+    if (host_)
+        return host_atomic(opcode, w, operand, compare);
+    const std::uint64_t tag = make_tag(kind_atomic, ++seq_ & 0xffffffffffffull);
+    post(make_atomic(opcode, w, operand, compare, tag));
+    const nicoff_cqe c = wait(tag, "an atomic");
+    if (c.status)
+        throw_errno(-c.status, "nicoff: remote atomic");
+    return c.result;
+}
+
+std::uint64_t Endpoint::host_atomic(std::uint8_t opcode, const RemoteWord &w, std::uint64_t operand,
+                                    std::uint64_t compare) {
+    const std::uint64_t recv_tag = make_tag(kind_recv, 0);
+    if (!recv_posted_) {
+        post(make_recv(mr_.handle(), recv_base * 8, sizeof(HostReply), NICOFF_ANY, NICOFF_ANY,
+                       host_reply_tag, ~0ull, recv_tag));
+        recv_posted_ = true;
+    }
+    send_request(opcode, w, operand, compare, 0);
+    const nicoff_cqe c = wait(recv_tag, "the atomic server's reply");
+    recv_posted_ = false;
+    if (c.status)
+        throw_errno(-c.status, "nicoff: host atomic reply");
+    HostReply rep{};
+    std::memcpy(&rep, scratch_.get() + recv_base, sizeof(rep));
+    if (c.result != sizeof(rep))
+        throw_errno(EPROTO, "nicoff: host atomic reply of the wrong size");
+    if (rep.status)
+        throw_errno(rep.status < 0 ? -rep.status : EIO, "nicoff: host atomic");
+    return rep.old;
+}
+
+// A request to the AtomicServer at (w.card, w.port), from the next free
+// request slot; its SEND completes (and frees the slot) in pump().
+void Endpoint::send_request(std::uint8_t opcode, const RemoteWord &w, std::uint64_t operand,
+                            std::uint64_t compare, std::uint16_t flags) {
+    Waiter wt;
+    last_progress_ = now_ns();
+    while (send_busy_[send_next_]) {
+        nicoff_cqe dummy;
+        pump(~0ull, &dummy);
+        check_timeout("a request slot");
+        wt.pause();
+    }
+    const unsigned slot = send_next_;
+    send_next_ = (send_next_ + 1) % send_slots;
+    HostReq req{};
+    req.opcode = opcode;
+    req.width = static_cast<std::uint8_t>(w.width);
+    req.flags = flags;
+    req.offset = w.offset;
+    req.operand = operand;
+    req.compare = compare;
+    std::memcpy(scratch_.get() + send_base + slot * 4, &req, sizeof(req));
+    send_busy_[slot] = true;
+    post(make_send(w.card, w.port, mr_.handle(), (send_base + slot * 4) * 8, sizeof(req),
+                   host_req_tag, make_tag(kind_send, slot)));
+}
+
+void Endpoint::put64(const RemoteWord &dst, std::uint64_t value) {
+    check_error();
+    if (host_) {
+        // The peer's server writes it, with no reply (seed 001's host-based
+        // locks: every remote access goes through the target's server).
+        send_request(NICOFF_OP_FETCH_WRITE, dst, value, 0, host_flag_no_reply);
+        return;
+    }
+    Waiter w;
+    last_progress_ = now_ns();
+    while (put_busy_[put_next_]) {
+        nicoff_cqe dummy;
+        pump(~0ull, &dummy);
+        check_timeout("a put slot");
+        w.pause();
+    }
+    const unsigned slot = put_next_;
+    put_next_ = (put_next_ + 1) % put_slots;
+    scratch_.get()[put_base + slot] = value;
+    put_busy_[slot] = true;
+    puts_out_++;
+    post(make_rdma(NICOFF_OP_PUT, dst.card, dst.port, dst.rkey, dst.offset, mr_.handle(),
+                   (put_base + slot) * 8, 8, make_tag(kind_put, slot)));
+}
+
+void Endpoint::flush() {
+    Waiter w;
+    last_progress_ = now_ns();
+    while (puts_out_ ||
+           std::any_of(send_busy_.begin(), send_busy_.end(), [](bool b) { return b; })) {
+        nicoff_cqe dummy;
+        pump(~0ull, &dummy);
+        check_timeout("puts to complete");
+        w.pause();
+    }
+    check_error();
+}
+
+} // namespace detail
+
+// ------------------------------------------------------------ RemoteMemory --
+
+RemoteMemory::~RemoteMemory() = default;
+
+CardMemory::CardMemory(Port &port, std::chrono::milliseconds timeout)
+    : ep_(std::make_unique<detail::Endpoint>(port, timeout, false)) {}
+CardMemory::~CardMemory() = default;
+
+std::uint64_t CardMemory::atomic(std::uint8_t opcode, const RemoteWord &w, std::uint64_t operand,
+                                 std::uint64_t compare) {
+    return ep_->atomic(opcode, w, operand, compare);
+}
+void CardMemory::put64(const RemoteWord &dst, std::uint64_t value) { ep_->put64(dst, value); }
+void CardMemory::flush() { ep_->flush(); }
+
+HostMemory::HostMemory(Port &port, std::chrono::milliseconds timeout)
+    : ep_(std::make_unique<detail::Endpoint>(port, timeout, true)) {}
+HostMemory::~HostMemory() = default;
+
+std::uint64_t HostMemory::atomic(std::uint8_t opcode, const RemoteWord &w, std::uint64_t operand,
+                                 std::uint64_t compare) {
+    return ep_->atomic(opcode, w, operand, compare);
+}
+void HostMemory::put64(const RemoteWord &dst, std::uint64_t value) { ep_->put64(dst, value); }
+void HostMemory::flush() { ep_->flush(); }
+
+// ------------------------------------------------------------ AtomicServer --
+
+struct AtomicServer::Impl {
+    Port &port;
+    std::span<std::byte> mem;
+    ServerMode mode;
+    std::chrono::microseconds spin;
+    std::unique_ptr<std::uint64_t, detail::PageDeleter> buf{detail::alloc_page()};
+    MemoryRegion mr;
+    unsigned slots = 0; // request i arrives in slot i and is answered from slot i
+    Stats stats;
+
+    static constexpr std::size_t slot_bytes = 64;
+
+    Impl(Port &p, std::span<std::byte> m, ServerMode md, std::chrono::microseconds s)
+        : port(p), mem(m), mode(md), spin(s) {
+        if (reinterpret_cast<std::uintptr_t>(m.data()) % 8)
+            detail::throw_errno(EINVAL, "nicoff: AtomicServer memory must be 8-byte aligned");
+        std::memset(buf.get(), 0, 4096);
+        mr = port.register_memory(
+            std::span<std::byte>(reinterpret_cast<std::byte *>(buf.get()), 4096),
+            NICOFF_ACCESS_LOCAL_WRITE);
+        // A receive and a send per slot may be outstanding: all fit in the ring.
+        slots = std::min<unsigned>(4096 / slot_bytes / 2, port.cmd_entries() / 2);
+        if (slots == 0)
+            detail::throw_errno(EINVAL, "nicoff: AtomicServer needs a ring of >= 2 entries");
+        for (unsigned i = 0; i < slots; i++)
+            post_recv(i);
+    }
+
+    std::uint64_t req_off(unsigned i) const { return i * slot_bytes; }
+    std::uint64_t rep_off(unsigned i) const { return (slots + i) * slot_bytes; }
+    std::byte *at(std::uint64_t off) const {
+        return reinterpret_cast<std::byte *>(buf.get()) + off;
+    }
+
+    void post(const nicoff_cmd &c) {
+        detail::Waiter w;
+        while (!port.try_post(c)) {
+            if (port.in_error())
+                detail::throw_errno(EIO, "nicoff: AtomicServer port is in the error state");
+            w.pause();
+        }
+    }
+
+    void post_recv(unsigned i) {
+        post(make_recv(mr.handle(), req_off(i), slot_bytes, NICOFF_ANY, NICOFF_ANY,
+                       detail::host_req_tag, ~0ull, i));
+    }
+
+    // The operation on our memory, with CPU atomics.
+    detail::HostReply execute(const detail::HostReq &r) const {
+        detail::HostReply rep{};
+        if ((r.width != 4 && r.width != 8) || (r.flags & ~detail::host_flag_no_reply) ||
+            r.reserved1 || (r.width == 4 && ((r.operand | r.compare) >> 32)) ||
+            (r.opcode != NICOFF_OP_FETCH_ADD && r.opcode != NICOFF_OP_FETCH_WRITE &&
+             r.opcode != NICOFF_OP_COMPARE_SWAP)) {
+            rep.status = -EINVAL;
+            return rep;
+        }
+        if (r.offset > mem.size() || mem.size() - r.offset < r.width) {
+            rep.status = -ERANGE;
+            return rep;
+        }
+        if (r.offset % r.width) {
+            rep.status = -EINVAL;
+            return rep;
+        }
+        if (r.width == 8)
+            rep.old = apply<std::uint64_t>(r.opcode, mem.data() + r.offset, r.operand, r.compare);
+        else
+            rep.old = apply<std::uint32_t>(r.opcode, mem.data() + r.offset,
+                                           static_cast<std::uint32_t>(r.operand),
+                                           static_cast<std::uint32_t>(r.compare));
+        return rep;
+    }
+
+    template <class T>
+    static std::uint64_t apply(std::uint8_t op, std::byte *p, T operand, T compare) {
+        std::atomic_ref<T> w(*reinterpret_cast<T *>(p));
+        switch (op) {
+        case NICOFF_OP_FETCH_ADD:
+            return w.fetch_add(operand);
+        case NICOFF_OP_FETCH_WRITE:
+            return w.exchange(operand);
+        default:
+            w.compare_exchange_strong(compare, operand);
+            return compare;
+        }
+    }
+
+    // A request arrived in slot i: answer it from slot i.  A malformed one
+    // gets -EINVAL; a receive that failed otherwise has nobody to answer.
+    void on_request(const nicoff_cqe &c) {
+        const unsigned i = static_cast<unsigned>(c.tag);
+        detail::HostReply rep{};
+        if (c.status == 0 && c.result == sizeof(detail::HostReq)) {
+            detail::HostReq req{};
+            std::memcpy(&req, at(req_off(i)), sizeof(req));
+            rep = execute(req);
+            stats.requests++;
+            if (req.flags & detail::host_flag_no_reply) {
+                post_recv(i);
+                return;
+            }
+        } else if (c.status == 0 || c.status == -EMSGSIZE) {
+            rep.status = -EINVAL;
+        } else {
+            post_recv(i);
+            return;
+        }
+        std::memcpy(at(rep_off(i)), &rep, sizeof(rep));
+        post(make_send(c.src_card, c.src_port, mr.handle(), rep_off(i), sizeof(rep),
+                       detail::host_reply_tag, std::uint64_t{1} << 32 | i));
+    }
+
+    std::size_t serve_ready() {
+        nicoff_cqe cqes[32];
+        const std::size_t n = port.poll(cqes);
+        if (n == 0 && port.in_error())
+            detail::throw_errno(EIO, "nicoff: AtomicServer port is in the error state");
+        for (std::size_t k = 0; k < n; k++) {
+            const nicoff_cqe &c = cqes[k];
+            const std::uint64_t i = c.tag & 0xffffffffu;
+            if (i >= slots)
+                continue; // not ours
+            if (c.opcode == NICOFF_OP_RECV)
+                on_request(c);
+            else if (c.opcode == NICOFF_OP_SEND)
+                post_recv(static_cast<unsigned>(i)); // the reply went out: the slot is free
+        }
+        return n;
+    }
+};
+
+AtomicServer::AtomicServer(Port &port, std::span<std::byte> memory, ServerMode mode,
+                           std::chrono::microseconds spin)
+    : impl_(std::make_unique<Impl>(port, memory, mode, spin)) {}
+
+AtomicServer::~AtomicServer() = default;
+
+std::size_t AtomicServer::serve_ready() { return impl_->serve_ready(); }
+
+// poll never sleeps, but yields the CPU between looks once idle for a while
+// (detail::Waiter), so that on few CPUs the card threads it waits for run.
+void AtomicServer::serve(const std::function<bool()> &stop) {
+    using clock = std::chrono::steady_clock;
+    clock::time_point last = clock::now();
+    detail::Waiter idle(~0ull); // spins and yields, never sleeps
+    while (!stop()) {
+        if (impl_->serve_ready()) {
+            idle = detail::Waiter(~0ull);
+            if (impl_->mode == ServerMode::spin_block)
+                last = clock::now();
+            continue;
+        }
+        if (impl_->mode == ServerMode::poll ||
+            (impl_->mode == ServerMode::spin_block && clock::now() - last < impl_->spin)) {
+            idle.pause();
+            continue;
+        }
+        impl_->stats.sleeps++;
+        impl_->port.wait(std::chrono::milliseconds(10));
+        last = clock::now();
+    }
+}
+
+AtomicServer::Stats AtomicServer::stats() const noexcept { return impl_->stats; }
+ServerMode AtomicServer::mode() const noexcept { return impl_->mode; }
+
+} // namespace nicoff

@@ -1,0 +1,120 @@
+// Internal: the engine behind CardMemory and HostMemory, and the wire
+// format of host-based atomics (HostMemory <-> AtomicServer).
+#ifndef NICOFF_SRC_ATOMIC_IMPL_HPP
+#define NICOFF_SRC_ATOMIC_IMPL_HPP
+
+#include "common.hpp"
+
+#include <nicoff/atomic.hpp>
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+
+namespace nicoff::detail {
+
+// Message tags of host-based atomics: "nicoffAQ" and "nicoffAR".
+inline constexpr std::uint64_t host_req_tag = 0x6e69636f66664151ull;
+inline constexpr std::uint64_t host_reply_tag = 0x6e69636f66664152ull;
+
+// A request that wants no reply (HostMemory::put64).
+inline constexpr std::uint16_t host_flag_no_reply = 1;
+
+// A request, as HostMemory sends it (32 bytes).
+struct HostReq {
+    std::uint8_t opcode; // NICOFF_OP_FETCH_ADD, _FETCH_WRITE, _COMPARE_SWAP
+    std::uint8_t width;  // 4 or 8
+    std::uint16_t flags; // host_flag_no_reply
+    std::uint32_t reserved1;
+    std::uint64_t offset; // in the memory the server serves
+    std::uint64_t operand;
+    std::uint64_t compare;
+};
+static_assert(sizeof(HostReq) == 32);
+
+// The answer (16 bytes).
+struct HostReply {
+    std::int32_t status; // 0 or a negative errno
+    std::uint32_t reserved;
+    std::uint64_t old;
+};
+static_assert(sizeof(HostReply) == 16);
+
+inline void relax_cpu() noexcept { __builtin_ia32_pause(); }
+
+// How a waiter waits between looks: it spins (with PAUSE, then yielding
+// the CPU) for spin_ns, then sleeps sleep_ns per look.  On few CPUs, and
+// in this emulation the card threads share the CPUs with the processes,
+// a waiter that keeps spinning starves what it waits for.
+class Waiter {
+public:
+    static constexpr std::uint64_t default_spin_ns = 200'000;
+    static constexpr std::uint64_t default_sleep_ns = 50'000;
+
+    explicit Waiter(std::uint64_t spin_ns = default_spin_ns,
+                    std::uint64_t sleep_ns = default_sleep_ns)
+        : spin_ns_(spin_ns), sleep_ns_(sleep_ns) {}
+    void pause();
+    // Still within the spinning budget (a caller with an event to sleep on
+    // sleeps on it instead of calling pause() once this is false).
+    bool spinning();
+
+private:
+    std::uint64_t spin_ns_, sleep_ns_;
+    std::uint64_t start_ = 0;
+    unsigned spins_ = 0;
+};
+
+std::uint64_t *alloc_page();
+struct PageDeleter {
+    void operator()(std::uint64_t *p) const noexcept;
+};
+
+// A port used synchronously: atomics (by the card, or by an AtomicServer
+// through messages) and fire-and-forget 8-byte puts.
+class Endpoint {
+public:
+    static constexpr unsigned put_slots = 32;
+    static constexpr unsigned send_slots = 8;
+
+    Endpoint(Port &port, std::chrono::milliseconds timeout, bool host);
+    ~Endpoint();
+    Endpoint(const Endpoint &) = delete;
+    Endpoint &operator=(const Endpoint &) = delete;
+
+    std::uint64_t atomic(std::uint8_t opcode, const RemoteWord &w, std::uint64_t operand,
+                         std::uint64_t compare);
+    void put64(const RemoteWord &dst, std::uint64_t value);
+    void flush();
+
+    static std::uint64_t now_ns() noexcept;
+
+private:
+    std::uint64_t host_atomic(std::uint8_t opcode, const RemoteWord &w, std::uint64_t operand,
+                              std::uint64_t compare);
+    bool pump(std::uint64_t want, nicoff_cqe *out);
+    void send_request(std::uint8_t opcode, const RemoteWord &w, std::uint64_t operand,
+                      std::uint64_t compare, std::uint16_t flags);
+    void post(const nicoff_cmd &c);
+    nicoff_cqe wait(std::uint64_t tag, const char *what);
+    void check_error();
+    void check_timeout(const char *what);
+
+    Port &port_;
+    std::uint64_t timeout_ns_;
+    bool host_;
+    std::unique_ptr<std::uint64_t, PageDeleter> scratch_; // before mr_: freed after it
+    MemoryRegion mr_;
+    std::array<bool, put_slots> put_busy_{};
+    std::array<bool, send_slots> send_busy_{};
+    unsigned put_next_ = 0, send_next_ = 0, puts_out_ = 0;
+    bool recv_posted_ = false;
+    std::uint64_t seq_;
+    std::uint64_t last_progress_;
+    int error_ = 0; // errno of a failed put or send, reported by the next call
+};
+
+} // namespace nicoff::detail
+
+#endif // NICOFF_SRC_ATOMIC_IMPL_HPP

@@ -1,0 +1,725 @@
+// Suite "atomic": remote atomics executed by the target card against the
+// host-based baselines of seed 001 section V (an AtomicServer process at the
+// target that polls, spins then blocks, or blocks), and the locks built on
+// them.  The lock's home, and the atomics' target, is card --home (1); the
+// requesters are on the other cards.
+//
+//   fadd32 fadd64 swap32 swap64 cas_hit cas_miss
+//       latency_us (mean), latency_us_median: one operation at a time from
+//       one requester; methods card, host-poll, host-spin, host-block
+//   fadd64 / ops_per_s
+//       throughput of one target card: nodes requesters, each with --depth
+//       fetch-adds outstanding (card), or one at a time (host-*: the
+//       server's requests are synchronous round trips)
+//   lock
+//       latency_us of one acquire + release at one contender while nodes-1
+//       others lock and unlock the same lock (1 to --max-contenders);
+//       methods card-mcs, host-mcs, card-tas; ops_per_s: all contenders.
+//       host-mcs follows seed 001's host-based locks: every remote access
+//       is a request to the target's server (--lock-server mode), the lock
+//       word's at the home and each contender's own for its queue node
+//   cpu_impact (seed 001 Fig. 7)
+//       iterations: a counting loop at the lock's home, iterations per 1 ms
+//       window (mean), while one node locks and unlocks with a delay after
+//       each; bytes holds the offered rate, lock/unlock pairs per second
+//       (1e6 / (2 * delay_us)); ops_per_s the rate achieved.  Methods: idle
+//       (no remote traffic), card (card MCS: nothing runs at the home), and
+//       host-block (host MCS, its server thread at the home, blocking).  The
+//       counter and the server thread share CPU 0, the locker and the card
+//       threads run on the last CPU (as seed 001's uniprocessor runs).
+//       Quiet blocks (the locker paused, spinning idle on its CPU) and busy
+//       blocks alternate; idle is the median of the card run's quiet
+//       windows, each method's figure the median of its busy windows.
+#include "bench.hpp"
+#include "procstat.hpp"
+
+#include <nicoff/nicoff.hpp>
+
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <system_error>
+#include <thread>
+#include <vector>
+
+namespace nicoff::bench {
+namespace {
+
+constexpr std::size_t page = 4096;
+constexpr std::uint32_t max_nodes = 16;
+
+[[noreturn]] void fail(int err, const std::string &what) {
+    throw std::system_error(err, std::generic_category(), what);
+}
+
+struct PageBuf {
+    std::byte *p;
+    PageBuf() : p(static_cast<std::byte *>(::operator new (page, std::align_val_t{page}))) {
+        std::memset(p, 0, page);
+    }
+    ~PageBuf() { ::operator delete (p, std::align_val_t{page}); }
+    PageBuf(const PageBuf &) = delete;
+    PageBuf &operator=(const PageBuf &) = delete;
+    std::span<std::byte> span() const { return {p, page}; }
+    std::uint64_t &u64(std::size_t off) const {
+        return *reinterpret_cast<std::uint64_t *>(p + off);
+    }
+};
+
+// How an atomic reaches the home: "card", or one of the server modes.
+struct Method {
+    std::string name;
+    bool host = false;
+    ServerMode mode = ServerMode::poll;
+};
+
+const std::vector<Method> &methods() {
+    static const std::vector<Method> m = {{"card", false, ServerMode::poll},
+                                          {"host-poll", true, ServerMode::poll},
+                                          {"host-spin", true, ServerMode::spin_block},
+                                          {"host-block", true, ServerMode::block}};
+    return m;
+}
+
+ServerMode parse_mode(const std::string &s) {
+    if (s == "poll")
+        return ServerMode::poll;
+    if (s == "spin")
+        return ServerMode::spin_block;
+    if (s == "block")
+        return ServerMode::block;
+    throw std::invalid_argument("server mode must be poll, spin or block");
+}
+
+// The home: its memory (the words), registered for card atomics, and, for
+// the host-based methods, an AtomicServer thread serving it.
+class Home {
+public:
+    Home(std::uint32_t card, const Method &m, std::chrono::microseconds spin)
+        : card_(card), port_(Device(card), PortConfig{NICOFF_PORT_ANY, 256, 256}),
+          mr_(port_, mem_.span(), NICOFF_ACCESS_REMOTE_ATOMIC), host_(m.host) {
+        if (host_) {
+            server_ = std::make_unique<AtomicServer>(port_, mem_.span(), m.mode, spin);
+            thread_ = std::thread([this] { server_->serve(stop_); });
+        }
+    }
+    ~Home() {
+        stop_ = true;
+        if (thread_.joinable())
+            thread_.join();
+    }
+    Home(const Home &) = delete;
+    Home &operator=(const Home &) = delete;
+
+    RemoteWord word(std::uint64_t off, std::uint32_t width) const {
+        return RemoteWord{card_, port_.number(), host_ ? 0 : mr_.rkey(), width, off};
+    }
+    std::uint64_t &u64(std::size_t off) const { return mem_.u64(off); }
+    std::thread &thread() { return thread_; }
+
+private:
+    std::uint32_t card_;
+    PageBuf mem_;
+    Port port_;
+    MemoryRegion mr_;
+    bool host_;
+    std::unique_ptr<AtomicServer> server_;
+    std::atomic<bool> stop_{false};
+    std::thread thread_;
+};
+
+std::unique_ptr<RemoteMemory> remote_memory(Port &port, bool host) {
+    if (host)
+        return std::make_unique<HostMemory>(port);
+    return std::make_unique<CardMemory>(port);
+}
+
+// Cards for requesters: every card but the home, round robin.
+std::uint32_t requester_card(std::uint32_t i, std::uint32_t home, std::uint32_t ncards) {
+    if (ncards < 2)
+        return home;
+    const std::uint32_t c = i % (ncards - 1);
+    return c >= home ? c + 1 : c;
+}
+
+Record node_record(Context &ctx, const std::string &c, const std::string &method,
+                   const std::string &metric, double v, const std::string &unit, std::int64_t nodes,
+                   std::uint64_t runs) {
+    Record r = ctx.record(c, method, metric, v, unit);
+    r.nodes = nodes;
+    r.runs = static_cast<std::int64_t>(runs);
+    return r;
+}
+
+// ------------------------------------------------------------- latency --
+
+struct OpCase {
+    const char *name;
+    std::uint8_t opcode;
+    std::uint32_t width;
+};
+
+const OpCase op_cases[] = {
+    {"fadd32", NICOFF_OP_FETCH_ADD, 4},     {"fadd64", NICOFF_OP_FETCH_ADD, 8},
+    {"swap32", NICOFF_OP_FETCH_WRITE, 4},   {"swap64", NICOFF_OP_FETCH_WRITE, 8},
+    {"cas_hit", NICOFF_OP_COMPARE_SWAP, 8}, {"cas_miss", NICOFF_OP_COMPARE_SWAP, 8},
+};
+
+void latency(Context &ctx, std::uint32_t home_card, std::uint32_t ncards) {
+    const std::uint64_t iters = ctx.opts().u64("iters"), warmup = ctx.opts().u64("warmup");
+    const auto spin = std::chrono::microseconds(ctx.opts().u64("server-spin-us"));
+    if (iters == 0)
+        throw std::invalid_argument("--iters must be at least 1");
+    for (const Method &m : methods()) {
+        Home home(home_card, m, spin);
+        Port port(Device(requester_card(0, home_card, ncards)),
+                  PortConfig{NICOFF_PORT_ANY, 64, 64});
+        auto mem = remote_memory(port, m.host);
+        for (const OpCase &oc : op_cases) {
+            const RemoteWord w = home.word(64, oc.width);
+            home.u64(64) = 0;
+            std::vector<double> samples;
+            samples.reserve(iters);
+            for (std::uint64_t i = 0; i < warmup + iters; i++) {
+                std::uint64_t operand = 1, compare = 0;
+                if (oc.opcode == NICOFF_OP_COMPARE_SWAP) {
+                    // hit: the word toggles between 0 and 1; miss: never matches.
+                    const bool hit = std::string(oc.name) == "cas_hit";
+                    compare = hit ? i % 2 : 0xdead;
+                    operand = hit ? (i + 1) % 2 : 7;
+                }
+                const std::uint64_t t0 = now_ns();
+                const std::uint64_t old = mem->atomic(oc.opcode, w, operand, compare);
+                const std::uint64_t t1 = now_ns();
+                if (oc.opcode == NICOFF_OP_FETCH_ADD && old != i)
+                    fail(EPROTO, std::string(oc.name) + ": wrong old value");
+                if (oc.opcode == NICOFF_OP_COMPARE_SWAP && std::string(oc.name) == "cas_hit" &&
+                    old != i % 2)
+                    fail(EPROTO, "cas_hit missed");
+                if (i >= warmup)
+                    samples.push_back(static_cast<double>(t1 - t0) / 1000.0);
+            }
+            const Summary s = summarize(std::move(samples));
+            ctx.add(node_record(ctx, oc.name, m.name, "latency_us", s.mean, "us", 1, iters));
+            ctx.add(
+                node_record(ctx, oc.name, m.name, "latency_us_median", s.median, "us", 1, iters));
+            ctx.add(node_record(ctx, oc.name, m.name, "latency_us_p99", s.p99, "us", 1, iters));
+        }
+    }
+}
+
+// ---------------------------------------------------------- throughput --
+
+void throughput(Context &ctx, std::uint32_t home_card, std::uint32_t ncards) {
+    const std::uint64_t depth = ctx.opts().u64("depth");
+    const double seconds = ctx.opts().number("tput-seconds");
+    const auto spin = std::chrono::microseconds(ctx.opts().u64("server-spin-us"));
+    if (depth == 0 || depth > 1024)
+        throw std::invalid_argument("--depth must be in [1, 1024]");
+    for (const Method &m : methods()) {
+        for (std::uint32_t nreq : {1u, 4u}) {
+            Home home(home_card, m, spin);
+            const RemoteWord w = home.word(128, 8);
+            std::atomic<bool> go{false}, stop{false};
+            std::vector<std::uint64_t> counts(nreq);
+            std::vector<std::string> errors(nreq);
+            std::vector<std::thread> ts;
+            for (std::uint32_t r = 0; r < nreq; r++)
+                ts.emplace_back([&, r] {
+                    try {
+                        Port port(Device(requester_card(r, home_card, ncards)),
+                                  PortConfig{NICOFF_PORT_ANY, 1024, 1024});
+                        std::uint64_t n = 0;
+                        if (m.host) {
+                            HostMemory mem(port);
+                            while (!go)
+                                std::this_thread::yield();
+                            while (!stop) {
+                                mem.fetch_add(w, 1);
+                                n++;
+                            }
+                        } else {
+                            std::vector<nicoff_cqe> cqes(256);
+                            std::uint64_t out = 0;
+                            while (!go)
+                                std::this_thread::yield();
+                            while (!stop || out) {
+                                while (!stop && out < depth &&
+                                       port.try_post(make_fetch_add(w, 1, n)))
+                                    out++;
+                                const std::size_t got = port.poll(cqes);
+                                for (std::size_t i = 0; i < got; i++)
+                                    if (cqes[i].status)
+                                        fail(-cqes[i].status, "throughput: fetch-add failed");
+                                out -= got;
+                                n += got;
+                                if (!got)
+                                    std::this_thread::yield();
+                            }
+                        }
+                        counts[r] = n;
+                    } catch (const std::exception &e) {
+                        errors[r] = e.what();
+                        counts[r] = 0;
+                    }
+                });
+            std::this_thread::sleep_for(std::chrono::milliseconds(200));
+            const std::uint64_t t0 = now_ns();
+            go = true;
+            std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+            stop = true;
+            for (auto &t : ts)
+                t.join();
+            const double elapsed = static_cast<double>(now_ns() - t0) / 1e9;
+            std::uint64_t total = 0;
+            for (std::uint32_t r = 0; r < nreq; r++) {
+                if (!errors[r].empty())
+                    fail(EIO, "throughput: " + errors[r]);
+                total += counts[r];
+            }
+            if (home.u64(128) != total)
+                fail(EPROTO, "throughput: the word does not count every fetch-add once");
+            ctx.add(node_record(ctx, "fadd64", m.name, "ops_per_s",
+                                static_cast<double>(total) / elapsed, "ops/s", nreq, total));
+        }
+    }
+}
+
+// ---------------------------------------------------------------- locks --
+
+// What the contenders of one lock run share (MAP_SHARED).
+struct LockShared {
+    RemoteWord qnodes[max_nodes];
+    RemoteWord word;
+    std::atomic<int> ready;
+    std::atomic<int> stop;
+    std::atomic<int> holders;
+    std::atomic<int> violations;
+    std::atomic<std::uint64_t> cycles; // lock + unlock pairs done, by everyone
+    std::atomic<int> pause;            // cpu_impact: the locker idles meanwhile
+    double lat_us;
+    std::uint64_t ops[max_nodes];
+    std::uint64_t delay_us;
+    ServerMode node_mode; // host-based MCS: how each contender's node server waits
+    std::uint64_t node_spin_us;
+    char error[256];
+};
+
+enum class LockKind { mcs, tas };
+
+struct Shm {
+    LockShared *sh;
+    Shm() {
+        void *p = ::mmap(nullptr, sizeof(LockShared), PROT_READ | PROT_WRITE,
+                         MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED)
+            fail(errno, "mmap");
+        sh = new (p) LockShared{};
+    }
+    ~Shm() { ::munmap(sh, sizeof(LockShared)); }
+    Shm(const Shm &) = delete;
+    Shm &operator=(const Shm &) = delete;
+};
+
+void busy_delay(std::uint64_t us) {
+    if (!us)
+        return;
+    if (us >= 50) {
+        std::this_thread::sleep_for(std::chrono::microseconds(us));
+        return;
+    }
+    const std::uint64_t end = now_ns() + us * 1000;
+    while (now_ns() < end)
+        std::this_thread::yield();
+}
+
+void pin_self(int cpu) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    sched_setaffinity(0, sizeof(set), &set);
+}
+
+// One contender process.  Rank 0 measures `iters` acquire + release pairs
+// (after `warmup`) and then tells the others to stop; with delay_us, each
+// pair is followed by that delay after the lock and after the unlock, and
+// rank 0 runs until stopped by the parent.
+// A contender's queue node served by its own AtomicServer thread (host-based
+// locks: the others' writes to it are requests to that server).
+class NodeServer {
+public:
+    NodeServer(std::uint32_t card, std::span<std::byte> node, ServerMode mode,
+               std::chrono::microseconds spin)
+        : port_(Device(card), PortConfig{NICOFF_PORT_ANY, 256, 256}),
+          server_(port_, node, mode, spin), thread_([this] { server_.serve(stop_); }) {}
+    ~NodeServer() {
+        stop_ = true;
+        thread_.join();
+    }
+    NodeServer(const NodeServer &) = delete;
+    NodeServer &operator=(const NodeServer &) = delete;
+    std::uint32_t port() const { return port_.number(); }
+
+private:
+    Port port_;
+    AtomicServer server_;
+    std::atomic<bool> stop_{false};
+    std::thread thread_;
+};
+
+[[noreturn]] void contender(LockShared *sh, std::uint32_t rank, std::uint32_t n, std::uint32_t card,
+                            LockKind kind, bool host, std::uint64_t warmup, std::uint64_t iters,
+                            int cpu) {
+    int code = 0;
+    try {
+        if (cpu >= 0)
+            pin_self(cpu);
+        Port port(Device(card), PortConfig{NICOFF_PORT_ANY, 256, 256});
+        PageBuf node;
+        MemoryRegion mr(port, node.span(), NICOFF_ACCESS_REMOTE_WRITE);
+        std::unique_ptr<NodeServer> ns;
+        if (host && kind == LockKind::mcs) {
+            ns = std::make_unique<NodeServer>(card, node.span(), sh->node_mode,
+                                              std::chrono::microseconds(sh->node_spin_us));
+            sh->qnodes[rank] = RemoteWord{card, ns->port(), 0, 8, 0};
+        } else {
+            sh->qnodes[rank] = RemoteWord{card, port.number(), mr.rkey(), 8, 0};
+        }
+        sh->ready.fetch_add(1);
+        while (sh->ready.load() < static_cast<int>(n))
+            std::this_thread::sleep_for(std::chrono::microseconds(200));
+        auto mem = remote_memory(port, host);
+        std::unique_ptr<McsLock> mcs;
+        std::unique_ptr<TasLock> tas;
+        if (kind == LockKind::mcs)
+            mcs = std::make_unique<McsLock>(*mem, rank,
+                                            std::vector<RemoteWord>(sh->qnodes, sh->qnodes + n),
+                                            sh->word, node.span().first(McsLock::node_bytes));
+        else
+            tas = std::make_unique<TasLock>(*mem, rank, sh->word);
+        auto cycle = [&] {
+            if (mcs)
+                mcs->lock();
+            else
+                tas->lock();
+            if (sh->holders.fetch_add(1) != 0)
+                sh->violations.fetch_add(1);
+            sh->holders.fetch_sub(1);
+            busy_delay(sh->delay_us);
+            if (mcs)
+                mcs->unlock();
+            else
+                tas->unlock();
+            sh->cycles.fetch_add(1, std::memory_order_relaxed);
+            busy_delay(sh->delay_us);
+        };
+        std::uint64_t done = 0;
+        if (rank == 0 && iters) {
+            for (std::uint64_t i = 0; i < warmup; i++)
+                cycle();
+            const std::uint64_t t0 = now_ns();
+            for (std::uint64_t i = 0; i < iters; i++)
+                cycle();
+            sh->lat_us = static_cast<double>(now_ns() - t0) / 1000.0 / static_cast<double>(iters);
+            done = warmup + iters;
+            sh->stop = 1;
+        } else {
+            while (!sh->stop.load(std::memory_order_relaxed)) {
+                if (sh->pause.load(std::memory_order_relaxed)) {
+                    // Keep this CPU as busy as when locking: under QEMU the
+                    // vCPUs share the host's cores, so an idle vCPU here
+                    // would speed up the counter's and bias the baseline.
+                    __builtin_ia32_pause();
+                    continue;
+                }
+                cycle();
+                done++;
+            }
+        }
+        sh->ops[rank] = done;
+        mem->flush();
+    } catch (const std::exception &e) {
+        std::snprintf(sh->error, sizeof(sh->error), "rank %u: %s", rank, e.what());
+        sh->stop = 1;
+        code = 1;
+    }
+    std::fflush(nullptr);
+    ::_exit(code);
+}
+
+std::vector<pid_t> spawn_contenders(LockShared *sh, std::uint32_t n, std::uint32_t home,
+                                    std::uint32_t ncards, LockKind kind, bool host,
+                                    std::uint64_t warmup, std::uint64_t iters, int cpu) {
+    std::vector<pid_t> pids;
+    for (std::uint32_t r = 0; r < n; r++) {
+        const pid_t pid = ::fork();
+        if (pid < 0)
+            fail(errno, "fork");
+        if (pid == 0)
+            contender(sh, r, n, requester_card(r, home, ncards), kind, host, warmup, iters, cpu);
+        pids.push_back(pid);
+    }
+    return pids;
+}
+
+// Waits for the contenders.  Once one fails (or after timeout_s) the others
+// may wait for a lock that will never come: they are killed.
+void reap(const std::vector<pid_t> &pids, LockShared *sh, double timeout_s = 300) {
+    const std::uint64_t deadline = now_ns() + static_cast<std::uint64_t>(timeout_s * 1e9);
+    std::vector<bool> done(pids.size());
+    std::size_t left = pids.size();
+    bool bad = false, killed = false;
+    while (left) {
+        for (std::size_t i = 0; i < pids.size(); i++) {
+            int st = 0;
+            if (done[i] || ::waitpid(pids[i], &st, WNOHANG) != pids[i])
+                continue;
+            done[i] = true;
+            left--;
+            bad |= !WIFEXITED(st) || WEXITSTATUS(st) != 0;
+        }
+        if (left && !killed && (bad || now_ns() > deadline)) {
+            for (std::size_t i = 0; i < pids.size(); i++)
+                if (!done[i])
+                    ::kill(pids[i], SIGKILL);
+            killed = true;
+            if (!sh->error[0])
+                std::snprintf(sh->error, sizeof(sh->error), "no progress for %.0f s", timeout_s);
+        }
+        if (left)
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    if (bad || killed)
+        fail(EIO, std::string("lock contender failed: ") + sh->error);
+    if (sh->violations)
+        fail(EPROTO, "two holders of the lock at once");
+}
+
+void locks(Context &ctx, std::uint32_t home_card, std::uint32_t ncards) {
+    const std::uint64_t iters = ctx.opts().u64("lock-iters");
+    const std::uint64_t max_c = ctx.opts().u64("max-contenders");
+    const auto spin = std::chrono::microseconds(ctx.opts().u64("server-spin-us"));
+    const ServerMode mode = parse_mode(ctx.opts().str("lock-server"));
+    if (iters == 0 || max_c == 0 || max_c > max_nodes)
+        throw std::invalid_argument("--lock-iters >= 1 and --max-contenders in [1, 16]");
+    struct LockMethod {
+        const char *name;
+        LockKind kind;
+        bool host;
+    };
+    const LockMethod lms[] = {{"card-mcs", LockKind::mcs, false},
+                              {"host-mcs", LockKind::mcs, true},
+                              {"card-tas", LockKind::tas, false}};
+    for (std::uint32_t n = 1; n <= max_c; n++) {
+        for (const LockMethod &lm : lms) {
+            Home home(home_card, Method{lm.name, lm.host, mode}, spin);
+            Shm shm;
+            shm.sh->word = home.word(0, 8);
+            shm.sh->node_mode = mode;
+            shm.sh->node_spin_us = static_cast<std::uint64_t>(spin.count());
+            const auto pids = spawn_contenders(shm.sh, n, home_card, ncards, lm.kind, lm.host,
+                                               iters / 10, iters, -1);
+            try {
+                reap(pids, shm.sh);
+            } catch (const std::system_error &e) {
+                // A starved VM can time a card out (rto_usecs, max_retries):
+                // report the point as missing rather than lose the suite.
+                if (e.code().value() == EPROTO)
+                    throw;
+                std::fprintf(stderr, "nicoff-bench: note: lock %s with %u contenders: %s\n",
+                             lm.name, n, e.what());
+                continue;
+            }
+            if (home.u64(0) != 0)
+                fail(EPROTO, "lock word not free after the run");
+            std::uint64_t total = 0;
+            for (std::uint32_t r = 0; r < n; r++)
+                total += shm.sh->ops[r];
+            const double secs = shm.sh->lat_us * 1e-6 * static_cast<double>(iters + iters / 10);
+            ctx.add(
+                node_record(ctx, "lock", lm.name, "latency_us", shm.sh->lat_us, "us", n, iters));
+            ctx.add(node_record(ctx, "lock", lm.name, "ops_per_s",
+                                secs > 0 ? static_cast<double>(total) / secs : 0, "ops/s", n,
+                                total));
+        }
+    }
+}
+
+// ----------------------------------------------------------- cpu impact --
+
+// Iterations of a counting loop per 1 ms window, the mean of `windows`.
+// Iterations of a counting loop in each of `windows` 1 ms windows.
+void count_loop(std::uint64_t windows, std::vector<double> &out) {
+    for (std::uint64_t w = 0; w < windows; w++) {
+        const std::uint64_t end = now_ns() + 1'000'000;
+        std::uint64_t iters = 0;
+        while (now_ns() < end)
+            iters++;
+        out.push_back(static_cast<double>(iters));
+    }
+}
+
+// Puts the card threads on `cpu` (-1: back on every CPU).
+void pin_card_threads(int cpu) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    const int ncpu = static_cast<int>(std::thread::hardware_concurrency());
+    for (int c = 0; c < ncpu; c++)
+        if (cpu < 0 || c == cpu)
+            CPU_SET(c, &set);
+    for (const TaskCpu &t : kernel_threads_cpu("nicoff"))
+        if (sched_setaffinity(t.pid, sizeof(set), &set))
+            std::fprintf(stderr, "nicoff-bench: note: cannot move %s (pid %d): %s\n",
+                         t.comm.c_str(), t.pid, std::strerror(errno));
+}
+
+std::vector<std::uint64_t> parse_list(const std::string &s) {
+    std::vector<std::uint64_t> v;
+    std::stringstream ss(s);
+    std::string item;
+    while (std::getline(ss, item, ','))
+        if (!item.empty())
+            v.push_back(std::stoull(item));
+    return v;
+}
+
+void cpu_impact(Context &ctx, std::uint32_t home_card, std::uint32_t ncards) {
+    const std::uint64_t windows = ctx.opts().u64("cpu-windows");
+    const auto delays = parse_list(ctx.opts().str("cpu-delays-us"));
+    const int ncpu = static_cast<int>(std::thread::hardware_concurrency());
+    const int last = ncpu > 1 ? ncpu - 1 : 0;
+    const std::uint64_t block = 25; // windows per quiet or busy block
+    if (windows == 0 || delays.empty())
+        throw std::invalid_argument("--cpu-windows >= 1 and --cpu-delays-us not empty");
+    cpu_set_t all;
+    sched_getaffinity(0, sizeof(all), &all);
+    pin_self(0);
+    pin_card_threads(last);
+    try {
+        for (std::uint64_t d : delays) {
+            const double offered = d ? 1e6 / (2.0 * static_cast<double>(d)) : 0;
+            auto rec = [&](const char *method, const char *metric, double v, const char *unit) {
+                Record r = node_record(ctx, "cpu_impact", method, metric, v, unit, 1, windows);
+                r.bytes = static_cast<std::int64_t>(offered);
+                ctx.add(r);
+            };
+            for (bool host : {false, true}) {
+                Home home(home_card, Method{"", host, ServerMode::block},
+                          std::chrono::microseconds(0));
+                if (host) {
+                    // The server thread shares the counter's CPU.
+                    cpu_set_t set;
+                    CPU_ZERO(&set);
+                    CPU_SET(0, &set);
+                    pthread_setaffinity_np(home.thread().native_handle(), sizeof(set), &set);
+                }
+                Shm shm;
+                shm.sh->word = home.word(0, 8);
+                shm.sh->delay_us = d;
+                shm.sh->node_mode = ServerMode::block;
+                shm.sh->pause = 1;
+                const auto pids =
+                    spawn_contenders(shm.sh, 1, home_card, ncards, LockKind::mcs, host, 0, 0, last);
+                while (shm.sh->ready.load() < 1 && !shm.sh->stop)
+                    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+                // Quiet and busy blocks alternate, so that the host's load
+                // drifting during the run hits both alike; medians of windows.
+                std::vector<double> quiet, busy;
+                std::uint64_t cycles = 0, busy_ns = 0;
+                for (std::uint64_t done = 0; done < windows && !shm.sh->stop; done += block) {
+                    const std::uint64_t n = std::min(block, windows - done);
+                    shm.sh->pause = 1;
+                    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+                    count_loop(n, quiet);
+                    shm.sh->pause = 0;
+                    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+                    const std::uint64_t t0 = now_ns(), c0 = shm.sh->cycles.load();
+                    count_loop(n, busy);
+                    busy_ns += now_ns() - t0;
+                    cycles += shm.sh->cycles.load() - c0;
+                }
+                shm.sh->stop = 1;
+                const char *method = host ? "host-block" : "card";
+                try {
+                    reap(pids, shm.sh);
+                } catch (const std::system_error &e) {
+                    if (e.code().value() == EPROTO)
+                        throw;
+                    std::fprintf(stderr, "nicoff-bench: note: cpu_impact %s, delay %llu us: %s\n",
+                                 method, static_cast<unsigned long long>(d), e.what());
+                    continue;
+                }
+                if (!host)
+                    rec("idle", "iterations", summarize(quiet).median, "iter/ms");
+                rec(method, "iterations", summarize(busy).median, "iter/ms");
+                rec(method, "ops_per_s",
+                    busy_ns ? static_cast<double>(cycles) * 1e9 / static_cast<double>(busy_ns) : 0,
+                    "ops/s");
+            }
+        }
+    } catch (...) {
+        pin_card_threads(-1);
+        sched_setaffinity(0, sizeof(all), &all);
+        throw;
+    }
+    pin_card_threads(-1);
+    sched_setaffinity(0, sizeof(all), &all);
+}
+
+void run(Context &ctx) {
+    const std::uint32_t home = static_cast<std::uint32_t>(ctx.opts().u64("home"));
+    const std::string parts = ctx.opts().str("parts");
+    const DeviceInfo info = Device(home).info();
+    if (info.num_cards < 2)
+        fail(EINVAL, "the atomic suite needs at least two cards");
+    auto want = [&](const char *p) {
+        return parts == "all" ||
+               ("," + parts + ",").find(std::string(",") + p + ",") != std::string::npos;
+    };
+    if (want("latency"))
+        latency(ctx, home, info.num_cards);
+    if (want("throughput"))
+        throughput(ctx, home, info.num_cards);
+    if (want("lock"))
+        locks(ctx, home, info.num_cards);
+    if (want("cpu"))
+        cpu_impact(ctx, home, info.num_cards);
+}
+
+const SuiteRegistrar reg{{
+    "atomic",
+    "remote atomics by the card vs host-based servers; MCS and TAS locks; CPU impact",
+    {
+        {"home", "card of the atomics' target and of the lock's home", "1"},
+        {"parts", "comma-separated: latency, throughput, lock, cpu (or all)", "all"},
+        {"iters", "operations timed per latency case", "2000"},
+        {"warmup", "untimed operations before each latency case", "100"},
+        {"depth", "outstanding fetch-adds per requester (card throughput)", "64"},
+        {"tput-seconds", "duration of each throughput run", "1"},
+        {"lock-iters", "acquire + release pairs timed at the measuring contender", "200"},
+        {"max-contenders", "lock runs with 1 .. this many contenders", "8"},
+        {"lock-server", "host-mcs server mode: poll, spin or block", "spin"},
+        {"server-spin-us", "spin-then-block: how long the server spins", "50"},
+        {"cpu-windows", "1 ms counting windows per cpu_impact point", "300"},
+        {"cpu-delays-us", "cpu_impact: delays after lock and after unlock",
+         "2000,1000,500,200,100,50"},
+    },
+    run,
+}};
+
+} // namespace
+} // namespace nicoff::bench

@@ -1,0 +1,510 @@
+// Suite "barrier": barriers run by the cards (nicoff::Group, seed 000's
+// NIC-based collective protocol) against the same algorithms run by the
+// processes over SEND/RECV (nicoff::HostBarrier, the papers' host-based
+// barriers), in one run.
+//
+//   <alg>/card, <alg>/host   latency_us: N processes (forked, rank r on
+//                            card r % cards, port 16 + r / cards) run
+//                            --warmup barriers, then the mean of --iters
+//                            back-to-back barriers (seed 000, section 8:
+//                            100 and 10,000), as rank 0 sees it; <alg> is
+//                            pairwise, dissemination, tree, central,
+//                            combining, tournament, and auto (card only)
+//   <alg>/host/card          ratio: host latency over card latency
+//   auto/card                chosen: the algorithm auto picked (its number)
+//   <alg>/card               latency_us_1proc: one process holds a port on
+//                            each of N cards (N up to every card of the
+//                            module: 1,024 with nics=1024) and drives all
+//                            members: the protocol's scaling without
+//                            process scheduling; --cards-iters barriers or
+//                            --cards-seconds, whichever ends first
+//   dissemination/card       model_t_init_us, model_t_trig_us,
+//                            model_t_adj_us, model_rms_us: seed 000's
+//                            T = Tinit + (ceil(log2 N) - 1) Ttrig + Tadj
+//                            fitted to the 1proc figures (Tinit: N = 2)
+//
+// tools/barrier_report.py adds the LogP predictions of seed 003 (from the
+// p2p suite's L, o, g) and the simulator's for 4,096 and 1,048,576 nodes.
+#include "bench.hpp"
+
+#include <nicoff/nicoff.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <new>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <system_error>
+#include <thread>
+#include <vector>
+
+#include <csignal>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace nicoff::bench {
+namespace {
+
+constexpr std::uint32_t max_procs = 256;
+constexpr std::uint32_t port_base = 16;
+constexpr std::uint32_t ncard_algs = NICOFF_BARRIER_MAX; // auto + the six
+constexpr std::uint32_t nhost_algs = NICOFF_BARRIER_MAX - 1;
+constexpr std::uint32_t nconfigs = ncard_algs + nhost_algs;
+
+[[noreturn]] void fail(int err, const std::string &what) {
+    throw std::system_error(err, std::generic_category(), what);
+}
+
+std::vector<std::uint64_t> parse_list(const std::string &s, const char *what) {
+    std::vector<std::uint64_t> v;
+    std::stringstream ss(s);
+    std::string item;
+    while (std::getline(ss, item, ','))
+        if (!item.empty())
+            v.push_back(std::stoull(item));
+    if (v.empty())
+        throw std::invalid_argument(std::string("--") + what + ": empty list");
+    return v;
+}
+
+std::vector<std::uint32_t> parse_algs(const std::string &s) {
+    std::vector<std::uint32_t> v;
+    std::stringstream ss(s);
+    std::string item;
+    while (std::getline(ss, item, ',')) {
+        const auto a = barrier_algorithm_from_name(item);
+        if (!a || *a >= NICOFF_BARRIER_MAX)
+            throw std::invalid_argument("unknown barrier algorithm " + item);
+        v.push_back(*a);
+    }
+    return v;
+}
+
+// What the processes of one N share with the bench.
+struct Shared {
+    std::atomic<int> failed;
+    char error[256];
+    double lat_us[nconfigs];    // rank 0's mean barrier time; < 0: not run
+    double median_us[nconfigs]; // and the median of its barriers
+    double p99_us[nconfigs];
+    std::uint32_t runs[nconfigs];
+    std::uint64_t chosen; // auto's GROUP_CREATE result
+    // Run control, not a barrier: rank 0 ends a configuration early (time
+    // budget) by setting the last barrier to run.  No rank is ever more
+    // than one barrier ahead of another, so stop = k + 1, written by rank 0
+    // after barrier k, is seen by every rank before it would start k + 2.
+    std::atomic<std::uint32_t> stop[nconfigs];
+};
+
+// lat_us[a]: card algorithm a (0: auto); lat_us[ncard_algs + a - 1]: host a.
+
+struct ProcParams {
+    std::uint32_t n, cards, warmup, iters;
+    double seconds;
+    std::chrono::microseconds spin;
+    std::vector<std::uint32_t> card_algs, host_algs;
+};
+
+// One rank's work: every configuration in the same order as every rank.
+void rank_main(Shared *sh, const ProcParams &pp, std::uint32_t rank, std::uint32_t gid_base) {
+    const Job job(rank, pp.n, pp.cards, port_base);
+    Port port = job.open_port(PortConfig{NICOFF_PORT_ANY, 512, 512});
+    std::vector<nicoff_member> members(pp.n);
+    for (std::uint32_t r = 0; r < pp.n; r++)
+        members[r] = nicoff_member{job.card_of(r), job.port_of(r)};
+    GroupConfig gc;
+    gc.spin = pp.spin;
+    gc.timeout = std::chrono::seconds(120); // a rank that failed must not hang the others
+    std::vector<double> samples;
+    samples.reserve(pp.iters);
+    auto timed = [&](auto &&one, std::uint32_t c) {
+        for (std::uint32_t i = 0; i < pp.warmup; i++)
+            one();
+        samples.clear();
+        const std::uint64_t t0 = now_ns();
+        const auto budget = static_cast<std::uint64_t>(pp.seconds * 1e9);
+        std::uint32_t k = 1;
+        for (; k <= sh->stop[c].load(); k++) {
+            const std::uint64_t a = now_ns();
+            one();
+            const std::uint64_t b = now_ns();
+            if (rank == 0) {
+                samples.push_back(static_cast<double>(b - a) / 1e3);
+                if (b - t0 > budget && k < sh->stop[c].load())
+                    sh->stop[c].store(k + 1);
+            }
+        }
+        const std::uint64_t t1 = now_ns();
+        if (rank == 0) {
+            const std::uint32_t done = k - 1;
+            sh->lat_us[c] = static_cast<double>(t1 - t0) / 1e3 / done;
+            const Summary sm = summarize(samples);
+            sh->median_us[c] = sm.median;
+            sh->p99_us[c] = sm.p99;
+            sh->runs[c] = done;
+        }
+    };
+    for (const std::uint32_t a : pp.card_algs) {
+        gc.algorithm = a;
+        Group g(port, members, rank, gid_base + a, gc);
+        if (a == NICOFF_BARRIER_AUTO && rank == 0)
+            sh->chosen = g.algorithm() | static_cast<std::uint64_t>(g.param()) << 32;
+        timed([&] { g.barrier(); }, a);
+        g.destroy();
+    }
+    for (const std::uint32_t a : pp.host_algs) {
+        {
+            HostBarrier hb(port, members, rank, a, 0, gc);
+            timed([&] { hb.barrier(); }, ncard_algs + a - 1);
+        }
+        // The next configuration starts in step: one more card barrier.
+        Group g(port, members, rank, gid_base + 100 + a, gc);
+        g.destroy();
+    }
+}
+
+void run_procs(Context &ctx, const ProcParams &pp, std::uint32_t gid_base) {
+    auto *sh = static_cast<Shared *>(
+        mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+    if (sh == MAP_FAILED)
+        fail(errno, "mmap");
+    new (sh) Shared{};
+    std::fill(std::begin(sh->lat_us), std::end(sh->lat_us), -1.0);
+    for (auto &st : sh->stop)
+        st.store(pp.iters);
+    std::vector<pid_t> pids;
+    for (std::uint32_t r = 0; r < pp.n; r++) {
+        const pid_t pid = fork();
+        if (pid < 0)
+            fail(errno, "fork");
+        if (pid == 0) {
+            int code = 0;
+            try {
+                rank_main(sh, pp, r, gid_base);
+            } catch (const std::exception &e) {
+                if (!sh->failed.exchange(1))
+                    std::snprintf(sh->error, sizeof(sh->error), "rank %u: %s", r, e.what());
+                code = 1;
+            }
+            _exit(code);
+        }
+        pids.push_back(pid);
+    }
+    // The first rank to fail ends the run: the others would wait for it.
+    bool crashed = false;
+    for (std::size_t left = pids.size(); left; left--) {
+        int st = 0;
+        const pid_t p = waitpid(-1, &st, 0);
+        if (p < 0)
+            break;
+        if (!WIFEXITED(st) || WEXITSTATUS(st)) {
+            if (!crashed)
+                for (const pid_t q : pids)
+                    if (q != p)
+                        kill(q, SIGKILL);
+            crashed = true;
+        }
+    }
+    const std::string err = sh->failed.load() ? sh->error : "a rank died";
+    struct {
+        double lat_us[nconfigs], median_us[nconfigs], p99_us[nconfigs];
+        std::uint32_t runs[nconfigs];
+        std::uint64_t chosen;
+    } res;
+    std::memcpy(res.lat_us, sh->lat_us, sizeof(res.lat_us));
+    std::memcpy(res.median_us, sh->median_us, sizeof(res.median_us));
+    std::memcpy(res.p99_us, sh->p99_us, sizeof(res.p99_us));
+    std::memcpy(res.runs, sh->runs, sizeof(res.runs));
+    res.chosen = sh->chosen;
+    munmap(sh, sizeof(Shared));
+    if (crashed)
+        fail(EIO, "barrier N=" + std::to_string(pp.n) + ": " + err);
+
+    const auto nodes = static_cast<std::int64_t>(pp.n);
+    auto add = [&](std::uint32_t a, const char *method, const char *metric, double v,
+                   const char *unit, std::int64_t runs) {
+        Record r = ctx.record(std::string(barrier_algorithm_name(a)), method, metric, v, unit);
+        r.nodes = nodes;
+        r.runs = runs;
+        ctx.add(r);
+    };
+    auto add_config = [&](std::uint32_t a, std::uint32_t c, const char *method) {
+        add(a, method, "latency_us", res.lat_us[c], "us", res.runs[c]);
+        add(a, method, "latency_us_median", res.median_us[c], "us", res.runs[c]);
+        add(a, method, "latency_us_p99", res.p99_us[c], "us", res.runs[c]);
+    };
+    for (const std::uint32_t a : pp.card_algs)
+        add_config(a, a, "card");
+    for (const std::uint32_t a : pp.host_algs)
+        add_config(a, ncard_algs + a - 1, "host");
+    for (const std::uint32_t a : pp.host_algs) {
+        if (std::find(pp.card_algs.begin(), pp.card_algs.end(), a) == pp.card_algs.end())
+            continue;
+        const std::uint32_t h = ncard_algs + a - 1;
+        add(a, "host/card", "ratio", res.lat_us[h] / res.lat_us[a], "x", res.runs[a]);
+        add(a, "host/card", "ratio_median", res.median_us[h] / res.median_us[a], "x", res.runs[a]);
+    }
+    if (std::find(pp.card_algs.begin(), pp.card_algs.end(), 0u) != pp.card_algs.end()) {
+        add(0, "card", "chosen", static_cast<double>(res.chosen & 0xffffffff), "alg", 1);
+        double best = -1;
+        for (const std::uint32_t a : pp.card_algs)
+            if (a && (best < 0 || res.lat_us[a] < best))
+                best = res.lat_us[a];
+        if (best > 0)
+            add(0, "card", "vs_best", res.lat_us[0] / best, "x", res.runs[0]);
+    }
+}
+
+// ------------------------------------------------- one process, N cards --
+
+struct OneProc {
+    std::vector<Port> ports;
+    std::vector<nicoff_member> members;
+    std::uint64_t tag = 1;
+
+    explicit OneProc(std::uint32_t n) {
+        // A file per card, and then some.
+        rlimit rl{};
+        if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < n + 64) {
+            rl.rlim_cur = rl.rlim_max;
+            setrlimit(RLIMIT_NOFILE, &rl);
+        }
+        ports.reserve(n);
+        for (std::uint32_t i = 0; i < n; i++) {
+            ports.emplace_back(i, PortConfig{NICOFF_PORT_ANY, 4, 4});
+            members.push_back(nicoff_member{i, ports.back().number()});
+        }
+    }
+
+    // Post cmd (its group op) on every port, then take one completion from
+    // each; returns the first's result.
+    std::uint64_t all(nicoff_cmd cmd, const std::vector<std::uint32_t> &mrs) {
+        const std::uint64_t t = tag++;
+        cmd.tag = t;
+        for (std::size_t i = 0; i < ports.size(); i++) {
+            if (cmd.opcode == NICOFF_OP_GROUP_CREATE) {
+                cmd.group.rank = static_cast<std::uint32_t>(i);
+                cmd.group.mr = mrs[i];
+            }
+            if (!ports[i].try_post(cmd))
+                fail(EAGAIN, "one-process barrier: ring full");
+        }
+        std::uint64_t result = 0;
+        std::size_t left = ports.size(), idle = 0;
+        std::vector<char> got(ports.size(), 0);
+        const std::uint64_t start = now_ns();
+        while (left) {
+            bool any = false;
+            for (std::size_t i = 0; i < ports.size(); i++) {
+                nicoff_cqe c;
+                if (got[i] || ports[i].poll(std::span<nicoff_cqe>(&c, 1)) != 1)
+                    continue;
+                if (c.status)
+                    fail(-c.status,
+                         "one-process barrier: opcode " + std::to_string(c.opcode) + " failed");
+                if (c.tag != t)
+                    fail(EPROTO, "one-process barrier: stray completion");
+                if (i == 0)
+                    result = c.result;
+                got[i] = 1;
+                left--;
+                any = true;
+            }
+            if (any) {
+                idle = 0;
+                continue;
+            }
+            // Leave the CPU to the card threads.
+            if (++idle > 4)
+                std::this_thread::yield();
+            if (now_ns() - start > 300'000'000'000ull)
+                fail(ETIMEDOUT, "one-process barrier: no completion for 300 s");
+        }
+        return result;
+    }
+};
+
+double one_process(Context &ctx, std::uint32_t n, std::uint32_t alg, std::uint32_t gid,
+                   std::uint64_t iters, double seconds, std::uint64_t warmup) {
+    OneProc op(n);
+    std::vector<MemoryRegion> regions;
+    std::vector<std::uint32_t> mrs;
+    for (auto &p : op.ports) {
+        regions.emplace_back(p, std::as_writable_bytes(std::span<nicoff_member>(op.members)), 0);
+        mrs.push_back(regions.back().handle());
+    }
+    nicoff_cmd c{};
+    c.opcode = NICOFF_OP_GROUP_CREATE;
+    c.group.group_id = gid;
+    c.group.size = n;
+    c.group.algorithm = alg;
+    const std::uint64_t chosen = op.all(c, mrs);
+    nicoff_cmd b{};
+    b.opcode = NICOFF_OP_BARRIER;
+    b.group.group_id = gid;
+    for (std::uint64_t i = 0; i < warmup; i++)
+        op.all(b, mrs);
+    std::uint64_t done = 0;
+    std::vector<double> samples;
+    const std::uint64_t t0 = now_ns();
+    const auto limit = static_cast<std::uint64_t>(seconds * 1e9);
+    while (done < iters && (done < 10 || now_ns() - t0 < limit)) {
+        const std::uint64_t a = now_ns();
+        op.all(b, mrs);
+        samples.push_back(static_cast<double>(now_ns() - a) / 1e3);
+        done++;
+    }
+    const double us = static_cast<double>(now_ns() - t0) / 1e3 / static_cast<double>(done);
+    nicoff_cmd d{};
+    d.opcode = NICOFF_OP_GROUP_DESTROY;
+    d.group.group_id = gid;
+    op.all(d, mrs);
+    Record r =
+        ctx.record(std::string(barrier_algorithm_name(alg)), "card", "latency_us_1proc", us, "us");
+    r.nodes = n;
+    r.runs = static_cast<std::int64_t>(done);
+    ctx.add(r);
+    Record m = ctx.record(std::string(barrier_algorithm_name(alg)), "card",
+                          "latency_us_1proc_median", summarize(samples).median, "us");
+    m.nodes = n;
+    m.runs = static_cast<std::int64_t>(done);
+    ctx.add(m);
+    if (alg == NICOFF_BARRIER_AUTO) {
+        Record ch = ctx.record("auto", "card", "chosen_1proc",
+                               static_cast<double>(chosen & 0xffffffff), "alg");
+        ch.nodes = n;
+        ch.runs = 1;
+        ctx.add(ch);
+    }
+    return us;
+}
+
+// Seed 000's model fitted to (N, T): Tinit is T(2); Ttrig and Tinit + Tadj
+// by least squares of T over x = ceil(log2 N) - 1.
+void fit_model(Context &ctx, const std::vector<std::pair<std::uint32_t, double>> &pts) {
+    double t2 = -1;
+    for (const auto &[n, t] : pts)
+        if (n == 2)
+            t2 = t;
+    std::vector<std::pair<double, double>> xy;
+    for (const auto &[n, t] : pts) {
+        if (n < 2)
+            continue;
+        double x = 0;
+        while ((1ull << static_cast<int>(x)) < n)
+            x++;
+        xy.emplace_back(x - 1, t);
+    }
+    if (t2 < 0 || xy.size() < 2)
+        return;
+    double sx = 0, sy = 0, sxx = 0, sxy = 0;
+    for (const auto &[x, y] : xy) {
+        sx += x;
+        sy += y;
+        sxx += x * x;
+        sxy += x * y;
+    }
+    const double m = static_cast<double>(xy.size());
+    const double den = m * sxx - sx * sx;
+    if (den == 0)
+        return;
+    const double slope = (m * sxy - sx * sy) / den;
+    const double icpt = (sy - slope * sx) / m;
+    double rss = 0;
+    for (const auto &[x, y] : xy)
+        rss += (icpt + slope * x - y) * (icpt + slope * x - y);
+    auto add = [&](const char *metric, double v) {
+        Record r = ctx.record("dissemination", "card", metric, v, "us");
+        r.runs = static_cast<std::int64_t>(xy.size());
+        ctx.add(r);
+    };
+    add("model_t_init_us", t2);
+    add("model_t_trig_us", slope);
+    add("model_t_adj_us", icpt - t2);
+    add("model_rms_us", std::sqrt(rss / m));
+}
+
+void run(Context &ctx) {
+    const auto &o = ctx.opts();
+    const Device dev(static_cast<unsigned>(o.u64("card")));
+    const std::uint32_t cards = dev.info().num_cards;
+    ProcParams pp;
+    pp.warmup = static_cast<std::uint32_t>(o.u64("warmup"));
+    pp.iters = static_cast<std::uint32_t>(o.u64("iters"));
+    pp.seconds = o.number("seconds");
+    pp.spin = std::chrono::microseconds(o.u64("spin-us"));
+    pp.cards = cards;
+    pp.card_algs = parse_algs(o.str("card-algs"));
+    pp.host_algs = parse_algs(o.str("host-algs"));
+    if (std::find(pp.host_algs.begin(), pp.host_algs.end(), 0u) != pp.host_algs.end())
+        throw std::invalid_argument("--host-algs: auto is the card's");
+    if (pp.iters == 0)
+        throw std::invalid_argument("--iters must be at least 1");
+    const auto gid_base = static_cast<std::uint32_t>(getpid()) << 12;
+    std::uint32_t gid = gid_base;
+
+    for (const std::uint64_t n : parse_list(o.str("nodes"), "nodes")) {
+        if (n < 1 || n > max_procs)
+            throw std::invalid_argument("--nodes: 1.." + std::to_string(max_procs));
+        pp.n = static_cast<std::uint32_t>(n);
+        run_procs(ctx, pp, gid);
+        gid += 256;
+    }
+
+    // One process, a port on each of N cards.
+    std::vector<std::uint64_t> ns;
+    if (o.str("cards") == "pow2") {
+        for (std::uint64_t n = 2; n <= cards; n *= 2)
+            ns.push_back(n);
+        if (ns.empty() || ns.back() != cards)
+            ns.push_back(cards);
+    } else if (o.str("cards") != "none") {
+        ns = parse_list(o.str("cards"), "cards");
+    }
+    const std::vector<std::uint32_t> algs = parse_algs(o.str("cards-algs"));
+    std::vector<std::pair<std::uint32_t, double>> dis;
+    for (const std::uint64_t n : ns) {
+        if (n < 1 || n > cards)
+            throw std::invalid_argument("--cards: 1.." + std::to_string(cards));
+        for (const std::uint32_t a : algs) {
+            const double us =
+                one_process(ctx, static_cast<std::uint32_t>(n), a, gid++, o.u64("cards-iters"),
+                            o.number("cards-seconds"), o.u64("cards-warmup"));
+            if (a == NICOFF_BARRIER_DISSEMINATION)
+                dis.emplace_back(static_cast<std::uint32_t>(n), us);
+        }
+    }
+    fit_model(ctx, dis);
+}
+
+const SuiteRegistrar reg{{
+    "barrier",
+    "barriers run by the cards vs the same algorithms run by the processes over SEND/RECV",
+    {
+        {"nodes", "process counts, comma-separated (rank r on card r % cards)", "2,3,4,5,8"},
+        {"warmup", "barriers before timing", "100"},
+        {"iters", "barriers timed (their mean is reported)", "10000"},
+        {"seconds", "time budget of one configuration: fewer barriers if it runs out", "5"},
+        {"card-algs", "card algorithms (auto included)",
+         "pairwise,dissemination,tree,central,combining,tournament,auto"},
+        {"host-algs", "host algorithms",
+         "pairwise,dissemination,tree,central,combining,tournament"},
+        {"spin-us", "how long a waiting process polls before it sleeps", "20"},
+        {"cards", "one-process runs: card counts, 'pow2' (2, 4, ... every card) or 'none'", "pow2"},
+        {"cards-algs", "one-process runs: algorithms", "dissemination,pairwise,auto"},
+        {"cards-iters", "one-process runs: barriers timed at most", "2000"},
+        {"cards-seconds", "one-process runs: seconds per run at most", "5"},
+        {"cards-warmup", "one-process runs: barriers before timing", "20"},
+    },
+    run,
+}};
+
+} // namespace
+} // namespace nicoff::bench
