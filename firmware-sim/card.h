@@ -129,9 +129,13 @@ struct fw_peer {
 	u64 rto_base;			/* timeout before backoff: srtt + 4 rttvar, bounded */
 	u64 srtt, rttvar;		/* once rtt_valid */
 	u64 rtt_ts;			/* when the packet being timed left */
+	u64 progress_at;		/* when snd_una last moved */
 	u32 rtt_seq;			/* the packet being timed, if rtt_timing */
 	bool rtt_timing;
 	bool rtt_valid;
+	bool ooo_pending;		/* dropped one out of order: say so (FW_PKT_F_OOO) */
+	bool fr_active;			/* resent everything from fr_una already */
+	u32 fr_una;
 
 	/* Receiver not ready (msg.c). */
 	struct fw_list rnrq;		/* our SENDs refused or held: runs per port pair */

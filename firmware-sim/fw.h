@@ -108,6 +108,7 @@ struct fw_stats {
 	/* Receiver not ready (msg.c); refusals here count in rnr_drops. */
 	u64 rnr_resends;		/* our messages refused, or held back, to go again */
 	u64 rnr_failures;		/* ours given up (-ENOBUFS) */
+	u64 fast_retransmits;		/* resends on the peer's out-of-order report */
 };
 
 void fw_get_stats(const struct fw_card *card, struct fw_stats *st);

@@ -62,6 +62,12 @@ enum fw_pkt_type {
 #define FW_PKT_F_SYN		FW_BIT(0)
 /* The sender's window is full or its queue drained: acknowledge at once. */
 #define FW_PKT_F_ACKREQ		FW_BIT(1)
+/*
+ * The receiver dropped a packet out of order since it last acknowledged:
+ * one before it is missing, so the sender resends from ack at once
+ * (go-back-N fast retransmit) instead of waiting for its timeout.
+ */
+#define FW_PKT_F_OOO		FW_BIT(2)
 
 struct fw_pkt_hdr {
 	u32 src_node;

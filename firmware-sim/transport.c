@@ -12,10 +12,14 @@
  * epoch (SYN), whose first sequence number the receiver adopts.
  *
  * The timeout adapts to the connection as in RFC 6298: one packet at a
- * time is timed from its sending to the acknowledgment that covers it,
+ * time is timed from its sending (or the last progress, if later: the
+ * timer restarts on progress) to the acknowledgment that covers it,
  * never one sent again (Karn), and the timeout before backoff is
  * srtt + 4 * rttvar, no less than rto_ns and no more than rto_max_ns
- * (rto_fixed: rto_ns, as before).  Progress ends the backoff.
+ * (rto_fixed: rto_ns, as before).  Progress ends the backoff.  A receiver
+ * that drops a packet out of order says so on its next acknowledgment
+ * (FW_PKT_F_OOO); the sender then resends from the hole at once, so that
+ * a loss costs a round trip, not a timeout, however long that has grown.
  *
  * Error replies (ERR) are reliable packets of the reverse stream, so one
  * may arrive after the acknowledgment of the packet it is about.  Every
@@ -100,6 +104,9 @@ static void fw_fill_ack(struct fw_peer *peer, struct fw_pkt_hdr *h)
 	h->ack_epoch = peer->rx_epoch;
 	h->ack = peer->rcv_nxt;
 	h->err_count = peer->err_tx;
+	if (peer->ooo_pending)
+		h->flags |= FW_PKT_F_OOO;
+	peer->ooo_pending = false;
 	peer->ack_pending = false;
 	peer->ack_count = 0;
 }
@@ -442,14 +449,53 @@ static void fw_rtt_sample(struct fw_card *card, struct fw_peer *peer, u64 r)
 	peer->rto_base = fw_max_u64(card->cfg.rto_ns, fw_min_u64(rto, card->cfg.rto_max_ns));
 }
 
+/* Resend everything unacknowledged, from snd_una: go-back-N. */
+static void fw_resend_all(struct fw_card *card, struct fw_peer *peer, u64 now)
+{
+	u32 n = peer->snd_nxt - peer->snd_una;
+	u32 i;
+
+	peer->rtt_timing = false;	/* Karn: its acknowledgment would be ambiguous */
+	peer->fr_active = true;		/* reports of the same hole are stale now */
+	peer->fr_una = peer->snd_una;
+	for (i = 0; i < n; i++) {
+		struct fw_srec *rec = fw_rec_at(peer, peer->snd_una + i);
+
+		rec->ts = now;
+		rec->tries++;
+		card->stats.retransmits++;
+		fw_xmit(card, peer, rec, i == n - 1 ? FW_PKT_F_ACKREQ : 0);
+	}
+}
+
+/*
+ * The peer reports a packet dropped out of order, so the one at @h->ack
+ * (snd_una) is lost or late: resend from there now rather than after the
+ * timeout (which an adaptive one makes longer), once per hole: until
+ * snd_una moves, further reports are about what was sent before the
+ * resend.  Neither the retry count nor the backoff is touched.
+ */
+static void fw_fast_retransmit(struct fw_card *card, struct fw_peer *peer,
+			       const struct fw_pkt_hdr *h, u64 now)
+{
+	if (!(h->flags & FW_PKT_F_OOO) || h->ack_epoch != peer->epoch || h->ack != peer->snd_una ||
+	    peer->snd_una == peer->snd_nxt || (peer->fr_active && peer->fr_una == peer->snd_una))
+		return;
+	card->stats.fast_retransmits++;
+	fw_resend_all(card, peer, now);
+	peer->rto_at = fw_add_sat(now, peer->rto);
+}
+
 static void fw_ack_rx(struct fw_card *card, struct fw_peer *peer, const struct fw_pkt_hdr *h,
 		      u64 now)
 {
 	u32 adv = h->ack - peer->snd_una;
 	u32 i;
 
-	if (h->ack_epoch != peer->epoch || !adv || adv > peer->snd_nxt - peer->snd_una)
+	if (h->ack_epoch != peer->epoch || !adv || adv > peer->snd_nxt - peer->snd_una) {
+		fw_fast_retransmit(card, peer, h, now);
 		return;
+	}
 	for (i = 0; i < adv; i++) {
 		struct fw_srec *rec = &peer->recs[peer->rec_head];
 		struct fw_op *op = rec->op;
@@ -463,14 +509,21 @@ static void fw_ack_rx(struct fw_card *card, struct fw_peer *peer, const struct f
 		op->nrec--;
 		fw_op_acked(card, peer, op, h);
 	}
-	/* Progress: a new measurement if the timed packet is in, and the backoff starts over. */
+	/*
+	 * Progress: the backoff starts over, and, if the timed packet is in,
+	 * a measurement of what the timer, restarted on each progress, had
+	 * to wait for it: since it left, or since the last progress if later
+	 * (a packet queued behind a window is not late for that).
+	 */
 	if (peer->rtt_timing && fw_seq_before(peer->rtt_seq, peer->snd_una)) {
 		peer->rtt_timing = false;
-		fw_rtt_sample(card, peer, now - peer->rtt_ts);
+		fw_rtt_sample(card, peer, now - fw_max_u64(peer->rtt_ts, peer->progress_at));
 	}
+	peer->progress_at = now;
 	peer->retries = 0;
 	peer->rto = peer->rto_base;
 	peer->rto_at = peer->snd_una == peer->snd_nxt ? FW_NEVER : fw_add_sat(now, peer->rto);
+	fw_fast_retransmit(card, peer, h, now);
 }
 
 static int fw_rx_err(struct fw_card *card, struct fw_peer *peer, const struct fw_pkt_hdr *h)
@@ -585,10 +638,12 @@ static bool fw_rx_seq(struct fw_card *card, struct fw_peer *peer, struct fw_pkt 
 		fw_rx_sync(card, peer, h->epoch, h->seq, h->err_count);
 	}
 	if (h->seq != peer->rcv_nxt) {
-		if (fw_seq_before(h->seq, peer->rcv_nxt))
+		if (fw_seq_before(h->seq, peer->rcv_nxt)) {
 			card->stats.duplicates++;
-		else
+		} else {
 			card->stats.out_of_order++;
+			peer->ooo_pending = true;	/* the sender resends at once */
+		}
 		fwos_pkt_free(card->host, pkt);
 		peer->ack_pending = true;	/* tell the sender where we are */
 		return true;
@@ -696,6 +751,7 @@ static void fw_peer_fail(struct fw_card *card, struct fw_peer *peer, s32 status)
 	peer->rto_base = card->cfg.rto_ns;
 	peer->rtt_timing = false;
 	peer->rtt_valid = false;
+	peer->fr_active = false;
 	peer->rnr_at = FW_NEVER;	/* every op failed: rnrq is empty */
 	/*
 	 * Receiver-not-ready replies stay owed: the peer's stream to us goes
@@ -719,9 +775,6 @@ static void fw_peer_fail(struct fw_card *card, struct fw_peer *peer, s32 status)
 
 static void fw_peer_rto(struct fw_card *card, struct fw_peer *peer, u64 now)
 {
-	u32 n = peer->snd_nxt - peer->snd_una;
-	u32 i;
-
 	card->stats.timeouts++;
 	peer->rtt_timing = false;	/* Karn: its acknowledgment would be ambiguous */
 	if (peer->retries >= card->cfg.max_retries) {
@@ -730,14 +783,7 @@ static void fw_peer_rto(struct fw_card *card, struct fw_peer *peer, u64 now)
 	}
 	peer->retries++;
 	peer->rto = peer->rto > card->cfg.rto_max_ns >> 1 ? card->cfg.rto_max_ns : peer->rto << 1;
-	for (i = 0; i < n; i++) {
-		struct fw_srec *rec = fw_rec_at(peer, peer->snd_una + i);
-
-		rec->ts = now;
-		rec->tries++;
-		card->stats.retransmits++;
-		fw_xmit(card, peer, rec, i == n - 1 ? FW_PKT_F_ACKREQ : 0);
-	}
+	fw_resend_all(card, peer, now);
 	peer->rto_at = fw_add_sat(now, peer->rto);
 }
 

@@ -99,6 +99,7 @@ static int nicoff_put_stats(struct sk_buff *skb, struct nicoff_card *card)
 	list[NICOFF_NL_STAT_BARRIER_NACKS] = st.bar_nacks;
 	list[NICOFF_NL_STAT_BARRIER_RESENDS] = st.bar_resends;
 	list[NICOFF_NL_STAT_BARRIER_FAILURES] = st.bar_failures;
+	list[NICOFF_NL_STAT_FAST_RETRANSMITS] = st.fast_retransmits;
 
 	nest = nla_nest_start(skb, NICOFF_NL_A_STATS);
 	if (!nest)

@@ -20,6 +20,7 @@ SELFTEST_NAMES := \
 	nicoff_ports_test \
 	nicoff_p2p_test \
 	nicoff_barrier_test \
+	nicoff_hostbarrier_test \
 	nicoff_atomic_test \
 	nicoff_lock_test
 # Run by run-in-vm.sh after the others, the module reloaded with nics=1024.
@@ -43,10 +44,11 @@ $(SELFTEST_UTIL_OBJ): $(TOP)/selftests/nicoff_util.c $(SELFTEST_DEPS)
 # libnicoff's locks through its C API, linked statically.
 $(SELFTEST_DIR)/nicoff_atomic_test $(SELFTEST_DIR)/nicoff_lock_test: \
 	$(TOP)/selftests/nicoff_atomic_util.h
-$(SELFTEST_DIR)/nicoff_lock_test: $(LIBNICOFF_STATIC) | $(LIBNICOFF_ABI_H)
-$(SELFTEST_DIR)/nicoff_lock_test: SELFTEST_CFLAGS += $(LIBNICOFF_CPPFLAGS)
-$(SELFTEST_DIR)/nicoff_lock_test: SELFTEST_LDLIBS += $(LIBNICOFF_STATIC) \
-	$(LIBNICOFF_PRIVATE_LIBS) -lstdc++
+# The lock and host-barrier tests drive libnicoff through its C API.
+SELFTEST_LIBNICOFF := $(SELFTEST_DIR)/nicoff_lock_test $(SELFTEST_DIR)/nicoff_hostbarrier_test
+$(SELFTEST_LIBNICOFF): $(LIBNICOFF_STATIC) | $(LIBNICOFF_ABI_H)
+$(SELFTEST_LIBNICOFF): SELFTEST_CFLAGS += $(LIBNICOFF_CPPFLAGS)
+$(SELFTEST_LIBNICOFF): SELFTEST_LDLIBS += $(LIBNICOFF_STATIC) $(LIBNICOFF_PRIVATE_LIBS) -lstdc++
 
 $(SELFTEST_BINS): $(SELFTEST_DIR)/%: $(TOP)/selftests/%.c $(SELFTEST_UTIL_OBJ) \
 		$(SELFTEST_DEPS) $(KSFT_STAMP)

@@ -213,17 +213,13 @@ static uint64_t run_ok(struct __test_metadata *_metadata, int n, uint32_t alg, u
 
 static uint32_t next_gid = 0x100;
 
-static const char *const fault_params[] = {
-	"fault_drop_ppm", "fault_dup_ppm", "fault_reorder_ppm", "fault_corrupt_ppm",
-};
-
+/* 10% drop, 10% duplicates, 10% reordering, 1% corrupt */
 static void set_faults(bool on)
 {
-	static const unsigned long ppm[] = { 100000, 100000, 100000, 10000 };
-	unsigned int i;
-
-	for (i = 0; i < sizeof(ppm) / sizeof(ppm[0]); i++)
-		nt_param_set(fault_params[i], on ? ppm[i] : 0);
+	if (on)
+		nt_set_faults(100000, 100000, 100000, 10000);
+	else
+		nt_set_faults(0, 0, 0, 0);
 }
 
 /* Write @val to the barrier_alg tunable; 0 or -errno. */

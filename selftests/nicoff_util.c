@@ -357,6 +357,24 @@ int nt_param_set(const char *name, unsigned long v)
 	return ret;
 }
 
+int nt_set_faults(unsigned long drop, unsigned long dup, unsigned long reorder,
+		  unsigned long corrupt)
+{
+	static const char *const names[] = {
+		"fault_drop_ppm", "fault_dup_ppm", "fault_reorder_ppm", "fault_corrupt_ppm",
+	};
+	const unsigned long ppm[] = { drop, dup, reorder, corrupt };
+	int ret = 0, r;
+	unsigned int i;
+
+	for (i = 0; i < sizeof(ppm) / sizeof(ppm[0]); i++) {
+		r = nt_param_set(names[i], ppm[i]);
+		if (r && !ret)
+			ret = r;
+	}
+	return ret;
+}
+
 uint64_t nt_now_ns(void)
 {
 	struct timespec ts;

@@ -126,6 +126,12 @@ long long nt_wait_pinned(long long want, int timeout_ms);
 /* Module parameters under /sys/module/nicoff/parameters/. */
 int nt_param_get(const char *name, unsigned long *v);
 int nt_param_set(const char *name, unsigned long v);
+/*
+ * The module's global faults, per million packets: drop, duplicate,
+ * reorder, corrupt (all 0: a clean fabric).  0 or the first -errno.
+ */
+int nt_set_faults(unsigned long drop, unsigned long dup, unsigned long reorder,
+		  unsigned long corrupt);
 
 /* Time and randomness. */
 uint64_t nt_now_ns(void);

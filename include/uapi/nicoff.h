@@ -369,6 +369,7 @@ enum nicoff_nl_stat {
 	NICOFF_NL_STAT_BARRIER_NACKS,		/* barrier NACKs sent */
 	NICOFF_NL_STAT_BARRIER_RESENDS,		/* barrier messages sent again for a NACK */
 	NICOFF_NL_STAT_BARRIER_FAILURES,	/* barriers or group creations failed */
+	NICOFF_NL_STAT_FAST_RETRANSMITS,	/* resends on a peer's out-of-order report */
 	__NICOFF_NL_STAT_MAX,
 };
 

@@ -411,6 +411,13 @@ HostBarrier::HostBarrier(Port &port, std::span<const nicoff_member> members, std
       alg_(algorithm), buf_(64) {
     if (members.empty() || rank >= members.size())
         fail(EINVAL, "nicoff: HostBarrier: rank outside the member list");
+    // As the card checks a group: this port at its rank, nobody twice.
+    if (members[rank].card != port.card() || members[rank].port != port.number())
+        fail(EINVAL, "nicoff: HostBarrier: the member at this rank is another port");
+    for (std::size_t i = 0; i < members.size(); i++)
+        for (std::size_t j = i + 1; j < members.size(); j++)
+            if (members[i].card == members[j].card && members[i].port == members[j].port)
+                fail(EINVAL, "nicoff: HostBarrier: a member is listed twice");
     const std::vector<BarrierStep> steps =
         barrier_schedule(algorithm, param, rank, static_cast<std::uint32_t>(members.size()));
     nsteps_ = static_cast<std::uint32_t>(steps.size());

@@ -73,6 +73,7 @@ Port::Port(const Device &dev, const PortConfig &cfg) : impl_(std::make_unique<Im
     impl_->cq_map = detail::Mapping(fd, po.cq_offset, po.cq_size);
     impl_->cmd_hdr = static_cast<nicoff_ring_hdr *>(impl_->cmd_map.addr());
     impl_->cq_hdr = static_cast<nicoff_ring_hdr *>(impl_->cq_map.addr());
+    impl_->card = info.card;
     impl_->number = po.port;
     impl_->cmd_entries = cmd_entries;
     impl_->cq_entries = cq_entries;
@@ -258,6 +259,7 @@ PortStats Port::stats() const {
 }
 
 int Port::fd() const noexcept { return impl_->fd->fd; }
+std::uint32_t Port::card() const noexcept { return impl_->card; }
 std::uint32_t Port::number() const noexcept { return impl_->number; }
 std::uint32_t Port::cmd_entries() const noexcept { return impl_->cmd_entries; }
 std::uint32_t Port::cq_entries() const noexcept { return impl_->cq_entries; }

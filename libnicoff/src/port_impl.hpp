@@ -47,6 +47,7 @@ struct Port::Impl {
     detail::Mapping cq_map;
     nicoff_ring_hdr *cmd_hdr = nullptr;
     nicoff_ring_hdr *cq_hdr = nullptr;
+    std::uint32_t card = 0;
     std::uint32_t number = 0;
     std::uint32_t cmd_entries = 0;
     std::uint32_t cq_entries = 0;

@@ -306,7 +306,8 @@ public:
     bool in_error() const noexcept;
     std::uint64_t kicks() const noexcept; // KICK ioctls this object made (both sides)
     PortStats stats() const;
-    int fd() const noexcept; // for poll/epoll (POLLIN: completions; POLLERR: error)
+    int fd() const noexcept;             // for poll/epoll (POLLIN: completions; POLLERR: error)
+    std::uint32_t card() const noexcept; // the card it is a port of
     std::uint32_t number() const noexcept;
     std::uint32_t cmd_entries() const noexcept;
     std::uint32_t cq_entries() const noexcept;

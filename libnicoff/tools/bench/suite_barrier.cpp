@@ -21,7 +21,9 @@
 //   dissemination/card       model_t_init_us, model_t_trig_us,
 //                            model_t_adj_us, model_rms_us: seed 000's
 //                            T = Tinit + (ceil(log2 N) - 1) Ttrig + Tadj
-//                            fitted to the 1proc figures (Tinit: N = 2)
+//                            fitted to the 1proc medians (Tinit: N = 2;
+//                            medians, as stalls of the host of the VM
+//                            weigh on means)
 //
 // tools/barrier_report.py adds the LogP predictions of seed 003 (from the
 // p2p suite's L, o, g) and the simulator's for 4,096 and 1,048,576 nodes.
@@ -383,7 +385,7 @@ double one_process(Context &ctx, std::uint32_t n, std::uint32_t alg, std::uint32
         ch.runs = 1;
         ctx.add(ch);
     }
-    return us;
+    return summarize(samples).median;
 }
 
 // Seed 000's model fitted to (N, T): Tinit is T(2); Ttrig and Tinit + Tadj
@@ -496,7 +498,7 @@ const SuiteRegistrar reg{{
          "pairwise,dissemination,tree,central,combining,tournament,auto"},
         {"host-algs", "host algorithms",
          "pairwise,dissemination,tree,central,combining,tournament"},
-        {"spin-us", "how long a waiting process polls before it sleeps", "20"},
+        {"spin-us", "how long a waiting process polls before it sleeps", "0"},
         {"cards", "one-process runs: card counts, 'pow2' (2, 4, ... every card) or 'none'", "pow2"},
         {"cards-algs", "one-process runs: algorithms", "dissemination,pairwise,auto"},
         {"cards-iters", "one-process runs: barriers timed at most", "2000"},

@@ -73,6 +73,7 @@ constexpr std::array<const char *, NICOFF_NL_STAT_MAX + 1> stat_names = [] {
     n[NICOFF_NL_STAT_BARRIER_NACKS] = "barrier_nacks";
     n[NICOFF_NL_STAT_BARRIER_RESENDS] = "barrier_resends";
     n[NICOFF_NL_STAT_BARRIER_FAILURES] = "barrier_failures";
+    n[NICOFF_NL_STAT_FAST_RETRANSMITS] = "fast_retransmits";
     return n;
 }();
 
