@@ -154,7 +154,12 @@ void nicoff_engine_kick(struct nicoff_engine *e)
 
 int nicoff_engines_start(void)
 {
-	unsigned int n = nicoff_threads ? nicoff_threads : num_online_cpus();
+	/*
+	 * By default half the CPUs are the cards' processors and half are
+	 * left to the processes: a card thread that polls on every CPU
+	 * leaves the processes it serves nowhere to run.
+	 */
+	unsigned int n = nicoff_threads ? nicoff_threads : max(1u, num_online_cpus() / 2);
 	unsigned int i, c;
 
 	n = clamp(n, 1u, nicoff_num_cards);

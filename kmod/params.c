@@ -34,7 +34,7 @@ MODULE_PARM_DESC(max_mrs, "Memory regions per port (1-65536, default 1024)");
 unsigned int nicoff_threads;
 module_param_named(threads, nicoff_threads, uint, 0444);
 MODULE_PARM_DESC(threads,
-		 "Card threads; card i belongs to thread i mod threads (0 = one per online CPU)");
+		 "Card threads; card i belongs to thread i mod threads (0 = half the online CPUs, at least 1)");
 
 static int nicoff_param_set_range(const char *val, const struct kernel_param *kp,
 				  unsigned int min, unsigned int max)

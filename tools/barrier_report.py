@@ -188,6 +188,21 @@ def main():
         rows.append((n, name, f(au), b[1], f(b[0]), f(au / b[0], 2)))
     table(rows, ("N", "auto chose", "auto_us", "best", "best_us", "auto/best"))
 
+    print("== auto against the best algorithm (card, one process driving N cards, medians)")
+    rows = []
+    for n in sorted({r["nodes"] for r in recs if r["metric"] == "latency_us_1proc_median"}):
+        au = ix.get(("auto", "card", n, "latency_us_1proc_median"))
+        best = [(ix.get((x, "card", n, "latency_us_1proc_median")), x) for x in ALGS]
+        best = [b for b in best if b[0] is not None]
+        if au is None or len(best) < 2:
+            continue
+        b = min(best)
+        chosen = ix.get(("auto", "card", n, "chosen_1proc"))
+        name = ALGS[int(chosen) - 1] if chosen else "?"
+        rows.append((n, name, f(au), b[1], f(b[0]), f(au / b[0], 2), len(best)))
+        rec("auto", "card", n, "vs_best_1proc", au / b[0], "x")
+    table(rows, ("cards", "auto chose", "auto_us", "best", "best_us", "auto/best", "compared"))
+
     one = {}
     seen = set()
     for r in recs:

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `make bench SUITE=name`: run `nicoff-bench name` in the VM, bring its
 # records back to build/results/name.json, print them as a table and plot
-# them where a plot helps.  Extra nicoff-bench options: BENCH_ARGS.
+# them where a plot helps.  Extra nicoff-bench options: BENCH_ARGS; module
+# parameters: VM_PARAMS; guest CPUs: VM_SMP (default 2).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 suite=${1:?usage: bench.sh SUITE}
@@ -12,6 +13,7 @@ vm_args=(--module "$PWD/nicoff.ko" --lib-path "$BUILD/lib" --quiet
 	 --timeout "${BENCH_TIMEOUT:-3000}" --log "$out/$suite.vm.log")
 [ -n "${VMLINUZ:-}" ] && vm_args+=(--kernel "$VMLINUZ")
 [ -n "${VM_PARAMS:-}" ] && vm_args+=(--params "$VM_PARAMS")
+[ -n "${VM_SMP:-}" ] && vm_args+=(--smp "$VM_SMP")
 for b in "$BUILD"/bin/*; do vm_args+=(--bin "$b"); done
 tools/vm/run.sh "${vm_args[@]}" \
 	--cmd "nicoff-bench $suite --json /tmp/$suite.json ${BENCH_ARGS:-}" \

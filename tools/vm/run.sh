@@ -344,11 +344,16 @@ qemu_err=$work/qemu.stderr
 qlog=${log//,/,,}
 qresult=${result//,/,,}
 
+# TCG's TSC follows the host clock, the same on every vCPU, but the guest
+# distrusts it and falls back to the HPET, whose every read is an emulated
+# MMIO access under QEMU's global lock (1-4 us against 60 ns): every
+# clock_gettime, ktime_get and timer of the guest paid that.  KAPPEND adds
+# kernel arguments.
 qemu=("$qemu_bin"
 	-accel "tcg,thread=multi" -cpu max -smp "$smp" -m "$memory"
 	-nodefaults -display none -no-reboot
 	-kernel "$kernel" -initrd "$initrd"
-	-append "console=ttyS0 panic=-1 loglevel=5")
+	-append "console=ttyS0 panic=-1 loglevel=5 tsc=reliable clocksource=tsc ${KAPPEND:-}")
 
 if ((shell_mode)); then
 	"${qemu[@]}" \

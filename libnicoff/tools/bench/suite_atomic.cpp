@@ -24,7 +24,9 @@
 //       each; bytes holds the offered rate, lock/unlock pairs per second
 //       (1e6 / (2 * delay_us)); ops_per_s the rate achieved.  Methods: idle
 //       (no remote traffic), card (card MCS: nothing runs at the home), and
-//       host-block (host MCS, its server thread at the home, blocking).  The
+//       host-block (host MCS, its server thread at the home, blocking), and
+//       control (no nicoff: a pipe ping-pong with the same delays on the
+//       locker's CPU, see spawn_control).  The
 //       counter and the server thread share CPU 0, the locker and the card
 //       threads run on the last CPU (as seed 001's uniprocessor runs).
 //       Quiet blocks (the locker paused, spinning idle on its CPU) and busy
@@ -561,15 +563,23 @@ void locks(Context &ctx, std::uint32_t home_card, std::uint32_t ncards) {
 
 // ----------------------------------------------------------- cpu impact --
 
-// Iterations of a counting loop per 1 ms window, the mean of `windows`.
-// Iterations of a counting loop in each of `windows` 1 ms windows.
+// Iterations of a counting loop in each of `windows` 1 ms windows.  The
+// clock is read once per chunk of iterations, so that the figure is CPU
+// work rather than clock reads, and the last chunk's overrun is scaled out.
 void count_loop(std::uint64_t windows, std::vector<double> &out) {
+    constexpr std::uint64_t chunk = 256;
     for (std::uint64_t w = 0; w < windows; w++) {
-        const std::uint64_t end = now_ns() + 1'000'000;
-        std::uint64_t iters = 0;
-        while (now_ns() < end)
-            iters++;
-        out.push_back(static_cast<double>(iters));
+        const std::uint64_t start = now_ns();
+        std::uint64_t iters = 0, t = start, x = w;
+        while (t - start < 1'000'000) {
+            for (std::uint64_t i = 0; i < chunk; i++) {
+                x = x * 6364136223846793005ull + 1442695040888963407ull;
+                asm volatile("" : "+r"(x)); // one iteration of work, not folded away
+            }
+            iters += chunk;
+            t = now_ns();
+        }
+        out.push_back(static_cast<double>(iters) * 1e6 / static_cast<double>(t - start));
     }
 }
 
@@ -585,6 +595,58 @@ void pin_card_threads(int cpu) {
         if (sched_setaffinity(t.pid, sizeof(set), &set))
             std::fprintf(stderr, "nicoff-bench: note: cannot move %s (pid %d): %s\n",
                          t.comm.c_str(), t.pid, std::strerror(errno));
+}
+
+// The control of cpu_impact: the same rhythm on the last CPU without
+// nicoff.  Two processes there pass a byte to and fro over pipes (a system
+// call, a wake-up and a context switch each way, as a lock or an unlock
+// that waits for its completion), with the locker's delays after each
+// round trip, and spin like the paused locker in quiet blocks.  What the
+// counter loses to it is what any such activity on the other vCPU costs a
+// vCPU of this emulation: both are threads of one QEMU on the same host.
+std::vector<pid_t> spawn_control(LockShared *sh, int cpu) {
+    int ping[2], pong[2];
+    if (::pipe(ping) || ::pipe(pong))
+        fail(errno, "pipe");
+    std::vector<pid_t> pids;
+    for (int who = 0; who < 2; who++) {
+        const pid_t pid = ::fork();
+        if (pid < 0)
+            fail(errno, "fork");
+        if (pid > 0) {
+            pids.push_back(pid);
+            continue;
+        }
+        pin_self(cpu);
+        char b = 0;
+        if (who == 1) { // the echo: until the pipe closes
+            ::close(ping[1]);
+            ::close(pong[0]);
+            while (::read(ping[0], &b, 1) == 1 && ::write(pong[1], &b, 1) == 1) {
+            }
+            ::_exit(0);
+        }
+        ::close(ping[0]);
+        ::close(pong[1]);
+        sh->ready.fetch_add(1);
+        int code = 0;
+        while (!sh->stop.load(std::memory_order_relaxed) && !code) {
+            if (sh->pause.load(std::memory_order_relaxed)) {
+                __builtin_ia32_pause();
+                continue;
+            }
+            for (int half = 0; half < 2 && !code; half++) {
+                if (::write(ping[1], &b, 1) != 1 || ::read(pong[0], &b, 1) != 1)
+                    code = 1;
+                busy_delay(sh->delay_us);
+            }
+            sh->cycles.fetch_add(1, std::memory_order_relaxed);
+        }
+        ::_exit(code);
+    }
+    for (int fd : {ping[0], ping[1], pong[0], pong[1]})
+        ::close(fd);
+    return pids;
 }
 
 std::vector<std::uint64_t> parse_list(const std::string &s) {
@@ -617,7 +679,8 @@ void cpu_impact(Context &ctx, std::uint32_t home_card, std::uint32_t ncards) {
                 r.bytes = static_cast<std::int64_t>(offered);
                 ctx.add(r);
             };
-            for (bool host : {false, true}) {
+            for (int m = 0; m < 3; m++) {
+                const bool host = m == 1, control = m == 2;
                 Home home(home_card, Method{"", host, ServerMode::block},
                           std::chrono::microseconds(0));
                 if (host) {
@@ -632,8 +695,9 @@ void cpu_impact(Context &ctx, std::uint32_t home_card, std::uint32_t ncards) {
                 shm.sh->delay_us = d;
                 shm.sh->node_mode = ServerMode::block;
                 shm.sh->pause = 1;
-                const auto pids =
-                    spawn_contenders(shm.sh, 1, home_card, ncards, LockKind::mcs, host, 0, 0, last);
+                const auto pids = control ? spawn_control(shm.sh, last)
+                                          : spawn_contenders(shm.sh, 1, home_card, ncards,
+                                                             LockKind::mcs, host, 0, 0, last);
                 while (shm.sh->ready.load() < 1 && !shm.sh->stop)
                     std::this_thread::sleep_for(std::chrono::milliseconds(1));
                 // Quiet and busy blocks alternate, so that the host's load
@@ -653,7 +717,7 @@ void cpu_impact(Context &ctx, std::uint32_t home_card, std::uint32_t ncards) {
                     cycles += shm.sh->cycles.load() - c0;
                 }
                 shm.sh->stop = 1;
-                const char *method = host ? "host-block" : "card";
+                const char *method = control ? "control" : host ? "host-block" : "card";
                 try {
                     reap(pids, shm.sh);
                 } catch (const std::system_error &e) {
@@ -663,7 +727,7 @@ void cpu_impact(Context &ctx, std::uint32_t home_card, std::uint32_t ncards) {
                                  method, static_cast<unsigned long long>(d), e.what());
                     continue;
                 }
-                if (!host)
+                if (m == 0)
                     rec("idle", "iterations", summarize(quiet).median, "iter/ms");
                 rec(method, "iterations", summarize(busy).median, "iter/ms");
                 rec(method, "ops_per_s",
