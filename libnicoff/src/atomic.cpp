@@ -21,6 +21,7 @@ constexpr std::uint64_t kind_atomic = 1;
 constexpr std::uint64_t kind_put = 2;
 constexpr std::uint64_t kind_send = 3;
 constexpr std::uint64_t kind_recv = 4;
+constexpr std::uint64_t kind_wake = 5;
 
 constexpr std::uint64_t make_tag(std::uint64_t kind, std::uint64_t n) {
     return kind << kind_shift | n;
@@ -106,6 +107,10 @@ bool Endpoint::pump(std::uint64_t want, nicoff_cqe *out) {
         } else if (kind == kind_put && idx < put_slots && put_busy_[idx]) {
             put_busy_[idx] = false;
             puts_out_--;
+            if (c.status && !error_)
+                error_ = -c.status;
+        } else if (kind == kind_wake && wakes_posted_) {
+            wakes_posted_--;
             if (c.status && !error_)
                 error_ = -c.status;
         } else if (kind == kind_send && idx < send_slots && send_busy_[idx]) {
@@ -248,6 +253,53 @@ void Endpoint::put64(const RemoteWord &dst, std::uint64_t value) {
                    (put_base + slot) * 8, 8, make_tag(kind_put, slot)));
 }
 
+void Endpoint::prepare_wait() {
+    check_error();
+    post(make_recv(mr_.handle(), recv_base * 8, 0, NICOFF_ANY, NICOFF_ANY, wake_msg_tag, ~0ull,
+                   make_tag(kind_wake, 0)));
+    wakes_posted_++;
+}
+
+// Spins briefly (the hand-over may be under way), then sleeps until a
+// completion arrives: the wake-up message follows the put that changes the
+// word, on the same stream.  A wake-up that comes after the word was seen
+// to change just completes its RECV later.
+void Endpoint::wait_while(const std::uint64_t *word, std::uint64_t value) {
+    auto changed = [&] {
+        return std::atomic_ref<std::uint64_t>(*const_cast<std::uint64_t *>(word))
+                   .load(std::memory_order_acquire) != value;
+    };
+    Waiter w(20'000);
+    nicoff_cqe dummy;
+    while (!changed()) {
+        pump(~0ull, &dummy);
+        check_error();
+        if (changed())
+            break;
+        if (w.spinning())
+            w.pause();
+        else if (!wakes_posted_)
+            prepare_wait(); // nobody can wake us: the caller did not prepare
+        else
+            port_.wait(std::chrono::milliseconds(10));
+    }
+}
+
+void Endpoint::wake(std::uint32_t card, std::uint32_t port) {
+    Waiter wt;
+    last_progress_ = now_ns();
+    while (send_busy_[send_next_]) {
+        nicoff_cqe dummy;
+        pump(~0ull, &dummy);
+        check_timeout("a send slot");
+        wt.pause();
+    }
+    const unsigned slot = send_next_;
+    send_next_ = (send_next_ + 1) % send_slots;
+    send_busy_[slot] = true;
+    post(make_send(card, port, mr_.handle(), 0, 0, wake_msg_tag, make_tag(kind_send, slot)));
+}
+
 void Endpoint::flush() {
     Waiter w;
     last_progress_ = now_ns();
@@ -267,6 +319,13 @@ void Endpoint::flush() {
 
 RemoteMemory::~RemoteMemory() = default;
 
+void RemoteMemory::wait_while(const std::uint64_t *word, std::uint64_t value) {
+    detail::Waiter w;
+    while (std::atomic_ref<std::uint64_t>(*const_cast<std::uint64_t *>(word))
+               .load(std::memory_order_acquire) == value)
+        w.pause();
+}
+
 CardMemory::CardMemory(Port &port, std::chrono::milliseconds timeout)
     : ep_(std::make_unique<detail::Endpoint>(port, timeout, false)) {}
 CardMemory::~CardMemory() = default;
@@ -277,6 +336,14 @@ std::uint64_t CardMemory::atomic(std::uint8_t opcode, const RemoteWord &w, std::
 }
 void CardMemory::put64(const RemoteWord &dst, std::uint64_t value) { ep_->put64(dst, value); }
 void CardMemory::flush() { ep_->flush(); }
+void CardMemory::prepare_wait() { ep_->prepare_wait(); }
+void CardMemory::wait_while(const std::uint64_t *word, std::uint64_t value) {
+    ep_->wait_while(word, value);
+}
+void CardMemory::put64_wake(const RemoteWord &dst, std::uint64_t value) {
+    ep_->put64(dst, value);
+    ep_->wake(dst.card, dst.port);
+}
 
 HostMemory::HostMemory(Port &port, std::chrono::milliseconds timeout)
     : ep_(std::make_unique<detail::Endpoint>(port, timeout, true)) {}
@@ -288,6 +355,18 @@ std::uint64_t HostMemory::atomic(std::uint8_t opcode, const RemoteWord &w, std::
 }
 void HostMemory::put64(const RemoteWord &dst, std::uint64_t value) { ep_->put64(dst, value); }
 void HostMemory::flush() { ep_->flush(); }
+// The word is written by an AtomicServer thread of this process, which
+// notifies after every operation.
+void HostMemory::wait_while(const std::uint64_t *word, std::uint64_t value) {
+    std::atomic_ref<std::uint64_t> w(*const_cast<std::uint64_t *>(word));
+    detail::Waiter spin(20'000);
+    while (w.load(std::memory_order_acquire) == value) {
+        if (spin.spinning())
+            spin.pause();
+        else
+            w.wait(value, std::memory_order_acquire);
+    }
+}
 
 // ------------------------------------------------------------ AtomicServer --
 
@@ -369,15 +448,21 @@ struct AtomicServer::Impl {
     template <class T>
     static std::uint64_t apply(std::uint8_t op, std::byte *p, T operand, T compare) {
         std::atomic_ref<T> w(*reinterpret_cast<T *>(p));
+        T old;
         switch (op) {
         case NICOFF_OP_FETCH_ADD:
-            return w.fetch_add(operand);
+            old = w.fetch_add(operand);
+            break;
         case NICOFF_OP_FETCH_WRITE:
-            return w.exchange(operand);
+            old = w.exchange(operand);
+            break;
         default:
             w.compare_exchange_strong(compare, operand);
-            return compare;
+            old = compare;
+            break;
         }
+        w.notify_all(); // a thread of this process may sleep on it (HostMemory::wait_while)
+        return old;
     }
 
     // A request arrived in slot i: answer it from slot i.  A malformed one

@@ -16,6 +16,7 @@ namespace nicoff::detail {
 
 // Message tags of host-based atomics: "nicoffAQ" and "nicoffAR".
 inline constexpr std::uint64_t host_req_tag = 0x6e69636f66664151ull;
+inline constexpr std::uint64_t wake_msg_tag = 0x6e69636f6666574bull; // a lock hand-over
 inline constexpr std::uint64_t host_reply_tag = 0x6e69636f66664152ull;
 
 // A request that wants no reply (HostMemory::put64).
@@ -87,6 +88,11 @@ public:
                          std::uint64_t compare);
     void put64(const RemoteWord &dst, std::uint64_t value);
     void flush();
+    // Wake-ups for sleeping waiters: a RECV posted per wait, a 0-byte SEND
+    // of wake_msg_tag per hand-over (RemoteMemory::prepare_wait).
+    void prepare_wait();
+    void wait_while(const std::uint64_t *word, std::uint64_t value);
+    void wake(std::uint32_t card, std::uint32_t port);
 
     static std::uint64_t now_ns() noexcept;
 
@@ -110,6 +116,7 @@ private:
     std::array<bool, send_slots> send_busy_{};
     unsigned put_next_ = 0, send_next_ = 0, puts_out_ = 0;
     bool recv_posted_ = false;
+    unsigned wakes_posted_ = 0; // wake-up RECVs not completed yet
     std::uint64_t seq_;
     std::uint64_t last_progress_;
     int error_ = 0; // errno of a failed put or send, reported by the next call

@@ -76,12 +76,11 @@ void McsLock::lock() {
         return;
     if (pred > qnodes_.size())
         detail::throw_errno(EPROTO, "nicoff: McsLock tail holds an unknown rank");
-    // Waiting, before the predecessor can know of us.
+    // Waiting, and ready to be woken, before the predecessor can know of us.
     store(locked_, 1);
+    mem_.prepare_wait();
     mem_.put64(qnodes_[pred - 1].at(next_off), encode(rank_));
-    detail::Waiter w;
-    while (load(locked_))
-        w.pause();
+    mem_.wait_while(locked_, 1);
 }
 
 bool McsLock::try_lock() {
@@ -102,7 +101,7 @@ void McsLock::unlock() {
     }
     if (succ > qnodes_.size())
         detail::throw_errno(EPROTO, "nicoff: McsLock successor of an unknown rank");
-    mem_.put64(qnodes_[succ - 1].at(locked_off), 0);
+    mem_.put64_wake(qnodes_[succ - 1].at(locked_off), 0);
 }
 
 // ---------------------------------------------------------------- TasLock --

@@ -353,7 +353,7 @@ qemu=("$qemu_bin"
 	-accel "tcg,thread=multi" -cpu max -smp "$smp" -m "$memory"
 	-nodefaults -display none -no-reboot
 	-kernel "$kernel" -initrd "$initrd"
-	-append "console=ttyS0 panic=-1 loglevel=5 tsc=reliable clocksource=tsc ${KAPPEND:-}")
+	-append "console=ttyS0 panic=-1 loglevel=5 ${VM_CLOCK-tsc=reliable clocksource=tsc} ${KAPPEND:-}")
 
 if ((shell_mode)); then
 	"${qemu[@]}" \

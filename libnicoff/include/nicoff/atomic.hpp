@@ -60,6 +60,18 @@ public:
     virtual void put64(const RemoteWord &dst, std::uint64_t value) = 0;
     virtual void flush() = 0;
 
+    // For a waiter that sleeps (the MCS lock's queue): the owner of a word of
+    // its own memory, which others write with put64_wake, calls
+    // prepare_wait() before it lets them know of it, then wait_while() to
+    // return once the word no longer holds value.  The base versions spin,
+    // then look every 50 us.  CardMemory's owner sleeps until a wake-up
+    // message to its port, which put64_wake sends after the put (dst.port
+    // must then be the port of the owner's CardMemory); HostMemory's until
+    // the AtomicServer thread that writes the word in its process notifies.
+    virtual void prepare_wait() {}
+    virtual void wait_while(const std::uint64_t *word, std::uint64_t value);
+    virtual void put64_wake(const RemoteWord &dst, std::uint64_t value) { put64(dst, value); }
+
     std::uint64_t fetch_add(const RemoteWord &w, std::uint64_t value) {
         return atomic(NICOFF_OP_FETCH_ADD, w, value, 0);
     }
@@ -86,6 +98,9 @@ public:
                          std::uint64_t compare) override;
     void put64(const RemoteWord &dst, std::uint64_t value) override;
     void flush() override;
+    void prepare_wait() override;
+    void wait_while(const std::uint64_t *word, std::uint64_t value) override;
+    void put64_wake(const RemoteWord &dst, std::uint64_t value) override;
 
 private:
     std::unique_ptr<detail::Endpoint> ep_;
@@ -103,6 +118,7 @@ public:
                          std::uint64_t compare) override;
     void put64(const RemoteWord &dst, std::uint64_t value) override;
     void flush() override;
+    void wait_while(const std::uint64_t *word, std::uint64_t value) override;
 
 private:
     std::unique_ptr<detail::Endpoint> ep_;
@@ -177,8 +193,9 @@ private:
 // this participant serves.  Every participant gets the same qnodes, in rank order,
 // and the same tail: the lock word at the home (8 bytes, 0 when the lock is
 // free, reached through mem).  The node must not be touched otherwise while
-// the lock object lives.  lock() spins on the local node, without a system
-// call or a card round trip, until its predecessor hands the lock over.
+// the lock object lives.  lock() waits on the local node, without a card
+// round trip, until its predecessor hands the lock over: it spins a
+// little, then sleeps until woken (RemoteMemory::wait_while).
 class NICOFF_API McsLock {
 public:
     static constexpr std::size_t node_bytes = 64;
