@@ -242,6 +242,10 @@ void fw_peers_free(struct fw_card *card);
 void fw_timer_set(struct fw_card *card, struct fw_peer *peer, u64 deadline);
 
 /* transport.c */
+/* A new operation of @port towards card @dst for the command @tag, or NULL (-ENOMEM). */
+struct fw_op *fw_op_start(struct fw_card *card, struct fw_port *port, u32 dst, u8 kind, u64 tag);
+/* Give @op (from fw_op_start, fields set) a message id and put it on its peer's stream. */
+void fw_op_go(struct fw_card *card, struct fw_op *op);
 void fw_tx_enqueue(struct fw_peer *peer, struct fw_op *op);
 void fw_tx_flush(struct fw_card *card, struct fw_peer *peer);
 void fw_tx_queue_ctrl(struct fw_card *card, struct fw_peer *peer, u8 kind, u32 lport,

@@ -55,7 +55,6 @@ static bool fw_same_pair(const struct fw_op *a, const struct fw_op *b)
 int fw_msg_send(struct fw_card *card, struct fw_port *port, const struct nicoff_cmd *cmd)
 {
 	const struct nicoff_op_send *s = &cmd->send;
-	struct fw_peer *peer;
 	struct fw_op *op;
 	int ret;
 
@@ -69,10 +68,7 @@ int fw_msg_send(struct fw_card *card, struct fw_port *port, const struct nicoff_
 	ret = fwos_mem_read(card->host, port->id, s->mr, 0, s->off + s->len, NULL, 0);
 	if (ret)
 		return ret;
-	peer = fw_peer_get(card, s->dst_card);
-	if (!peer)
-		return -ENOMEM;
-	op = fw_op_new(card, peer, port, FW_OP_SEND, cmd->tag);
+	op = fw_op_start(card, port, s->dst_card, FW_OP_SEND, cmd->tag);
 	if (!op)
 		return -ENOMEM;
 	op->dst_port = s->dst_port;
@@ -80,10 +76,7 @@ int fw_msg_send(struct fw_card *card, struct fw_port *port, const struct nicoff_
 	op->off = s->off;
 	op->len = s->len;
 	op->msg_tag = s->msg_tag;
-	op->msg_id = card->next_msg_id++;
-	fw_tx_enqueue(peer, op);
-	fw_tx_flush(card, peer);
-	fw_peer_rearm(card, peer);
+	fw_op_go(card, op);
 	return 0;
 }
 

@@ -15,7 +15,6 @@ static int fw_rma_cmd(struct fw_card *card, struct fw_port *port, const struct n
 		      u8 kind)
 {
 	const struct nicoff_op_rdma *d = &cmd->rdma;
-	struct fw_peer *peer;
 	struct fw_op *op;
 	int ret;
 
@@ -32,10 +31,7 @@ static int fw_rma_cmd(struct fw_card *card, struct fw_port *port, const struct n
 				     d->off + d->len, NULL, 0);
 	if (ret)
 		return ret;
-	peer = fw_peer_get(card, d->dst_card);
-	if (!peer)
-		return -ENOMEM;
-	op = fw_op_new(card, peer, port, kind, cmd->tag);
+	op = fw_op_start(card, port, d->dst_card, kind, cmd->tag);
 	if (!op)
 		return -ENOMEM;
 	op->dst_port = d->dst_port;
@@ -44,10 +40,7 @@ static int fw_rma_cmd(struct fw_card *card, struct fw_port *port, const struct n
 	op->off = d->off;
 	op->roff = d->remote_off;
 	op->len = d->len;
-	op->msg_id = card->next_msg_id++;
-	fw_tx_enqueue(peer, op);
-	fw_tx_flush(card, peer);
-	fw_peer_rearm(card, peer);
+	fw_op_go(card, op);
 	return 0;
 }
 

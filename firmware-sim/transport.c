@@ -173,6 +173,21 @@ static bool fw_recs_room(struct fw_card *card, struct fw_peer *peer)
 	return true;
 }
 
+struct fw_op *fw_op_start(struct fw_card *card, struct fw_port *port, u32 dst, u8 kind, u64 tag)
+{
+	struct fw_peer *peer = fw_peer_get(card, dst);
+
+	return peer ? fw_op_new(card, peer, port, kind, tag) : NULL;
+}
+
+void fw_op_go(struct fw_card *card, struct fw_op *op)
+{
+	op->msg_id = card->next_msg_id++;
+	fw_tx_enqueue(op->peer, op);
+	fw_tx_flush(card, op->peer);
+	fw_peer_rearm(card, op->peer);
+}
+
 void fw_tx_enqueue(struct fw_peer *peer, struct fw_op *op)
 {
 	fw_list_add_tail(&op->q_node, &peer->txq);
