@@ -3,7 +3,12 @@
 // way of doing the same thing.  It grows with each engine of the card.
 #include <nicoff/nicoff.hpp>
 
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -155,6 +160,129 @@ void p2p_demo(nicoff::Port &a, unsigned card_a, unsigned card_b) {
     std::printf("  %-34s %10.1f MB/s, verified\n", "SEND/RECV 1 MiB", big / stream_us);
 }
 
+// Remote fetch-adds on a word of card `home`'s port: executed by the card,
+// then by an AtomicServer thread there (blocking, seed 001's best host
+// mode here); the word must count every one exactly once.
+void atomic_demo(unsigned requester_card, unsigned home_card) {
+    constexpr int ops = 2000;
+    alignas(64) static std::uint64_t words[8];
+    const auto mem = std::as_writable_bytes(std::span(words));
+    nicoff::Port home(home_card), req(requester_card);
+    auto mr = home.register_memory(mem, NICOFF_ACCESS_REMOTE_ATOMIC);
+    double us[2];
+    for (int host = 0; host < 2; host++) {
+        std::atomic<bool> stop{false};
+        std::unique_ptr<nicoff::AtomicServer> server;
+        std::thread th;
+        std::unique_ptr<nicoff::RemoteMemory> rm;
+        if (host) {
+            server = std::make_unique<nicoff::AtomicServer>(home, mem, nicoff::ServerMode::block);
+            th = std::thread([&] { server->serve([&] { return stop.load(); }); });
+            rm = std::make_unique<nicoff::HostMemory>(req);
+        } else {
+            rm = std::make_unique<nicoff::CardMemory>(req);
+        }
+        const nicoff::RemoteWord w{home_card, home.number(), host ? 0 : mr.rkey(), 8, 0};
+        const auto t0 = Clock::now();
+        for (int i = 0; i < ops; i++)
+            require(rm->fetch_add(w, 1) == static_cast<std::uint64_t>(host * ops + i),
+                    "fetch-add returned a wrong old value");
+        us[host] = us_since(t0) / ops;
+        stop = true;
+        if (th.joinable())
+            th.join();
+    }
+    require(words[0] == 2u * ops, "the word does not count every fetch-add once");
+    std::printf("  %-34s %10.2f us by the card, %.2f us by a host server (%.1fx)\n",
+                "remote fetch-add, one at a time", us[0], us[1], us[1] / us[0]);
+}
+
+// n processes, one per card, run dissemination barriers on the cards and
+// then the same algorithm themselves over SEND/RECV; each checks that no
+// one left barrier k before all had entered it.
+void barrier_demo(unsigned n) {
+    constexpr int barriers = 500;
+    constexpr std::uint32_t port_no = 40;
+    struct Shared {
+        std::atomic<int> ready, failed;
+        std::atomic<std::uint64_t> entered[2];
+        double us[2];
+        char error[160];
+    };
+    void *p =
+        mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    require(p != MAP_FAILED, "mmap");
+    auto *sh = new (p) Shared{};
+    std::vector<pid_t> pids;
+    for (unsigned r = 0; r < n; r++) {
+        const pid_t pid = fork();
+        require(pid >= 0, "fork");
+        if (pid > 0) {
+            pids.push_back(pid);
+            continue;
+        }
+        int code = 0;
+        try {
+            nicoff::Port port(r, nicoff::PortConfig{port_no, 64, 64});
+            std::vector<nicoff_member> members(n);
+            for (unsigned i = 0; i < n; i++)
+                members[i] = nicoff_member{i, port_no};
+            sh->ready++;
+            while (sh->ready.load() < static_cast<int>(n))
+                std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            nicoff::GroupConfig gc;
+            gc.algorithm = NICOFF_BARRIER_DISSEMINATION;
+            gc.timeout = std::chrono::seconds(60);
+            for (int host = 0; host < 2; host++) {
+                std::unique_ptr<nicoff::Group> g;
+                std::unique_ptr<nicoff::HostBarrier> hb;
+                if (host)
+                    hb = std::make_unique<nicoff::HostBarrier>(port, members, r,
+                                                               NICOFF_BARRIER_DISSEMINATION, 0, gc);
+                else
+                    g = std::make_unique<nicoff::Group>(port, members, r, 0x4e00, gc);
+                const auto t0 = Clock::now();
+                for (std::uint64_t k = 1; k <= barriers; k++) {
+                    sh->entered[host]++;
+                    if (host)
+                        hb->barrier();
+                    else
+                        g->barrier();
+                    if (sh->entered[host].load() < k * n)
+                        throw std::runtime_error("a process left a barrier early");
+                }
+                if (r == 0)
+                    sh->us[host] = us_since(t0) / barriers;
+                if (g)
+                    g->destroy();
+                else
+                    hb.reset();
+                // The next phase starts together (a card barrier of its own).
+                nicoff::Group sync(port, members, r, 0x4e01 + host, gc);
+                sync.destroy();
+            }
+        } catch (const std::exception &e) {
+            if (!sh->failed.exchange(1))
+                std::snprintf(sh->error, sizeof(sh->error), "rank %u: %s", r, e.what());
+            code = 1;
+        }
+        std::fflush(nullptr);
+        _exit(code);
+    }
+    bool ok = true;
+    for (pid_t pid : pids) {
+        int st = 0;
+        ok &= waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+    }
+    if (!ok)
+        std::fprintf(stderr, "nicoff-demo: barrier: %s\n", sh->error);
+    require(ok, "barrier processes failed");
+    std::printf("  %-34s %10.1f us on the cards, %.1f us by the processes (%.1fx), %u "
+                "processes\n",
+                "barrier (dissemination)", sh->us[0], sh->us[1], sh->us[1] / sh->us[0], n);
+    munmap(p, sizeof(Shared));
+}
+
 } // namespace
 
 int main() {
@@ -169,8 +297,11 @@ int main() {
         copy_demo(port);
         doorbell_demo(port);
         throughput_demo(port);
-        if (info.num_cards > 1)
+        if (info.num_cards > 1) {
             p2p_demo(port, info.card, 1);
+            atomic_demo(info.card, 1);
+            barrier_demo(std::min(8u, info.num_cards));
+        }
         const auto st = port.stats();
         std::printf("\nport counters: %llu commands, %llu completions, %llu kicks\n",
                     static_cast<unsigned long long>(st.cmds),
