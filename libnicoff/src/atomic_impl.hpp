@@ -50,7 +50,7 @@ inline void relax_cpu() noexcept { __builtin_ia32_pause(); }
 // a waiter that keeps spinning starves what it waits for.
 class Waiter {
 public:
-    static constexpr std::uint64_t default_spin_ns = 200'000;
+    static constexpr std::uint64_t default_spin_ns = 50'000;
     static constexpr std::uint64_t default_sleep_ns = 50'000;
 
     explicit Waiter(std::uint64_t spin_ns = default_spin_ns,
