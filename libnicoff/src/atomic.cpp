@@ -203,18 +203,25 @@ std::uint64_t Endpoint::host_atomic(std::uint8_t opcode, const RemoteWord &w, st
 
 // A request to the AtomicServer at (w.card, w.port), from the next free
 // request slot; its SEND completes (and frees the slot) in pump().
-void Endpoint::send_request(std::uint8_t opcode, const RemoteWord &w, std::uint64_t operand,
-                            std::uint64_t compare, std::uint16_t flags) {
+// The next send slot, once its last SEND has completed; marked busy.
+unsigned Endpoint::take_send_slot() {
     Waiter wt;
     last_progress_ = now_ns();
     while (send_busy_[send_next_]) {
         nicoff_cqe dummy;
         pump(~0ull, &dummy);
-        check_timeout("a request slot");
+        check_timeout("a send slot");
         wt.pause();
     }
     const unsigned slot = send_next_;
     send_next_ = (send_next_ + 1) % send_slots;
+    send_busy_[slot] = true;
+    return slot;
+}
+
+void Endpoint::send_request(std::uint8_t opcode, const RemoteWord &w, std::uint64_t operand,
+                            std::uint64_t compare, std::uint16_t flags) {
+    const unsigned slot = take_send_slot();
     HostReq req{};
     req.opcode = opcode;
     req.width = static_cast<std::uint8_t>(w.width);
@@ -223,7 +230,6 @@ void Endpoint::send_request(std::uint8_t opcode, const RemoteWord &w, std::uint6
     req.operand = operand;
     req.compare = compare;
     std::memcpy(scratch_.get() + send_base + slot * 4, &req, sizeof(req));
-    send_busy_[slot] = true;
     post(make_send(w.card, w.port, mr_.handle(), (send_base + slot * 4) * 8, sizeof(req),
                    host_req_tag, make_tag(kind_send, slot)));
 }
@@ -264,39 +270,25 @@ void Endpoint::prepare_wait() {
 // completion arrives: the wake-up message follows the put that changes the
 // word, on the same stream.  A wake-up that comes after the word was seen
 // to change just completes its RECV later.
+// Without a prepared wake-up (nothing can complete to wake us) it only
+// spins and looks every 50 us, as RemoteMemory's.
 void Endpoint::wait_while(const std::uint64_t *word, std::uint64_t value) {
-    auto changed = [&] {
-        return std::atomic_ref<std::uint64_t>(*const_cast<std::uint64_t *>(word))
-                   .load(std::memory_order_acquire) != value;
-    };
     Waiter w(20'000);
     nicoff_cqe dummy;
-    while (!changed()) {
+    while (load_acquire(word) == value) {
         pump(~0ull, &dummy);
         check_error();
-        if (changed())
+        if (load_acquire(word) != value)
             break;
-        if (w.spinning())
+        if (w.spinning() || !wakes_posted_)
             w.pause();
-        else if (!wakes_posted_)
-            prepare_wait(); // nobody can wake us: the caller did not prepare
         else
             port_.wait(std::chrono::milliseconds(10));
     }
 }
 
 void Endpoint::wake(std::uint32_t card, std::uint32_t port) {
-    Waiter wt;
-    last_progress_ = now_ns();
-    while (send_busy_[send_next_]) {
-        nicoff_cqe dummy;
-        pump(~0ull, &dummy);
-        check_timeout("a send slot");
-        wt.pause();
-    }
-    const unsigned slot = send_next_;
-    send_next_ = (send_next_ + 1) % send_slots;
-    send_busy_[slot] = true;
+    const unsigned slot = take_send_slot();
     post(make_send(card, port, mr_.handle(), 0, 0, wake_msg_tag, make_tag(kind_send, slot)));
 }
 
@@ -321,8 +313,7 @@ RemoteMemory::~RemoteMemory() = default;
 
 void RemoteMemory::wait_while(const std::uint64_t *word, std::uint64_t value) {
     detail::Waiter w;
-    while (std::atomic_ref<std::uint64_t>(*const_cast<std::uint64_t *>(word))
-               .load(std::memory_order_acquire) == value)
+    while (detail::load_acquire(word) == value)
         w.pause();
 }
 
@@ -358,13 +349,13 @@ void HostMemory::flush() { ep_->flush(); }
 // The word is written by an AtomicServer thread of this process, which
 // notifies after every operation.
 void HostMemory::wait_while(const std::uint64_t *word, std::uint64_t value) {
-    std::atomic_ref<std::uint64_t> w(*const_cast<std::uint64_t *>(word));
     detail::Waiter spin(20'000);
-    while (w.load(std::memory_order_acquire) == value) {
+    while (detail::load_acquire(word) == value) {
         if (spin.spinning())
             spin.pause();
         else
-            w.wait(value, std::memory_order_acquire);
+            std::atomic_ref<std::uint64_t>(*const_cast<std::uint64_t *>(word))
+                .wait(value, std::memory_order_acquire);
     }
 }
 

@@ -8,6 +8,7 @@
 #include <nicoff/atomic.hpp>
 
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -43,6 +44,13 @@ struct HostReply {
 static_assert(sizeof(HostReply) == 16);
 
 inline void relax_cpu() noexcept { __builtin_ia32_pause(); }
+
+// A word of this process's memory that others (the card, a server thread)
+// write concurrently.
+inline std::uint64_t load_acquire(const std::uint64_t *p) noexcept {
+    return std::atomic_ref<std::uint64_t>(*const_cast<std::uint64_t *>(p))
+        .load(std::memory_order_acquire);
+}
 
 // How a waiter waits between looks: it spins (with PAUSE, then yielding
 // the CPU) for spin_ns, then sleeps sleep_ns per look.  On few CPUs, and
@@ -100,6 +108,7 @@ private:
     std::uint64_t host_atomic(std::uint8_t opcode, const RemoteWord &w, std::uint64_t operand,
                               std::uint64_t compare);
     bool pump(std::uint64_t want, nicoff_cqe *out);
+    unsigned take_send_slot();
     void send_request(std::uint8_t opcode, const RemoteWord &w, std::uint64_t operand,
                       std::uint64_t compare, std::uint16_t flags);
     void post(const nicoff_cmd &c);

@@ -30,11 +30,6 @@ std::uint64_t decode(std::uint64_t word) {
     return hi == (~lo & 0xffffffffu) && lo ? lo : torn; // rank + 1, NIL or torn
 }
 
-std::uint64_t load(const std::uint64_t *p) {
-    return std::atomic_ref<std::uint64_t>(*const_cast<std::uint64_t *>(p))
-        .load(std::memory_order_acquire);
-}
-
 void store(std::uint64_t *p, std::uint64_t v) {
     std::atomic_ref<std::uint64_t>(*p).store(v, std::memory_order_seq_cst);
 }
@@ -62,7 +57,7 @@ McsLock::McsLock(RemoteMemory &mem, std::uint32_t rank, std::vector<RemoteWord> 
 std::uint64_t McsLock::read_next() const noexcept {
     detail::Waiter w;
     for (;;) {
-        const std::uint64_t v = decode(load(next_));
+        const std::uint64_t v = decode(detail::load_acquire(next_));
         if (v != torn)
             return v;
         w.pause(); // a put is landing: look again
