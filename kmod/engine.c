@@ -21,12 +21,15 @@
 static struct nicoff_engine *nicoff_engines;
 static unsigned int nicoff_num_engines;
 
-/* One pass over a card: packets that are due, commands, then timers. */
-static unsigned int nicoff_card_pass(struct nicoff_card *card, unsigned int budget)
+/*
+ * One pass over a card: packets that are due, commands, then timers.  @now
+ * is read once per pass of the engine: a later card sees it a little old,
+ * which only delays what became due meanwhile to the next pass.
+ */
+static unsigned int nicoff_card_pass(struct nicoff_card *card, unsigned int budget, u64 now)
 {
 	struct nicoff_port *port;
 	unsigned int work;
-	u64 now = ktime_get_ns();
 
 	mutex_lock(&card->lock);
 	work = nicoff_fabric_deliver(card, now);
@@ -38,13 +41,13 @@ static unsigned int nicoff_card_pass(struct nicoff_card *card, unsigned int budg
 	return work;
 }
 
-static unsigned int nicoff_engine_pass(struct nicoff_engine *e)
+static unsigned int nicoff_engine_pass(struct nicoff_engine *e, u64 now)
 {
 	unsigned int budget = READ_ONCE(nicoff_budget);
 	unsigned int work = 0, i;
 
 	for (i = 0; i < e->ncards; i++)
-		work += nicoff_card_pass(e->cards[i], budget);
+		work += nicoff_card_pass(e->cards[i], budget, now);
 	return work;
 }
 
@@ -130,14 +133,16 @@ static void nicoff_engine_sleep(struct nicoff_engine *e)
 static int nicoff_engine_fn(void *arg)
 {
 	struct nicoff_engine *e = arg;
-	ktime_t last_work = ktime_get();
+	u64 last_work = ktime_get_ns();
 
 	while (!kthread_should_stop()) {
-		if (nicoff_engine_pass(e)) {
-			last_work = ktime_get();
-		} else if (ktime_us_delta(ktime_get(), last_work) >= READ_ONCE(nicoff_poll_usecs)) {
+		u64 now = ktime_get_ns();
+
+		if (nicoff_engine_pass(e, now)) {
+			last_work = now;
+		} else if (now - last_work >= (u64)READ_ONCE(nicoff_poll_usecs) * NSEC_PER_USEC) {
 			nicoff_engine_sleep(e);
-			last_work = ktime_get();
+			last_work = ktime_get_ns();
 		} else {
 			cpu_relax();
 		}

@@ -19,8 +19,8 @@ static struct genl_family nicoff_genl_family;
 
 /* Not const: the 6.1 policy macros take a plain pointer. */
 static struct netlink_range_validation nicoff_ppm_range = { .max = FW_FAULT_PPM };
-static struct netlink_range_validation nicoff_usecs_range = {
-	.max = NICOFF_MAX_POLL_USECS,
+static struct netlink_range_validation nicoff_delay_range = {
+	.max = NICOFF_MAX_FAULT_DELAY_USECS,
 };
 
 static const struct nla_policy nicoff_fault_policy[NICOFF_NL_FAULT_MAX + 1] = {
@@ -29,7 +29,7 @@ static const struct nla_policy nicoff_fault_policy[NICOFF_NL_FAULT_MAX + 1] = {
 	[NICOFF_NL_FAULT_CORRUPT_PPM] = NLA_POLICY_FULL_RANGE(NLA_U32, &nicoff_ppm_range),
 	[NICOFF_NL_FAULT_REORDER_PPM] = NLA_POLICY_FULL_RANGE(NLA_U32, &nicoff_ppm_range),
 	[NICOFF_NL_FAULT_DELAY_PPM] = NLA_POLICY_FULL_RANGE(NLA_U32, &nicoff_ppm_range),
-	[NICOFF_NL_FAULT_DELAY_USECS] = NLA_POLICY_FULL_RANGE(NLA_U32, &nicoff_usecs_range),
+	[NICOFF_NL_FAULT_DELAY_USECS] = NLA_POLICY_FULL_RANGE(NLA_U32, &nicoff_delay_range),
 	[NICOFF_NL_FAULT_GLOBAL] = { .type = NLA_FLAG },
 };
 

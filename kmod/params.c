@@ -62,6 +62,16 @@ static const struct kernel_param_ops nicoff_usecs_ops = {
 	.get = param_get_uint,
 };
 
+static int nicoff_set_delay(const char *val, const struct kernel_param *kp)
+{
+	return nicoff_param_set_range(val, kp, 0, NICOFF_MAX_FAULT_DELAY_USECS);
+}
+
+static const struct kernel_param_ops nicoff_delay_ops = {
+	.set = nicoff_set_delay,
+	.get = param_get_uint,
+};
+
 static int nicoff_set_budget(const char *val, const struct kernel_param *kp)
 {
 	return nicoff_param_set_range(val, kp, 1, NICOFF_MAX_BUDGET);
@@ -192,9 +202,9 @@ MODULE_PARM_DESC(fault_delay_ppm,
 		 "Packets delayed by fault_delay_usecs, per million (default 0)");
 
 unsigned int nicoff_fault_delay_usecs = 100;
-module_param_cb(fault_delay_usecs, &nicoff_usecs_ops, &nicoff_fault_delay_usecs, 0644);
+module_param_cb(fault_delay_usecs, &nicoff_delay_ops, &nicoff_fault_delay_usecs, 0644);
 MODULE_PARM_DESC(fault_delay_usecs,
-		 "Delay of delayed and reordered packets (0-10000000 us, default 100)");
+		 "Delay of delayed and reordered packets (0-4000000 us, default 100)");
 
 unsigned long long nicoff_fault_seed = 1;
 module_param_named(fault_seed, nicoff_fault_seed, ullong, 0444);

@@ -11,6 +11,8 @@
 #define NICOFF_MAX_MRS		65536
 #define NICOFF_MAX_BUDGET	4096
 #define NICOFF_MAX_POLL_USECS	10000000
+/* The firmware holds a fault delay in u32 nanoseconds. */
+#define NICOFF_MAX_FAULT_DELAY_USECS	4000000
 #define NICOFF_MAX_ATOMIC_TABLE	1048576
 
 extern unsigned int nicoff_nics;

@@ -129,7 +129,10 @@ void nicoff_port_close(struct nicoff_port *port)
 	fw_port_detach(card->fw, port->num);
 	list_del(&port->node);
 	card->port_tab[port->num] = NULL;
+	/* Detaching queues aborts and arms timers: the engine must see them. */
+	card->next_timer = fw_poll(card->fw, ktime_get_ns());
 	mutex_unlock(&card->lock);
+	nicoff_engine_kick(card->engine);
 
 	nicoff_mr_release_all(port);
 	xa_destroy(&port->mrs);

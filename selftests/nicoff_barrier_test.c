@@ -214,13 +214,7 @@ static uint64_t run_ok(struct __test_metadata *_metadata, int n, uint32_t alg, u
 static uint32_t next_gid = 0x100;
 
 /* 10% drop, 10% duplicates, 10% reordering, 1% corrupt */
-static void set_faults(bool on)
-{
-	if (on)
-		nt_set_faults(100000, 100000, 100000, 10000);
-	else
-		nt_set_faults(0, 0, 0, 0);
-}
+#define FAULTS_ON	100000, 100000, 100000, 10000
 
 /* Write @val to the barrier_alg tunable; 0 or -errno. */
 static int alg_param_write(const char *val)
@@ -255,13 +249,13 @@ FIXTURE_SETUP(barrier)
 {
 	/* Each test is a process of its own: group ids unique per test. */
 	next_gid = ((uint32_t)getpid() & 0xfffff) << 12;
-	set_faults(false);
+	nt_set_faults(0, 0, 0, 0);
 	alg_param_write("auto");
 }
 
 FIXTURE_TEARDOWN(barrier)
 {
-	set_faults(false);
+	nt_set_faults(0, 0, 0, 0);
 	alg_param_write("auto");
 }
 
@@ -301,12 +295,12 @@ TEST_F_TIMEOUT(barrier, under_faults, 900)
 	uint32_t alg;
 	unsigned int i;
 
-	set_faults(true);
+	ASSERT_EQ(0, nt_set_faults(FAULTS_ON));
 	for (i = 0; i < sizeof(ns) / sizeof(ns[0]); i++)
 		for (alg = NICOFF_BARRIER_PAIRWISE; alg < NICOFF_BARRIER_MAX; alg++)
 			run_ok(_metadata, ns[i], alg, 0, 150, next_gid++);
 	run_ok(_metadata, 6, NICOFF_BARRIER_AUTO, 0, 50, next_gid++);
-	set_faults(false);
+	EXPECT_EQ(0, nt_set_faults(0, 0, 0, 0));
 }
 
 TEST_F_TIMEOUT(barrier, dead_member, 600)

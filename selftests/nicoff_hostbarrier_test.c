@@ -135,13 +135,7 @@ static void run_ok(struct __test_metadata *_metadata, int n, uint32_t alg, int b
 }
 
 /* 10% drop, 10% duplicates, 10% reordering, 1% corrupt */
-static void set_faults(bool on)
-{
-	if (on)
-		nt_set_faults(100000, 100000, 100000, 10000);
-	else
-		nt_set_faults(0, 0, 0, 0);
-}
+#define FAULTS_ON	100000, 100000, 100000, 10000
 
 FIXTURE(hostbarrier) {
 	int unused;
@@ -161,7 +155,7 @@ FIXTURE_SETUP(hostbarrier)
 
 FIXTURE_TEARDOWN(hostbarrier)
 {
-	set_faults(false);
+	nt_set_faults(0, 0, 0, 0);
 }
 
 TEST_F_TIMEOUT(hostbarrier, every_algorithm, 900)
@@ -184,10 +178,10 @@ TEST_F_TIMEOUT(hostbarrier, under_faults, 900)
 {
 	uint32_t alg;
 
-	set_faults(true);
+	ASSERT_EQ(0, nt_set_faults(FAULTS_ON));
 	for (alg = NICOFF_BARRIER_PAIRWISE; alg < NICOFF_BARRIER_MAX; alg++)
 		run_ok(_metadata, 5, alg, 60);
-	set_faults(false);
+	EXPECT_EQ(0, nt_set_faults(0, 0, 0, 0));
 }
 
 TEST_F_TIMEOUT(hostbarrier, bad_input, 60)

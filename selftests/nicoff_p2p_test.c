@@ -1733,6 +1733,11 @@ TEST_F_TIMEOUT(p2p, bad_input, 120)
 	uint32_t closed;
 	const size_t L = 64 << 10;
 
+	/* The fault delay is u32 nanoseconds in the firmware: no more than 4 s. */
+	EXPECT_EQ(-EINVAL, nt_param_set("fault_delay_usecs", 4000001));
+	EXPECT_EQ(0, nt_param_set("fault_delay_usecs", 4000000));
+	EXPECT_EQ(0, nt_param_set("fault_delay_usecs", self->delay_us0));
+
 	ASSERT_EQ(0, nt_port_open(&p, CARD_A, NICOFF_PORT_ANY, 16, 16));
 	ASSERT_EQ(0, region_new(&p, &s, L, 0, 0));
 	ASSERT_EQ(0, region_new(&p, &w, L, NICOFF_ACCESS_LOCAL_WRITE, GUARD));

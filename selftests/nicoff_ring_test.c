@@ -407,7 +407,6 @@ TEST_F(ring, nop_with_operands)
 		nt_make_nop(&c, 0x40 + i);
 		c.raw[i] = 1ull << (i * 9);
 		ASSERT_EQ(0, nt_run_one(&self->p, &c, &cqe, TMO));
-		EXPECT_EQ(-EINVAL, cqe.status) TH_LOG("operand word %u", i);
 		EXPECT_CQE(cqe, c.tag, NICOFF_OP_NOP, -EINVAL, 0);
 	}
 }

@@ -65,6 +65,8 @@ fi
 
 [[ -f $module ]] || { echo "run-in-vm.sh: $module missing: make module" >&2; exit 2; }
 args=(--module "$module" --keep-going --timeout "$timeout")
+# `make check VMLINUZ=...` passes the kernel as VMLINUZ.
+KERNEL=${KERNEL:-${VMLINUZ:-}}
 if [[ -n ${KERNEL:-} ]]; then
 	args+=(--kernel "$KERNEL")
 fi

@@ -38,7 +38,7 @@ static void b_sched_check(struct fw_card *card, u32 alg, u32 param, u32 n, u32 s
 	u64 *know = calloc(n, sizeof(*know)), *seen = calloc(n, sizeof(*seen));
 	u32 (*got)[72] = calloc(n, sizeof(*got));
 	struct { u32 from, to; u64 mask; } *q;
-	u32 cap = 64 * 64 * 4, head = 0, tail = 0, i, done = 0;
+	u32 cap = 64 * 64 * 4, head = 0, tail = 0, i;
 	u64 full = n == 64 ? ~0ull : (1ull << n) - 1;
 
 	q = calloc(cap, sizeof(*q));
@@ -66,8 +66,6 @@ static void b_sched_check(struct fw_card *card, u32 alg, u32 param, u32 n, u32 s
 					break;
 				step[i]++;
 				moved = true;
-				if (step[i] == s[i]->nsteps)
-					done++;
 			}
 		}
 		if (head == tail && !moved)
@@ -103,7 +101,6 @@ static void b_sched_check(struct fw_card *card, u32 alg, u32 param, u32 n, u32 s
 		assert_true(seen[i] == (s[i]->nrecv == 64 ? ~0ull : (1ull << s[i]->nrecv) - 1));
 		fw_bsched_free(card, s[i]);
 	}
-	(void)done;
 	free(q);
 	free(got);
 	free(seen);

@@ -382,7 +382,7 @@ enum nicoff_nl_fault {
 	NICOFF_NL_FAULT_CORRUPT_PPM,
 	NICOFF_NL_FAULT_REORDER_PPM,
 	NICOFF_NL_FAULT_DELAY_PPM,
-	NICOFF_NL_FAULT_DELAY_USECS,	/* u32, <= 10000000 */
+	NICOFF_NL_FAULT_DELAY_USECS,	/* u32, <= 4000000 */
 	/* flag: SET: the card follows the global faults again; GET: it does */
 	NICOFF_NL_FAULT_GLOBAL,
 	__NICOFF_NL_FAULT_MAX,

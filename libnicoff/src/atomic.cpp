@@ -182,13 +182,21 @@ std::uint64_t Endpoint::atomic(std::uint8_t opcode, const RemoteWord &w, std::ui
 std::uint64_t Endpoint::host_atomic(std::uint8_t opcode, const RemoteWord &w, std::uint64_t operand,
                                     std::uint64_t compare) {
     const std::uint64_t recv_tag = make_tag(kind_recv, 0);
+    if (reply_lost_)
+        throw_errno(EIO, "nicoff: a host atomic's reply went missing; this memory is unusable");
     if (!recv_posted_) {
         post(make_recv(mr_.handle(), recv_base * 8, sizeof(HostReply), NICOFF_ANY, NICOFF_ANY,
                        host_reply_tag, ~0ull, recv_tag));
         recv_posted_ = true;
     }
     send_request(opcode, w, operand, compare, 0);
-    const nicoff_cqe c = wait(recv_tag, "the atomic server's reply");
+    nicoff_cqe c;
+    try {
+        c = wait(recv_tag, "the atomic server's reply");
+    } catch (...) {
+        reply_lost_ = true; // its late reply would answer the next request
+        throw;
+    }
     recv_posted_ = false;
     if (c.status)
         throw_errno(-c.status, "nicoff: host atomic reply");
@@ -295,7 +303,9 @@ void Endpoint::wake(std::uint32_t card, std::uint32_t port) {
 void Endpoint::flush() {
     Waiter w;
     last_progress_ = now_ns();
-    while (puts_out_ ||
+    // Wake-up RECVs too: their SENDs are on the way, and a completion
+    // left behind would reach the port's next user.
+    while (puts_out_ || wakes_posted_ ||
            std::any_of(send_busy_.begin(), send_busy_.end(), [](bool b) { return b; })) {
         nicoff_cqe dummy;
         pump(~0ull, &dummy);

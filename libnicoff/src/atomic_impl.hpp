@@ -125,8 +125,9 @@ private:
     std::array<bool, send_slots> send_busy_{};
     unsigned put_next_ = 0, send_next_ = 0, puts_out_ = 0;
     bool recv_posted_ = false;
+    bool reply_lost_ = false;   // a wait for a reply failed: replies may be off by one
     unsigned wakes_posted_ = 0; // wake-up RECVs not completed yet
-    std::uint64_t seq_;
+    std::uint64_t seq_ = 0;
     std::uint64_t last_progress_;
     int error_ = 0; // errno of a failed put or send, reported by the next call
 };

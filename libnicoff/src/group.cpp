@@ -235,12 +235,16 @@ std::vector<BarrierStep> barrier_schedule(std::uint32_t algorithm, std::uint32_t
         sched_dissemination(b, rank, size);
         break;
     case NICOFF_BARRIER_TREE:
+        if (param == 1)
+            fail(EINVAL, "nicoff: a tree needs a degree of at least 2");
         sched_tree(b, rank, size, param ? param : default_tree_degree);
         break;
     case NICOFF_BARRIER_CENTRAL:
         sched_central(b, rank, size);
         break;
     case NICOFF_BARRIER_COMBINING:
+        if (param == 1) // checked first: a fan-in of 1 never combines anything
+            fail(EINVAL, "nicoff: a combining tree needs a fan-in of at least 2");
         sched_combining(b, rank, size, param ? param : default_combining_fanin);
         break;
     case NICOFF_BARRIER_TOURNAMENT:
@@ -249,8 +253,6 @@ std::vector<BarrierStep> barrier_schedule(std::uint32_t algorithm, std::uint32_t
     default:
         fail(EINVAL, "nicoff: no such barrier algorithm");
     }
-    if ((algorithm == NICOFF_BARRIER_TREE || algorithm == NICOFF_BARRIER_COMBINING) && param == 1)
-        fail(EINVAL, "nicoff: a tree needs a degree of at least 2");
     return b.done();
 }
 

@@ -128,6 +128,7 @@ void test_errors(void **) {
     assert_int_equal(error_of([] { barrier_schedule(NICOFF_BARRIER_MAX, 0, 0, 4); }), EINVAL);
     assert_int_equal(error_of([] { barrier_schedule(NICOFF_BARRIER_TREE, 0, 4, 4); }), EINVAL);
     assert_int_equal(error_of([] { barrier_schedule(NICOFF_BARRIER_TREE, 1, 0, 4); }), EINVAL);
+    assert_int_equal(error_of([] { barrier_schedule(NICOFF_BARRIER_COMBINING, 1, 0, 4); }), EINVAL);
     assert_int_equal(error_of([] { barrier_schedule(NICOFF_BARRIER_TREE, 0, 0, 0); }), EINVAL);
 }
 

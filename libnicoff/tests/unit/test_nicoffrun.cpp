@@ -340,7 +340,9 @@ void test_timeout(void **) {
                "trap '' TERM; echo \"pid $$\"; exec sleep 100"});
     expect_status(res, 124);
     assert_true(res.secs >= 0.95 && res.secs < 5);
-    for (pid_t p : pids_in(res.out))
+    const auto pids = pids_in(res.out);
+    assert_int_equal(pids.size(), 2);
+    for (pid_t p : pids)
         expect_dead(p);
     // A job that ends in time is not affected.
     res = run({"--timeout", "10", "-n", "2", "--nics", "2", "/bin/true"});
