@@ -32,7 +32,7 @@ BINDIR ?= $(PREFIX)/bin
 DESTDIR ?=
 
 .PHONY: all module user deps demo check bench vm-shell install clean \
-	unit-tests selftests style vm-check FORCE
+	unit-tests selftests style vm-check check-run demo-run bench-run FORCE
 
 all: module user
 
@@ -65,9 +65,14 @@ VM_TIMEOUT ?= 1500
 VM_PARAMS ?=
 
 # Recursive make after deps: KVER/KDIR are found again once packages exist.
+# On a fresh machine the kernel appears only when deps has run, after this
+# make parsed the Makefile: every target that needs it runs in a sub-make.
 check:
 	@tools/deps.sh --if-missing
 	$(MAKE) all
+	$(MAKE) check-run
+
+check-run:
 	BUILD=$(BUILD) UNIT_TESTS="$(UNIT_TESTS)" VMLINUZ=$(VMLINUZ) tools/check.sh
 
 style:
@@ -77,6 +82,9 @@ style:
 demo:
 	@tools/deps.sh --if-missing
 	$(MAKE) all
+	$(MAKE) demo-run
+
+demo-run:
 	BUILD=$(BUILD) VMLINUZ=$(VMLINUZ) tools/demo.sh
 
 # ----------------------------------------------------------------- bench --
@@ -84,6 +92,9 @@ SUITE ?= doorbell
 bench:
 	@tools/deps.sh --if-missing
 	$(MAKE) all
+	$(MAKE) bench-run
+
+bench-run:
 	BUILD=$(BUILD) VMLINUZ=$(VMLINUZ) tools/bench.sh $(SUITE)
 
 vm-shell: all
