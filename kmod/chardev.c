@@ -148,7 +148,8 @@ static long nicoff_ioctl(struct file *file, unsigned int cmd, unsigned long uarg
 		if (ret)
 			return ret;
 		if (copy_to_user(arg, &req, sizeof(req))) {
-			nicoff_mr_deregister(port, req.handle);
+			/* Not another region another thread got this handle for since. */
+			nicoff_mr_deregister(port, req.handle, req.rkey);
 			return -EFAULT;
 		}
 		return 0;
@@ -164,7 +165,7 @@ static long nicoff_ioctl(struct file *file, unsigned int cmd, unsigned long uarg
 			return -EINVAL;
 		if (current->mm != port->mm)
 			return -EPERM;
-		return nicoff_mr_deregister(port, req.handle);
+		return nicoff_mr_deregister(port, req.handle, 0);
 	}
 	case NICOFF_IOC_PORT_STATS: {
 		struct nicoff_port_stats st = {};
@@ -186,6 +187,9 @@ static int nicoff_mmap(struct file *file, struct vm_area_struct *vma)
 
 	if (!port)
 		return -ENOTCONN;
+	/* As for REG_MR: the rings belong to the address space that opened the port. */
+	if (current->mm != port->mm)
+		return -EPERM;
 	if (!(vma->vm_flags & VM_SHARED))
 		return -EINVAL;
 	if (off == NICOFF_MMAP_CMD_RING)

@@ -160,18 +160,29 @@ int nicoff_mr_register(struct nicoff_port *port, struct nicoff_reg_mr *req)
 		goto out_pages;
 	atomic64_add(mr->npages, &nicoff_pinned_pages);
 
-	ret = xa_alloc(&port->mrs, &id, mr, XA_LIMIT(1, NICOFF_MR_HANDLE_MAX), GFP_KERNEL);
+	/*
+	 * Reserve the handle, complete the region, and only then store it: a
+	 * DEREG_MR of a guessed handle from another thread, or the card, must
+	 * never reach a region whose handle and rkey are still being written
+	 * (a reserved slot reads as empty, and deregistration never erases it).
+	 */
+	ret = xa_alloc(&port->mrs, &id, NULL, XA_LIMIT(1, NICOFF_MR_HANDLE_MAX), GFP_KERNEL);
 	if (ret) {
-		nicoff_mr_free(mr);
-		atomic_dec(&port->nr_mrs);
-		return ret == -EBUSY ? -ENOSPC : ret;
+		ret = ret == -EBUSY ? -ENOSPC : ret;
+		goto out_pinned;
 	}
 	mr->handle = id;
 	mr->rkey = (get_random_u32() << NICOFF_MR_HANDLE_BITS) | id;
 	req->handle = mr->handle;
 	req->rkey = mr->rkey;
+	/* The reserved slot has its node already: storing allocates nothing. */
+	xa_store(&port->mrs, id, mr, GFP_KERNEL);
 	return 0;
 
+out_pinned:
+	nicoff_mr_free(mr);
+	atomic_dec(&port->nr_mrs);
+	return ret;
 out_pages:
 	kvfree(mr->pages);
 out_charge:
@@ -182,13 +193,22 @@ out_count:
 	return ret;
 }
 
-int nicoff_mr_deregister(struct nicoff_port *port, u32 handle)
+/*
+ * Remove region @handle, if its rkey is @rkey (any rkey when 0).  Only a
+ * region that was stored is erased: a slot reserved by a REG_MR still
+ * under way reads as empty here and stays reserved for it.
+ */
+int nicoff_mr_deregister(struct nicoff_port *port, u32 handle, u32 rkey)
 {
 	struct nicoff_mr *mr;
 
 	/* The engine uses a region only while it holds the card lock. */
 	mutex_lock(&port->card->lock);
-	mr = xa_erase(&port->mrs, handle);
+	mr = xa_load(&port->mrs, handle);
+	if (mr && (!rkey || mr->rkey == rkey))
+		xa_erase(&port->mrs, handle);
+	else
+		mr = NULL;
 	mutex_unlock(&port->card->lock);
 	if (!mr)
 		return -ENOENT;

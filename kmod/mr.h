@@ -30,7 +30,7 @@ extern atomic64_t nicoff_pinned_pages;
 
 struct nicoff_reg_mr;
 int nicoff_mr_register(struct nicoff_port *port, struct nicoff_reg_mr *req);
-int nicoff_mr_deregister(struct nicoff_port *port, u32 handle);
+int nicoff_mr_deregister(struct nicoff_port *port, u32 handle, u32 rkey);
 void nicoff_mr_release_all(struct nicoff_port *port);
 
 struct nicoff_mr *nicoff_mr_lookup(struct nicoff_port *port, u32 handle);

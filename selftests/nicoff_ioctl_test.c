@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <string.h>
 #include <unistd.h>
@@ -723,6 +724,87 @@ TEST_F_TIMEOUT(card, max_mrs, 120)
 	EXPECT_EQ(self->pinned0, nt_wait_pinned(self->pinned0, 5000));
 	free(handles);
 	munmap(buf, PAGE);
+}
+
+/*
+ * REG_MR racing DEREG_MR of the handles it is about to return, from
+ * another thread of the same process.  A region must be complete before
+ * any other thread (or the card) can reach it by its handle: every REG_MR
+ * that succeeds answers a handle in range and the rkey made from it, and
+ * the pinned pages end where the successful calls say they should.
+ */
+struct race {
+	int fd;
+	void *buf;
+	volatile int stop;
+	unsigned long regs, deregs, bad;
+	uint32_t bad_handle, bad_rkey;
+};
+
+static void *race_dereg(void *arg)
+{
+	struct race *r = arg;
+	unsigned int i = 0;
+
+	/* Mostly the handle the next REG_MR gets: the lowest free one. */
+	while (!r->stop) {
+		if (!nt_dereg_mr(r->fd, ++i & 15 ? 1 : 1 + (i >> 4) % 3))
+			r->deregs++;
+	}
+	return NULL;
+}
+
+TEST_F_TIMEOUT(card, reg_dereg_race, 120)
+{
+	struct race r = { .fd = self->fd };
+	struct nicoff_reg_mr req;
+	uint32_t h, hmax = 3;
+	char line[256];
+	pthread_t th;
+	uint64_t end;
+	int kmsg;
+
+	r.buf = mmap(NULL, PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, r.buf);
+	memset(r.buf, 1, PAGE);
+	ASSERT_EQ(0, nt_port_open_fd(self->fd, NICOFF_PORT_ANY, 8, 8, NULL));
+	kmsg = nt_kmsg_open();
+	ASSERT_LE(0, kmsg);
+	ASSERT_EQ(0, pthread_create(&th, NULL, race_dereg, &r));
+	end = nt_now_ns() + 5000000000ull;
+	while (nt_now_ns() < end) {
+		memset(&req, 0, sizeof(req));
+		req.addr = (uintptr_t)r.buf;
+		req.length = PAGE;
+		if (nt_ioctl(self->fd, NICOFF_IOC_REG_MR, &req))
+			continue;
+		r.regs++;
+		if (req.handle > hmax && req.handle <= 0xfffff)
+			hmax = req.handle;
+		if (!req.handle || req.handle > 0xfffff || (req.rkey & 0xfffff) != req.handle) {
+			r.bad++;
+			r.bad_handle = req.handle;
+			r.bad_rkey = req.rkey;
+		}
+	}
+	r.stop = 1;
+	pthread_join(th, NULL);
+	/* What the race left registered (handles above 3 when 1-3 were busy). */
+	for (h = 1; h <= hmax; h++)
+		if (!nt_dereg_mr(self->fd, h))
+			r.deregs++;
+	TH_LOG("%lu registrations, %lu deregistrations", r.regs, r.deregs);
+	EXPECT_EQ(0, r.bad) TH_LOG("REG_MR answered handle %#x rkey %#x", r.bad_handle,
+				    r.bad_rkey);
+	EXPECT_LT(100, r.deregs);
+	EXPECT_EQ(r.regs, r.deregs);
+	EXPECT_EQ(self->pinned0, nt_pinned_pages());
+	/* A store into a freed region shows as slub_debug's poison report. */
+	close(self->fd);
+	self->fd = -1;
+	EXPECT_EQ(0, nt_kmsg_splat(kmsg, line, sizeof(line))) TH_LOG("kernel: %s", line);
+	close(kmsg);
+	munmap(r.buf, PAGE);
 }
 
 TEST_HARNESS_MAIN

@@ -436,6 +436,8 @@ int nt_kmsg_splat(int fd, char *line, size_t len)
 		"WARNING:", "BUG:", "Oops", "Call Trace", "general protection",
 		"kernel BUG", "UBSAN", "refcount_t", "page allocation failure",
 		"vmalloc error", "lockup", "blocked for more than", "Kernel panic",
+		/* slub_debug's reports: "BUG kmalloc-64 (...): Poison overwritten" */
+		"Poison overwritten", "BUG kmalloc", "Redzone overwritten", "Object padding",
 	};
 	char rec[8192];
 	unsigned int i;
