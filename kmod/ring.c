@@ -42,9 +42,11 @@ int nicoff_ring_mmap(struct nicoff_kring *r, struct vm_area_struct *vma)
 		return -EINVAL;
 	/*
 	 * Not inherited by a child: the rings belong to the process that
-	 * opened the port (see Documentation/abi.md on fork).
+	 * opened the port (see Documentation/abi.md on fork).  VM_IO keeps it
+	 * so: madvise(MADV_DOFORK) refuses to clear VM_DONTCOPY on such a
+	 * mapping, and nothing can pin the ring pages through it either.
 	 */
-	vma->vm_flags |= VM_DONTCOPY | VM_DONTEXPAND | VM_DONTDUMP;
+	vma->vm_flags |= VM_DONTCOPY | VM_DONTEXPAND | VM_DONTDUMP | VM_IO;
 	return remap_vmalloc_range(vma, r->mem, 0);
 }
 

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * fork() of a process with a port (Documentation/abi.md, "fork()"): the
- * child has no ring mappings, may not register or deregister, and its
+ * child has no ring mappings (and cannot get any: neither MADV_DOFORK nor
+ * a fresh mmap of the inherited file), may not register or deregister, and its
  * writes to its copy of registered memory are invisible to the card, which
  * keeps reading and writing the parent's pages.  The port lives until the
  * last process holding the file closes it.
@@ -280,6 +281,47 @@ TEST_F(fork, port_outlives_parent_close)
 	EXPECT_EQ(self->pinned0, nt_wait_pinned(self->pinned0, 5000));
 	EXPECT_EQ(0, nt_ioctl(fd2, NICOFF_IOC_PORT_OPEN, &po));
 	close(fd2);
+}
+
+/*
+ * The rings stay the opener's: madvise(MADV_DOFORK) may not make a child
+ * inherit them, and a child may not map them afresh through the file.
+ */
+/* The child's side of rings_stay_with_opener. */
+static int rings_child(FIXTURE_DATA(fork) *self)
+{
+	void *m;
+
+	CK(!maps_nicoff());
+	m = mmap(NULL, self->p.po.cmd_size, PROT_READ | PROT_WRITE, MAP_SHARED, self->p.fd,
+		 self->p.po.cmd_offset);
+	CK(m == MAP_FAILED && errno == EPERM);
+	m = mmap(NULL, self->p.po.cq_size, PROT_READ, MAP_SHARED, self->p.fd,
+		 self->p.po.cq_offset);
+	CK(m == MAP_FAILED && errno == EPERM);
+	return 0;
+}
+
+TEST_F(fork, rings_stay_with_opener)
+{
+	void *m;
+	pid_t pid;
+
+	EXPECT_EQ(-1, madvise(self->p.cmd_hdr, self->p.po.cmd_size, MADV_DOFORK));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(-1, madvise(self->p.cq_hdr, self->p.po.cq_size, MADV_DOFORK));
+	EXPECT_EQ(EINVAL, errno);
+	fflush(NULL);
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid)
+		_exit(rings_child(self));
+	EXPECT_EQ(0, wait_child(pid));
+	/* The opener itself may map them again. */
+	m = mmap(NULL, self->p.po.cmd_size, PROT_READ | PROT_WRITE, MAP_SHARED, self->p.fd,
+		 self->p.po.cmd_offset);
+	ASSERT_NE(MAP_FAILED, m);
+	EXPECT_EQ(0, munmap(m, self->p.po.cmd_size));
 }
 
 TEST_HARNESS_MAIN
