@@ -13,6 +13,7 @@
 #include <uapi/nicoff.h>
 
 #include "chardev.h"
+#include "compat.h"
 #include "card.h"
 #include "port.h"
 #include "mr.h"
@@ -20,7 +21,7 @@
 
 static dev_t nicoff_devt;
 static struct cdev nicoff_cdev;
-static ssize_t pinned_pages_show(struct class *cls, struct class_attribute *attr, char *buf)
+static NICOFF_CLASS_SHOW(pinned_pages_show)
 {
 	return sysfs_emit(buf, "%lld\n", atomic64_read(&nicoff_pinned_pages));
 }
@@ -34,7 +35,7 @@ ATTRIBUTE_GROUPS(nicoff_class);
 
 static struct class nicoff_class = {
 	.name = "nicoff",
-	.owner = THIS_MODULE,
+	NICOFF_CLASS_OWNER
 	.class_groups = nicoff_class_groups,
 };
 
@@ -222,7 +223,6 @@ static const struct file_operations nicoff_fops = {
 	.compat_ioctl = compat_ptr_ioctl,
 	.mmap = nicoff_mmap,
 	.poll = nicoff_poll,
-	.llseek = no_llseek,
 };
 
 int nicoff_chardev_init(void)

@@ -10,6 +10,7 @@
 #include <linux/sched.h>
 #include <linux/slab.h>
 #include <linux/ktime.h>
+#include <linux/hrtimer.h>
 #include <linux/cpumask.h>
 
 #include "card.h"

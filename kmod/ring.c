@@ -5,6 +5,7 @@
 #include <linux/build_bug.h>
 
 #include "ring.h"
+#include "compat.h"
 
 int nicoff_ring_alloc(struct nicoff_kring *r, u32 entries, u32 slot_size)
 {
@@ -46,7 +47,7 @@ int nicoff_ring_mmap(struct nicoff_kring *r, struct vm_area_struct *vma)
 	 * so: madvise(MADV_DOFORK) refuses to clear VM_DONTCOPY on such a
 	 * mapping, and nothing can pin the ring pages through it either.
 	 */
-	vma->vm_flags |= VM_DONTCOPY | VM_DONTEXPAND | VM_DONTDUMP | VM_IO;
+	vm_flags_set(vma, VM_DONTCOPY | VM_DONTEXPAND | VM_DONTDUMP | VM_IO);
 	return remap_vmalloc_range(vma, r->mem, 0);
 }
 
