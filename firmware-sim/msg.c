@@ -42,12 +42,13 @@
 #include "card.h"
 
 /*
- * An unexpected message is charged at least this much: about what its
- * record costs the host, so that tiny messages are bounded by the budget
- * too.  Its bytes are kept in chunks of FW_UNEXP_CHUNK, each a separate
- * allocation that fits a page.
+ * An unexpected message's bytes are kept in chunks of FW_UNEXP_CHUNK,
+ * each a separate allocation that fits a page.  It is charged what they
+ * take from an allocator that rounds up to powers of two, and at least
+ * FW_UNEXP_MIN_CHARGE, which covers its record: so that what a port
+ * holds stays close to its budget whatever the sizes (fw_unexp_charge()).
  */
-#define FW_UNEXP_MIN_CHARGE	256u
+#define FW_UNEXP_MIN_CHARGE	512u
 #define FW_UNEXP_CHUNK_SHIFT	12
 #define FW_UNEXP_CHUNK		FW_BIT(FW_UNEXP_CHUNK_SHIFT)
 
@@ -147,6 +148,20 @@ static void fw_recv_complete(struct fw_card *card, const struct fw_rmsg *rm, s32
 	cqe.src_port = rm->src_port;
 	cqe.msg_tag = rm->msg_tag;
 	fw_post(card, rm->port->id, &cqe);
+}
+
+static u64 fw_unexp_charge(u64 total)
+{
+	u64 tail = total & (FW_UNEXP_CHUNK - 1), c = total - tail;
+
+	if (tail) {
+		u64 p = 1;
+
+		while (p < tail)
+			p <<= 1;
+		c += p;
+	}
+	return fw_max_u64(c, FW_UNEXP_MIN_CHARGE);
 }
 
 static u64 fw_unexp_nchunks(u64 total)
@@ -351,7 +366,7 @@ static bool fw_unexp_fits(u64 used, u64 limit, u64 charge)
 /* Whether the port and its card can buffer one more unexpected message of @total bytes. */
 static bool fw_unexp_room(const struct fw_card *card, const struct fw_port *port, u64 total)
 {
-	u64 charge = fw_max_u64(total, FW_UNEXP_MIN_CHARGE);
+	u64 charge = fw_unexp_charge(total);
 
 	return fw_unexp_fits(port->unexp_used, card->cfg.unexpected_bytes, charge) &&
 	       fw_unexp_fits(card->unexp_used, card->cfg.card_unexpected_bytes, charge);
@@ -420,7 +435,7 @@ static struct fw_rmsg *fw_msg_start(struct fw_card *card, struct fw_peer *peer,
 				    struct fw_port *port, const struct fw_pkt_hdr *h,
 				    struct fw_recv *recv)
 {
-	u64 charge = recv ? 0 : fw_max_u64(h->total, FW_UNEXP_MIN_CHARGE);
+	u64 charge = recv ? 0 : fw_unexp_charge(h->total);
 	struct fw_rmsg *rm = fwos_zalloc(card->host, sizeof(*rm));
 
 	if (!rm)

@@ -763,9 +763,9 @@ static void test_card_budget(void **state)
 	q = t_cqe(s, 0, 0, sim_now(s) + 10 * T_MS);
 	assert_int_equal(q.tag, 8);
 	assert_int_equal(q.status, 0);
-	/* Even an empty message is charged FW_UNEXP_MIN_CHARGE (msg.c). */
-	assert_int_equal(c1->ports[3]->unexp_used, 256);
-	assert_int_equal(c1->unexp_used, 5 * RN_MSG + 256);
+	/* Even a one-byte message is charged FW_UNEXP_MIN_CHARGE (msg.c). */
+	assert_int_equal(c1->ports[3]->unexp_used, 512);
+	assert_int_equal(c1->unexp_used, 5 * RN_MSG + 512);
 
 	/* No card budget left at all: refused, what is buffered stays. */
 	fw_set_unexpected(c1, 4 * RN_MSG, 0);
@@ -775,21 +775,26 @@ static void test_card_budget(void **state)
 	q = t_cqe(s, 0, 0, t0 + budget + cfg.fw.rto_max_ns + 10 * T_MS);
 	assert_int_equal(q.tag, 9);
 	assert_int_equal(q.status, -ENOBUFS);
-	assert_int_equal(c1->unexp_used, 5 * RN_MSG + 256);
+	assert_int_equal(c1->unexp_used, 5 * RN_MSG + 512);
 	c = t_recv(101, mb, 0, RN_MSG, NICOFF_ANY, NICOFF_ANY, 0, 0);
 	sim_post(s, 1, 1, &c);
 	q = t_cqe(s, 1, 1, sim_now(s) + T_MS);
 	assert_int_equal(q.status, 0);
 	assert_int_equal(q.msg_tag, 1);
 	assert_memory_equal(b, a, RN_MSG);
-	assert_int_equal(c1->unexp_used, 4 * RN_MSG + 256);
+	assert_int_equal(c1->unexp_used, 4 * RN_MSG + 512);
 	t_finish(s);
 }
 
-/* Tiny messages: each is charged at least FW_UNEXP_MIN_CHARGE (msg.c). */
-static void test_small_messages_charged(void **state)
+/*
+ * What an unexpected message is charged (msg.c): at least 512 bytes, and
+ * its last chunk (4 KiB) rounded up to a power of two.  The budget holds
+ * exactly the sum; one byte more is refused.
+ */
+static void test_charge_rounding(void **state)
 {
-	static u8 a[64], b[8][64];
+	static const u32 len[4] = { 1, 513, 4096 + 600, 2049 };
+	static u8 a[8192], b[4][8192];
 	struct sim_cfg cfg;
 	struct sim *s;
 	struct nicoff_cmd c;
@@ -799,7 +804,7 @@ static void test_small_messages_charged(void **state)
 
 	(void)state;
 	rn_cfg(&cfg, 2, 1);
-	cfg.fw.unexpected_bytes = 4 * 256;
+	cfg.fw.unexpected_bytes = 512 + 1024 + (4096 + 1024) + 4096;
 	budget = rn_budget(&cfg);
 	s = sim_create(&cfg);
 	ma = t_port_mr(s, 0, 0, a, sizeof(a), 0, NULL);
@@ -807,7 +812,7 @@ static void test_small_messages_charged(void **state)
 	t_fill(a, sizeof(a), 6);
 	t0 = sim_now(s);
 	for (i = 0; i < 5; i++) {
-		c = t_send(i, 1, 1, ma, 0, i + 1, i);
+		c = t_send(i, 1, 1, ma, 0, i < 4 ? len[i] : 1, i);
 		sim_post(s, 0, 0, &c);
 	}
 	for (i = 0; i < 4; i++) {
@@ -818,14 +823,14 @@ static void test_small_messages_charged(void **state)
 	q = t_cqe(s, 0, 0, t0 + budget + cfg.fw.rto_max_ns + 10 * T_MS);
 	assert_int_equal(q.tag, 4);
 	assert_int_equal(q.status, -ENOBUFS);
-	assert_int_equal(sim_card(s, 1)->ports[1]->unexp_used, 4 * 256);
+	assert_int_equal(sim_card(s, 1)->ports[1]->unexp_used, cfg.fw.unexpected_bytes);
 	for (i = 0; i < 4; i++) {
-		c = t_recv(10 + i, mb, (u64)i * 64, 64, NICOFF_ANY, NICOFF_ANY, 0, 0);
+		c = t_recv(10 + i, mb, (u64)i * 8192, 8192, NICOFF_ANY, NICOFF_ANY, 0, 0);
 		sim_post(s, 1, 1, &c);
 		q = t_cqe(s, 1, 1, sim_now(s) + T_MS);
 		assert_int_equal(q.status, 0);
-		assert_int_equal(q.result, i + 1);
-		assert_memory_equal(b[i], a, i + 1);
+		assert_int_equal(q.result, len[i]);
+		assert_memory_equal(b[i], a, len[i]);
 	}
 	assert_int_equal(sim_card(s, 1)->ports[1]->unexp_used, 0);
 	assert_int_equal(sim_card(s, 1)->unexp_used, 0);
@@ -842,7 +847,7 @@ int main(void)
 		cmocka_unit_test(test_order_under_faults),
 		cmocka_unit_test(test_chaos),
 		cmocka_unit_test(test_card_budget),
-		cmocka_unit_test(test_small_messages_charged),
+		cmocka_unit_test(test_charge_rounding),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
