@@ -24,6 +24,7 @@ void fw_config_default(struct fw_config *cfg, u32 node, u32 num_nodes)
 	cfg->max_retries = 12;
 	cfg->ack_delay_ns = 20000;
 	cfg->unexpected_bytes = 4ull << 20;
+	cfg->card_unexpected_bytes = FW_U64_MAX;	/* the host may bound the sum */
 	cfg->max_msg = 64ull << 20;
 	cfg->initial_seq = 0;
 	cfg->epoch = 1;
@@ -80,6 +81,12 @@ struct fw_card *fw_card_create(struct fw_host *host, const struct fw_config *cfg
 	card->next_msg_id = 1;
 	fw_atomic_init(card);
 	return card;
+}
+
+void fw_set_unexpected(struct fw_card *card, u64 port_bytes, u64 card_bytes)
+{
+	card->cfg.unexpected_bytes = port_bytes;
+	card->cfg.card_unexpected_bytes = card_bytes;
 }
 
 void fw_card_destroy(struct fw_card *card)

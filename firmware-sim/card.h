@@ -168,27 +168,20 @@ struct fw_recv {
 	u64 tag_mask;
 };
 
-/* A buffered fragment of an unexpected message: the packet itself. */
-struct fw_rfrag {
-	struct fw_rfrag *next;
-	struct fw_pkt *pkt;
-};
-
 /* A message arriving from a peer. */
 struct fw_rmsg {
 	struct fw_list peer_node;	/* peer->rx_msgs until complete */
 	struct fw_list port_node;	/* port->unexp or port->bound */
 	struct fw_port *port;
 	struct fw_recv *recv;		/* NULL while unexpected */
-	struct fw_rfrag *frags;		/* unexpected: what arrived so far */
-	struct fw_rfrag **ftail;
+	u8 **chunks;			/* unexpected: its copy, reserved in full (msg.c) */
 	u64 msg_id;
 	u32 src_node;
 	u32 src_port;
 	u64 msg_tag;
 	u64 total;
 	u64 rcvd;
-	u64 charge;			/* against port->unexp_used */
+	u64 charge;			/* against port->unexp_used and card->unexp_used */
 	s32 status;			/* first write error */
 };
 
@@ -198,6 +191,7 @@ struct fw_card {
 	struct fw_stats stats;
 	u64 dead_ns;			/* silence after which an owing peer is dead */
 	u64 next_msg_id;
+	u64 unexp_used;			/* bytes charged to unexpected messages, all ports */
 	bool dying;
 	struct fw_peer *flush_head;	/* peers a detaching port touched */
 	struct fw_port **ports;
@@ -215,7 +209,6 @@ struct fw_card {
 /* What a receive handler did with an in-order packet. */
 enum fw_rx_verdict {
 	FW_RX_DONE,			/* accepted; free the packet */
-	FW_RX_KEPT,			/* accepted; the handler keeps the packet */
 	FW_RX_RNR,			/* not accepted (no room): drop, no ack */
 };
 

@@ -47,6 +47,7 @@ struct fw_config {
 	u32 max_retries;	/* then the peer's sends fail with -ETIMEDOUT */
 	u32 ack_delay_ns;	/* how long an acknowledgment may wait for a ride */
 	u64 unexpected_bytes;	/* per port: unmatched messages buffered */
+	u64 card_unexpected_bytes;	/* the same, summed over the card's ports */
 	u64 max_msg;		/* largest message, put or get */
 	u32 initial_seq;	/* first sequence number of every connection epoch */
 	u32 epoch;		/* first connection epoch; a restarted card picks another */
@@ -63,6 +64,12 @@ void fw_config_default(struct fw_config *cfg, u32 node, u32 num_nodes);
 
 /* NULL if the configuration is invalid or memory runs out. */
 struct fw_card *fw_card_create(struct fw_host *host, const struct fw_config *cfg);
+/*
+ * Change the unexpected-message budgets (per port, per card) of a running
+ * card.  Messages buffered already stay; a budget lowered below what is
+ * used refuses new ones until enough are received.
+ */
+void fw_set_unexpected(struct fw_card *card, u64 port_bytes, u64 card_bytes);
 /* Frees everything; posts no completion. */
 void fw_card_destroy(struct fw_card *card);
 

@@ -5,13 +5,18 @@
  * message is matched at its first fragment against the port's posted
  * receives (GM's receive tokens) in posting order, and its fragments are
  * written straight into the matched buffer.  A message nobody waits for is
- * kept, fragment by fragment, as long as the port's unexpected_bytes allow;
- * a later RECV takes the oldest compatible one.  Fragments of one message
- * arrive in order on one connection, and those of two messages never
- * interleave, so a message is reassembled by appending.
+ * buffered as long as the port's unexpected_bytes and the card's
+ * card_unexpected_bytes (the sum over its ports) allow; a later RECV takes
+ * the oldest compatible one.  Its memory is reserved in full when its first
+ * fragment arrives, charged to the port, and each fragment is copied into
+ * it (the packet goes back at once): what a port holds is what it was
+ * charged for, and a message that fits never runs out of memory half way.
+ * Fragments of one message arrive in order on one connection, and those of
+ * two messages never interleave, so a message is reassembled by appending.
  *
  * Receiver not ready, after InfiniBand's RNR NAK.  A first fragment that
- * finds no posted receive and no room in the port's unexpected budget is
+ * finds no posted receive and no room in the unexpected budgets (or no
+ * memory for the message) is
  * accepted in the stream (acknowledged: the connection, shared by every
  * port, keeps moving) but its message is refused: an RNR reply, reliable
  * and counted like an ERR, and the rest of the message is dropped.  The
@@ -36,8 +41,16 @@
  */
 #include "card.h"
 
-/* Empty unexpected messages are charged this much, to bound them too. */
-#define FW_UNEXP_MIN_CHARGE	64u
+/*
+ * An unexpected message's bytes are kept in chunks of FW_UNEXP_CHUNK,
+ * each a separate allocation that fits a page.  It is charged what they
+ * take from an allocator that rounds up to powers of two, and at least
+ * FW_UNEXP_MIN_CHARGE, which covers its record: so that what a port
+ * holds stays close to its budget whatever the sizes (fw_unexp_charge()).
+ */
+#define FW_UNEXP_MIN_CHARGE	512u
+#define FW_UNEXP_CHUNK_SHIFT	12
+#define FW_UNEXP_CHUNK		FW_BIT(FW_UNEXP_CHUNK_SHIFT)
 
 /* A port pair of a peer's whose messages we refuse until one comes again. */
 struct fw_rblock {
@@ -137,16 +150,86 @@ static void fw_recv_complete(struct fw_card *card, const struct fw_rmsg *rm, s32
 	fw_post(card, rm->port->id, &cqe);
 }
 
+static u64 fw_unexp_charge(u64 total)
+{
+	u64 tail = total & (FW_UNEXP_CHUNK - 1), c = total - tail;
+
+	if (tail) {
+		u64 p = 1;
+
+		while (p < tail)
+			p <<= 1;
+		c += p;
+	}
+	return fw_max_u64(c, FW_UNEXP_MIN_CHARGE);
+}
+
+static u64 fw_unexp_nchunks(u64 total)
+{
+	return (total >> FW_UNEXP_CHUNK_SHIFT) + !!(total & (FW_UNEXP_CHUNK - 1));
+}
+
+static void fw_rmsg_chunks_free(struct fw_card *card, struct fw_rmsg *rm)
+{
+	u64 i, n = fw_unexp_nchunks(rm->total);
+
+	if (!rm->chunks)
+		return;
+	for (i = 0; i < n; i++)
+		fwos_free(card->host, rm->chunks[i]);
+	fwos_free(card->host, rm->chunks);
+	rm->chunks = NULL;
+}
+
+/* Memory for all of an unexpected message, or -ENOMEM and none. */
+static int fw_rmsg_reserve(struct fw_card *card, struct fw_rmsg *rm)
+{
+	u64 i, n = fw_unexp_nchunks(rm->total);
+
+	if (!n)
+		return 0;
+	if (n > FW_U32_MAX)
+		return -ENOMEM;
+	rm->chunks = fwos_zalloc(card->host, n * sizeof(*rm->chunks));
+	if (!rm->chunks)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		u64 len = fw_min_u64(FW_UNEXP_CHUNK, rm->total - (i << FW_UNEXP_CHUNK_SHIFT));
+
+		rm->chunks[i] = fwos_zalloc(card->host, len);
+		if (!rm->chunks[i]) {
+			fw_rmsg_chunks_free(card, rm);
+			return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+/* Append a fragment to an unexpected message; it fits (fw_msg_rx_data). */
+static void fw_rmsg_copy_in(struct fw_rmsg *rm, u64 foff, const u8 *data, u32 len)
+{
+	while (len) {
+		u32 in = (u32)(foff & (FW_UNEXP_CHUNK - 1));
+		u32 n = fw_min_u32(len, FW_UNEXP_CHUNK - in);
+
+		memcpy(rm->chunks[foff >> FW_UNEXP_CHUNK_SHIFT] + in, data, n);
+		foff += n;
+		data += n;
+		len -= n;
+	}
+}
+
+static void fw_rmsg_uncharge(struct fw_card *card, struct fw_rmsg *rm)
+{
+	rm->port->unexp_used -= rm->charge;
+	card->unexp_used -= rm->charge;
+	rm->charge = 0;
+}
+
 static void fw_rmsg_free(struct fw_card *card, struct fw_rmsg *rm)
 {
-	struct fw_rfrag *f, *next;
-
-	for (f = rm->frags; f; f = next) {
-		next = f->next;
-		fwos_pkt_free(card->host, f->pkt);
-		fwos_free(card->host, f);
-	}
-	rm->port->unexp_used -= rm->charge;
+	fw_rmsg_chunks_free(card, rm);
+	fw_rmsg_uncharge(card, rm);
 	fw_list_del(&rm->peer_node);
 	fw_list_del(&rm->port_node);
 	if (rm->recv)
@@ -195,20 +278,15 @@ static void fw_msg_abort(struct fw_card *card, struct fw_rmsg *rm, s32 status)
 static void fw_msg_bind(struct fw_card *card, struct fw_port *port, struct fw_rmsg *rm,
 			struct fw_recv *recv)
 {
-	struct fw_rfrag *f, *next;
+	u64 off, i;
 
 	fw_list_del(&rm->port_node);
-	port->unexp_used -= rm->charge;
-	rm->charge = 0;
+	fw_rmsg_uncharge(card, rm);
 	rm->recv = recv;
-	for (f = rm->frags; f; f = next) {
-		next = f->next;
-		fw_msg_write(card, rm, f->pkt->hdr.offset, f->pkt->payload, f->pkt->hdr.len);
-		fwos_pkt_free(card->host, f->pkt);
-		fwos_free(card->host, f);
-	}
-	rm->frags = NULL;
-	rm->ftail = &rm->frags;
+	for (off = 0, i = 0; off < rm->rcvd; off += FW_UNEXP_CHUNK, i++)
+		fw_msg_write(card, rm, off, rm->chunks[i],
+			     (u32)fw_min_u64(FW_UNEXP_CHUNK, rm->rcvd - off));
+	fw_rmsg_chunks_free(card, rm);
 	if (rm->rcvd == rm->total)
 		fw_msg_deliver(card, rm);
 	else
@@ -280,13 +358,18 @@ static struct fw_rmsg *fw_rmsg_find(struct fw_peer *peer, u64 msg_id)
 	return NULL;
 }
 
-/* Whether the port can buffer one more unexpected message of @total bytes. */
+static bool fw_unexp_fits(u64 used, u64 limit, u64 charge)
+{
+	return used <= limit && charge <= limit - used;
+}
+
+/* Whether the port and its card can buffer one more unexpected message of @total bytes. */
 static bool fw_unexp_room(const struct fw_card *card, const struct fw_port *port, u64 total)
 {
-	u64 charge = fw_max_u64(total, FW_UNEXP_MIN_CHARGE);
+	u64 charge = fw_unexp_charge(total);
 
-	return port->unexp_used <= card->cfg.unexpected_bytes &&
-	       charge <= card->cfg.unexpected_bytes - port->unexp_used;
+	return fw_unexp_fits(port->unexp_used, card->cfg.unexpected_bytes, charge) &&
+	       fw_unexp_fits(card->unexp_used, card->cfg.card_unexpected_bytes, charge);
 }
 
 /*
@@ -344,12 +427,15 @@ static int fw_msg_refuse(struct fw_card *card, struct fw_peer *peer, const struc
 	return FW_RX_DONE;
 }
 
-/* First fragment: bind it to @recv, or buffer it (the caller saw room). */
+/*
+ * First fragment: bind it to @recv, or buffer it (the caller saw room).
+ * NULL without memory.
+ */
 static struct fw_rmsg *fw_msg_start(struct fw_card *card, struct fw_peer *peer,
 				    struct fw_port *port, const struct fw_pkt_hdr *h,
 				    struct fw_recv *recv)
 {
-	u64 charge = recv ? 0 : fw_max_u64(h->total, FW_UNEXP_MIN_CHARGE);
+	u64 charge = recv ? 0 : fw_unexp_charge(h->total);
 	struct fw_rmsg *rm = fwos_zalloc(card->host, sizeof(*rm));
 
 	if (!rm)
@@ -362,7 +448,10 @@ static struct fw_rmsg *fw_msg_start(struct fw_card *card, struct fw_peer *peer,
 	rm->src_port = h->src_port;
 	rm->msg_tag = h->tag;
 	rm->total = h->total;
-	rm->ftail = &rm->frags;
+	if (!recv && fw_rmsg_reserve(card, rm)) {
+		fwos_free(card->host, rm);
+		return NULL;
+	}
 	if (recv) {
 		fw_list_del(&recv->node);
 		rm->recv = recv;
@@ -370,6 +459,7 @@ static struct fw_rmsg *fw_msg_start(struct fw_card *card, struct fw_peer *peer,
 	} else {
 		rm->charge = charge;
 		port->unexp_used += charge;
+		card->unexp_used += charge;
 		fw_list_add_tail(&rm->port_node, &port->unexp);
 		card->stats.unexpected++;
 	}
@@ -378,28 +468,22 @@ static struct fw_rmsg *fw_msg_start(struct fw_card *card, struct fw_peer *peer,
 	return rm;
 }
 
-static int fw_msg_add(struct fw_card *card, struct fw_rmsg *rm, struct fw_pkt *pkt,
-		      struct fw_rfrag *frag)
+static int fw_msg_add(struct fw_card *card, struct fw_rmsg *rm, const struct fw_pkt *pkt)
 {
 	u64 foff = pkt->hdr.offset;
 	u32 len = pkt->hdr.len;
-	int verdict = FW_RX_DONE;
 
-	if (rm->recv) {
+	if (rm->recv)
 		fw_msg_write(card, rm, foff, pkt->payload, len);
-	} else if (frag) {
-		frag->pkt = pkt;
-		*rm->ftail = frag;
-		rm->ftail = &frag->next;
-		verdict = FW_RX_KEPT;
-	}
+	else
+		fw_rmsg_copy_in(rm, foff, pkt->payload, len);
 	rm->rcvd += len;
 	if (rm->rcvd == rm->total) {
 		fw_list_del(&rm->peer_node);
 		if (rm->recv)
 			fw_msg_deliver(card, rm);
 	}
-	return verdict;
+	return FW_RX_DONE;
 }
 
 int fw_msg_rx_data(struct fw_card *card, struct fw_peer *peer, struct fw_pkt *pkt)
@@ -409,7 +493,6 @@ int fw_msg_rx_data(struct fw_card *card, struct fw_peer *peer, struct fw_pkt *pk
 	struct fw_rmsg *rm = fw_rmsg_find(peer, h->msg_id);
 	struct fw_rblock *blk = NULL;
 	struct fw_recv *recv = NULL;
-	struct fw_rfrag *frag = NULL;
 
 	if (!rm) {
 		if (h->offset && h->msg_id == peer->rnr_msg_id)
@@ -437,22 +520,18 @@ int fw_msg_rx_data(struct fw_card *card, struct fw_peer *peer, struct fw_pkt *pk
 	} else if (h->offset != rm->rcvd || h->len > rm->total - rm->rcvd) {
 		return FW_RX_DONE;
 	}
-	if (!(rm ? rm->recv : recv) && h->len) {
-		frag = fwos_zalloc(card->host, sizeof(*frag));
-		if (!frag)
-			return FW_RX_RNR;
-	}
 	if (!rm) {
 		rm = fw_msg_start(card, peer, port, h, recv);
-		if (!rm) {
-			if (frag)
-				fwos_free(card->host, frag);
-			return FW_RX_RNR;
-		}
+		/*
+		 * No memory (a memory cgroup's limit, say): refused like a
+		 * message without room, so the connection goes on.
+		 */
+		if (!rm)
+			return fw_msg_refuse(card, peer, h, -ENOBUFS, blk);
 		if (blk)
 			fw_rblock_free(card, blk);	/* the awaited message is in */
 	}
-	return fw_msg_add(card, rm, pkt, frag);
+	return fw_msg_add(card, rm, pkt);
 }
 
 void fw_msg_rx_abort(struct fw_card *card, struct fw_peer *peer, const struct fw_pkt_hdr *h)

@@ -19,6 +19,8 @@ static void nicoff_fw_config(struct fw_config *cfg, u32 node)
 	cfg->max_retries = nicoff_max_retries;
 	cfg->atomic_table = nicoff_atomic_table;
 	cfg->barrier_alg = READ_ONCE(nicoff_barrier_alg);
+	cfg->unexpected_bytes = READ_ONCE(nicoff_unexpected_bytes);
+	cfg->card_unexpected_bytes = READ_ONCE(nicoff_card_unexpected_bytes);
 }
 
 int nicoff_cards_init(void)

@@ -46,7 +46,7 @@ static int nicoff_open(struct inode *inode, struct file *file)
 
 	if (minor >= nicoff_num_cards)
 		return -ENODEV;
-	f = kzalloc(sizeof(*f), GFP_KERNEL);
+	f = kzalloc(sizeof(*f), GFP_KERNEL_ACCOUNT);
 	if (!f)
 		return -ENOMEM;
 	f->card = &nicoff_cards[minor];

@@ -12,6 +12,7 @@
 #include <linux/ktime.h>
 #include <linux/hrtimer.h>
 #include <linux/cpumask.h>
+#include <linux/sched/mm.h>
 
 #include "card.h"
 #include "port.h"
@@ -30,12 +31,20 @@ static unsigned int nicoff_num_engines;
 static unsigned int nicoff_card_pass(struct nicoff_card *card, unsigned int budget, u64 now)
 {
 	struct nicoff_port *port;
+	struct mem_cgroup *old;
 	unsigned int work;
 
 	mutex_lock(&card->lock);
+	/* The budgets may change at run time; they apply from this pass. */
+	fw_set_unexpected(card->fw, READ_ONCE(nicoff_unexpected_bytes),
+			  READ_ONCE(nicoff_card_unexpected_bytes));
 	work = nicoff_fabric_deliver(card, now);
-	list_for_each_entry(port, &card->ports, node)
+	list_for_each_entry(port, &card->ports, node) {
+		/* What the firmware allocates for the port's commands is its owner's. */
+		old = set_active_memcg(port->memcg);
 		work += nicoff_port_service(port, budget);
+		set_active_memcg(old);
+	}
 	if (work || card->next_timer <= now)
 		card->next_timer = fw_poll(card->fw, now);
 	mutex_unlock(&card->lock);

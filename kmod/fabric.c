@@ -8,9 +8,11 @@
 #include <linux/slab.h>
 #include <linux/ktime.h>
 #include <linux/math64.h>
+#include <linux/sched/mm.h>
 
 #include "fabric.h"
 #include "card.h"
+#include "port.h"
 #include "params.h"
 #include "fw_pkt.h"
 #include "faults.h"
@@ -40,6 +42,11 @@ static struct nicoff_kpkt *nicoff_kpkt(struct fw_pkt *pkt)
 	return container_of(pkt, struct nicoff_kpkt, pkt);
 }
 
+/*
+ * Packets are not charged to a memory cgroup: they are the card's, in
+ * flight (bounded by the window per peer) and freed when acknowledged or
+ * taken; a message kept for a port is copied into the port's own memory.
+ */
 struct fw_pkt *nicoff_pkt_alloc(u32 payload)
 {
 	struct nicoff_kpkt *kp;
@@ -171,10 +178,28 @@ void nicoff_fault_set_global(const struct fw_fault_cfg *cfg)
 	WRITE_ONCE(nicoff_fault_delay_usecs, cfg->delay_ns / NSEC_PER_USEC);
 }
 
-/* Hand every packet that is due to the card's firmware. */
+/*
+ * The memory cgroup to charge for what the firmware allocates on taking
+ * @pkt: a message's first fragment may be buffered for the port it is
+ * for (unexpected), at that port's owner's expense.  The header is not
+ * checked yet (the firmware checks its CRC): a corrupt one only picks
+ * whom to charge for a packet that will be dropped.
+ */
+static struct mem_cgroup *nicoff_rx_memcg(struct nicoff_card *card, const struct fw_pkt *pkt)
+{
+	struct nicoff_port *port;
+
+	if (pkt->hdr.type != FW_PKT_DATA || pkt->hdr.dst_port >= nicoff_ports)
+		return NULL;
+	port = card->port_tab[pkt->hdr.dst_port];
+	return port ? port->memcg : NULL;
+}
+
+/* Hand every packet that is due to the card's firmware (card lock held). */
 unsigned int nicoff_fabric_deliver(struct nicoff_card *card, u64 now)
 {
 	struct nicoff_rxq *q = &card->rxq;
+	struct mem_cgroup *old;
 	unsigned int n = 0;
 	LIST_HEAD(due);
 
@@ -196,7 +221,9 @@ unsigned int nicoff_fabric_deliver(struct nicoff_card *card, u64 now)
 		struct nicoff_kpkt *kp = list_first_entry(&due, struct nicoff_kpkt, node);
 
 		list_del(&kp->node);
+		old = set_active_memcg(nicoff_rx_memcg(card, &kp->pkt));
 		fw_rx(card->fw, &kp->pkt, kp->size);
+		set_active_memcg(old);
 		n++;
 	}
 	return n;

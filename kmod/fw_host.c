@@ -5,6 +5,7 @@
  * card's engine, or a process opening or closing a port.
  */
 #include <linux/slab.h>
+#include <linux/sched.h>
 #include <linux/ktime.h>
 #include <linux/crc32.h>
 #include <uapi/nicoff.h>
@@ -106,9 +107,20 @@ void fwos_complete(struct fw_host *h, u32 port_num, const struct nicoff_cqe *cqe
 		nicoff_port_complete_async(port, cqe);
 }
 
+/*
+ * Charged to the memory cgroup in force: the calling process's, or the
+ * one a card thread adopts for a port's work (engine.c, fabric.c).  A
+ * card thread serves every port of its cards, so it neither retries hard
+ * nor calls the OOM killer for one cgroup: the firmware handles a failure
+ * (the command fails with -ENOMEM, a message is refused).
+ */
 void *fwos_zalloc(struct fw_host *h, size_t size)
 {
-	return kvzalloc(size, GFP_KERNEL);
+	gfp_t gfp = GFP_KERNEL_ACCOUNT;
+
+	if (current->flags & PF_KTHREAD)
+		gfp |= __GFP_NORETRY | __GFP_NOWARN;
+	return kvzalloc(size, gfp);
 }
 
 void fwos_free(struct fw_host *h, void *p)

@@ -128,7 +128,8 @@ int nicoff_mr_register(struct nicoff_port *port, struct nicoff_reg_mr *req)
 	if (current->mm != port->mm)
 		return -EPERM;
 
-	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
+	/* The bookkeeping is the caller's too: charged to its memory cgroup. */
+	mr = kzalloc(sizeof(*mr), GFP_KERNEL_ACCOUNT);
 	if (!mr)
 		return -ENOMEM;
 	mr->addr = req->addr;
@@ -150,7 +151,8 @@ int nicoff_mr_register(struct nicoff_port *port, struct nicoff_reg_mr *req)
 	ret = nicoff_charge(mr->mm, mr->npages);
 	if (ret)
 		goto out_count;
-	mr->pages = kvmalloc_array(mr->npages, sizeof(*mr->pages), GFP_KERNEL | __GFP_NOWARN);
+	mr->pages = kvmalloc_array(mr->npages, sizeof(*mr->pages),
+				   GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
 	if (!mr->pages) {
 		ret = -ENOMEM;
 		goto out_charge;
@@ -166,7 +168,8 @@ int nicoff_mr_register(struct nicoff_port *port, struct nicoff_reg_mr *req)
 	 * never reach a region whose handle and rkey are still being written
 	 * (a reserved slot reads as empty, and deregistration never erases it).
 	 */
-	ret = xa_alloc(&port->mrs, &id, NULL, XA_LIMIT(1, NICOFF_MR_HANDLE_MAX), GFP_KERNEL);
+	ret = xa_alloc(&port->mrs, &id, NULL, XA_LIMIT(1, NICOFF_MR_HANDLE_MAX),
+		       GFP_KERNEL_ACCOUNT);
 	if (ret) {
 		ret = ret == -EBUSY ? -ENOSPC : ret;
 		goto out_pinned;

@@ -102,6 +102,16 @@ static const struct kernel_param_ops nicoff_ns_ops = {
 	.get = param_get_uint,
 };
 
+static int nicoff_set_bytes(const char *val, const struct kernel_param *kp)
+{
+	return nicoff_param_set_range(val, kp, 0, NICOFF_MAX_UNEXPECTED_BYTES);
+}
+
+static const struct kernel_param_ops nicoff_bytes_ops = {
+	.set = nicoff_set_bytes,
+	.get = param_get_uint,
+};
+
 unsigned int nicoff_poll_usecs = 50;
 module_param_cb(poll_usecs, &nicoff_usecs_ops, &nicoff_poll_usecs, 0644);
 MODULE_PARM_DESC(poll_usecs,
@@ -165,6 +175,20 @@ unsigned int nicoff_barrier_alg = NICOFF_BARRIER_AUTO;
 module_param_cb(barrier_alg, &nicoff_barrier_alg_ops, &nicoff_barrier_alg, 0644);
 MODULE_PARM_DESC(barrier_alg,
 		 "Barrier algorithm of groups created with NICOFF_BARRIER_DEFAULT: auto, pairwise, dissemination, tree, central, combining, tournament or its number (default auto)");
+
+/*
+ * Kernel memory a user can make the cards hold for it without receiving:
+ * see Documentation/limits.md.  Read by each card thread once a pass.
+ */
+unsigned int nicoff_unexpected_bytes = 4 << 20;
+module_param_cb(unexpected_bytes, &nicoff_bytes_ops, &nicoff_unexpected_bytes, 0644);
+MODULE_PARM_DESC(unexpected_bytes,
+		 "Bytes of unexpected messages one port may buffer (0-1073741824, default 4194304)");
+
+unsigned int nicoff_card_unexpected_bytes = 16 << 20;
+module_param_cb(card_unexpected_bytes, &nicoff_bytes_ops, &nicoff_card_unexpected_bytes, 0644);
+MODULE_PARM_DESC(card_unexpected_bytes,
+		 "Bytes of unexpected messages one card may buffer, all its ports together (0-1073741824, default 16777216)");
 
 unsigned int nicoff_link_latency_ns;
 module_param_cb(link_latency_ns, &nicoff_ns_ops, &nicoff_link_latency_ns, 0644);

@@ -14,6 +14,7 @@
 /* The firmware holds a fault delay in u32 nanoseconds. */
 #define NICOFF_MAX_FAULT_DELAY_USECS	4000000
 #define NICOFF_MAX_ATOMIC_TABLE	1048576
+#define NICOFF_MAX_UNEXPECTED_BYTES	1073741824
 
 extern unsigned int nicoff_nics;
 extern unsigned int nicoff_ports;
@@ -30,6 +31,9 @@ extern unsigned int nicoff_rto_usecs;
 extern unsigned int nicoff_max_retries;
 extern unsigned int nicoff_atomic_table;
 extern unsigned int nicoff_barrier_alg;
+/* Unexpected messages a port, and a card (all its ports), may buffer. */
+extern unsigned int nicoff_unexpected_bytes;
+extern unsigned int nicoff_card_unexpected_bytes;
 
 /* Fault injection, global: parts per million of packets. */
 extern unsigned int nicoff_fault_drop_ppm;

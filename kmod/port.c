@@ -10,6 +10,8 @@
  */
 #include <linux/slab.h>
 #include <linux/sched/mm.h>
+#include <linux/sched/user.h>
+#include <linux/memcontrol.h>
 #include <linux/log2.h>
 #include <linux/poll.h>
 #include <uapi/nicoff.h>
@@ -67,20 +69,30 @@ int nicoff_port_open(struct nicoff_card *card, struct nicoff_port_open *req,
 	if (ret)
 		return ret;
 
-	port = kzalloc(sizeof(*port), GFP_KERNEL);
+	/* Everything here is the caller's: charged to its memory cgroup. */
+	port = kzalloc(sizeof(*port), GFP_KERNEL_ACCOUNT);
 	if (!port)
 		return -ENOMEM;
 	port->card = card;
 	xa_init_flags(&port->mrs, XA_FLAGS_ALLOC1);
 	init_waitqueue_head(&port->wq);
+	port->user = get_current_user();
+	port->ring_pages = (nicoff_ring_size(req->cmd_entries, sizeof(struct nicoff_cmd)) +
+			    nicoff_ring_size(req->cq_entries, sizeof(struct nicoff_cqe))) >>
+			   PAGE_SHIFT;
+	ret = nicoff_ring_charge(port->user, port->ring_pages);
+	if (ret)
+		goto out_user;
 	ret = nicoff_ring_alloc(&port->cmd, req->cmd_entries, sizeof(struct nicoff_cmd));
 	if (ret)
-		goto out_free;
+		goto out_charge;
 	ret = nicoff_ring_alloc(&port->cq, req->cq_entries, sizeof(struct nicoff_cqe));
 	if (ret)
 		goto out_cmd;
 	port->mm = current->mm;
 	mmgrab(port->mm);
+	/* The card thread charges what it keeps for the port to this cgroup. */
+	port->memcg = get_mem_cgroup_from_mm(current->mm);
 
 	mutex_lock(&card->lock);
 	ret = nicoff_port_claim(card, port, req->port);
@@ -106,11 +118,15 @@ int nicoff_port_open(struct nicoff_card *card, struct nicoff_port_open *req,
 	return 0;
 
 out_mm:
+	mem_cgroup_put(port->memcg);
 	mmdrop(port->mm);
 	nicoff_ring_free(&port->cq);
 out_cmd:
 	nicoff_ring_free(&port->cmd);
-out_free:
+out_charge:
+	nicoff_ring_uncharge(port->user, port->ring_pages);
+out_user:
+	free_uid(port->user);
 	kfree(port);
 	return ret;
 }
@@ -136,9 +152,13 @@ void nicoff_port_close(struct nicoff_port *port)
 
 	nicoff_mr_release_all(port);
 	xa_destroy(&port->mrs);
+	/* The firmware forgot the port: the card thread charges it no more. */
+	mem_cgroup_put(port->memcg);
 	mmdrop(port->mm);
 	nicoff_ring_free(&port->cq);
 	nicoff_ring_free(&port->cmd);
+	nicoff_ring_uncharge(port->user, port->ring_pages);
+	free_uid(port->user);
 	kfree(port);
 }
 

@@ -17,6 +17,8 @@
 
 struct nicoff_card;
 struct mm_struct;
+struct mem_cgroup;
+struct user_struct;
 
 struct nicoff_port {
 	struct nicoff_card *card;
@@ -27,6 +29,9 @@ struct nicoff_port {
 	struct xarray mrs;		/* handle -> struct nicoff_mr */
 	atomic_t nr_mrs;
 	struct mm_struct *mm;		/* the process that opened the port */
+	struct mem_cgroup *memcg;	/* its memory cgroup: pays for the port's state */
+	struct user_struct *user;	/* its user: the rings count in user->locked_vm */
+	unsigned long ring_pages;	/* charged there */
 	wait_queue_head_t wq;		/* poll() waiters */
 	bool error;			/* written by the engine only */
 	/* Counters written by the engine only, read with READ_ONCE(). */

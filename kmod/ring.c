@@ -1,23 +1,61 @@
 // SPDX-License-Identifier: GPL-2.0
-/* Allocation and mapping of the rings a port shares with its process. */
+/* Allocation, accounting and mapping of the rings a port shares with its process. */
 #include <linux/mm.h>
 #include <linux/vmalloc.h>
 #include <linux/build_bug.h>
+#include <linux/capability.h>
+#include <linux/sched/signal.h>
+#include <linux/sched/user.h>
 
 #include "ring.h"
 #include "compat.h"
 
+/* Bytes of a ring's mapping: header and slots, page aligned. */
+size_t nicoff_ring_size(u32 entries, u32 slot_size)
+{
+	return PAGE_ALIGN(NICOFF_RING_HDR_SIZE + (size_t)entries * slot_size);
+}
+
+/*
+ * Ring pages are kernel memory that the process maps and that cannot be
+ * swapped out.  They are charged against RLIMIT_MEMLOCK in the user's
+ * locked_vm, as io_uring's rings and AF_XDP's umem are, rather than in
+ * the process's pinned_vm: a user cannot multiply them by forking, and
+ * the process's budget for registered memory stays whole.
+ */
+int nicoff_ring_charge(struct user_struct *user, unsigned long npages)
+{
+	unsigned long limit = rlimit(RLIMIT_MEMLOCK) >> PAGE_SHIFT;
+	long cur = atomic_long_read(&user->locked_vm), want;
+
+	do {
+		want = cur + npages;
+		if ((unsigned long)want > limit && !capable(CAP_IPC_LOCK))
+			return -ENOMEM;
+	} while (!atomic_long_try_cmpxchg(&user->locked_vm, &cur, want));
+	return 0;
+}
+
+void nicoff_ring_uncharge(struct user_struct *user, unsigned long npages)
+{
+	atomic_long_sub(npages, &user->locked_vm);
+}
+
 int nicoff_ring_alloc(struct nicoff_kring *r, u32 entries, u32 slot_size)
 {
-	size_t bytes = NICOFF_RING_HDR_SIZE + (size_t)entries * slot_size;
-
 	BUILD_BUG_ON(sizeof(struct nicoff_ring_hdr) != NICOFF_RING_HDR_SIZE);
 	BUILD_BUG_ON(offsetof(struct nicoff_ring_hdr, consumer) != 64);
 	BUILD_BUG_ON(offsetof(struct nicoff_ring_hdr, flags) != 128);
 
-	r->size = PAGE_ALIGN(bytes);
-	/* vmalloc_user() zeroes the memory and allows remap_vmalloc_range(). */
-	r->mem = vmalloc_user(r->size);
+	r->size = nicoff_ring_size(entries, slot_size);
+	/*
+	 * Zeroed (the process sees all of it) and charged to the caller's
+	 * memory cgroup.  vmalloc_user() cannot charge, and the accounted
+	 * variant that marks an area VM_USERMAP is not exported to modules:
+	 * nicoff_ring_mmap() inserts the pages itself instead of
+	 * remap_vmalloc_range().
+	 */
+	r->mem = __vmalloc(r->size, GFP_KERNEL_ACCOUNT | __GFP_ZERO);
 	if (!r->mem)
 		return -ENOMEM;
 	r->hdr = r->mem;
@@ -38,6 +76,9 @@ void nicoff_ring_free(struct nicoff_kring *r)
 
 int nicoff_ring_mmap(struct nicoff_kring *r, struct vm_area_struct *vma)
 {
+	unsigned long off;
+	int ret;
+
 	/* Exactly the ring: a larger mapping would expose nothing useful. */
 	if (vma->vm_end - vma->vm_start != r->size)
 		return -EINVAL;
@@ -48,7 +89,13 @@ int nicoff_ring_mmap(struct nicoff_kring *r, struct vm_area_struct *vma)
 	 * mapping, and nothing can pin the ring pages through it either.
 	 */
 	vm_flags_set(vma, VM_DONTCOPY | VM_DONTEXPAND | VM_DONTDUMP | VM_IO);
-	return remap_vmalloc_range(vma, r->mem, 0);
+	/* Each page gets a reference of the mapping's, dropped at unmap. */
+	for (off = 0; off < r->size; off += PAGE_SIZE) {
+		ret = vm_insert_page(vma, vma->vm_start + off, vmalloc_to_page(r->mem + off));
+		if (ret)
+			return ret;
+	}
+	return 0;
 }
 
 /*

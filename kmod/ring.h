@@ -2,7 +2,7 @@
 /*
  * A ring shared with user space: a header (producer, consumer, flags on
  * separate cache lines) and a power-of-two array of fixed-size slots, in
- * vmalloc_user() memory that the process maps.  The kernel keeps a private
+ * vmalloc memory that the process maps.  The kernel keeps a private
  * copy of the index it owns and never trusts the one the process writes.
  */
 #ifndef NICOFF_RING_H
@@ -23,6 +23,11 @@ struct nicoff_kring {
 	u32 priv;		/* the index the kernel owns */
 };
 
+struct user_struct;
+
+size_t nicoff_ring_size(u32 entries, u32 slot_size);
+int nicoff_ring_charge(struct user_struct *user, unsigned long npages);
+void nicoff_ring_uncharge(struct user_struct *user, unsigned long npages);
 int nicoff_ring_alloc(struct nicoff_kring *r, u32 entries, u32 slot_size);
 void nicoff_ring_free(struct nicoff_kring *r);
 int nicoff_ring_mmap(struct nicoff_kring *r, struct vm_area_struct *vma);

@@ -699,6 +699,144 @@ static void test_chaos(void **state)
 		rc_run(seed);
 }
 
+/*
+ * The card's budget bounds the sum over its ports: port 1 takes its own
+ * budget, port 2 what the card has left, then every port is refused, even
+ * one that holds nothing, until a receive frees room.  The budgets may
+ * change while the card runs.
+ */
+static void test_card_budget(void **state)
+{
+	static u8 a[RN_MSG], b[RN_MSG];
+	struct sim_cfg cfg;
+	struct fw_card *c1;
+	struct sim *s;
+	struct nicoff_cmd c;
+	struct nicoff_cqe q;
+	u32 ma, mb, i;
+	u64 t0, budget;
+
+	(void)state;
+	rn_cfg(&cfg, 2, 1);
+	cfg.fw.card_unexpected_bytes = 6 * RN_MSG;
+	budget = rn_budget(&cfg);
+	s = sim_create(&cfg);
+	c1 = sim_card(s, 1);
+	ma = t_port_mr(s, 0, 0, a, sizeof(a), 0, NULL);
+	mb = t_port_mr(s, 1, 1, b, sizeof(b), NICOFF_ACCESS_LOCAL_WRITE, NULL);
+	assert_int_equal(sim_attach(s, 1, 2), 0);
+	assert_int_equal(sim_attach(s, 1, 3), 0);
+	t_fill(a, sizeof(a), 5);
+	t0 = sim_now(s);
+	for (i = 0; i < 7; i++) {
+		c = t_send(i, 1, i < 4 ? 1 : 2, ma, 0, RN_MSG, i);
+		sim_post(s, 0, 0, &c);
+	}
+	c = t_send(7, 1, 3, ma, 0, 1, 7);
+	sim_post(s, 0, 0, &c);
+	for (i = 0; i < 6; i++) {
+		q = t_cqe(s, 0, 0, t0 + 10 * T_MS);
+		assert_int_equal(q.tag, i);
+		assert_int_equal(q.status, 0);
+	}
+	for (i = 0; i < 2; i++) {
+		q = t_cqe(s, 0, 0, t0 + budget + cfg.fw.rto_max_ns + 10 * T_MS);
+		assert_true(q.tag == 6 || q.tag == 7);
+		assert_int_equal(q.status, -ENOBUFS);
+	}
+	assert_true(sim_now(s) - t0 >= budget);
+	assert_int_equal(c1->unexp_used, 6 * RN_MSG);
+	assert_int_equal(c1->ports[1]->unexp_used, 4 * RN_MSG);
+	assert_int_equal(c1->ports[2]->unexp_used, 2 * RN_MSG);
+	assert_int_equal(c1->ports[3]->unexp_used, 0);
+
+	/* A receive on port 1 makes room on the card, for port 3 too. */
+	c = t_recv(100, mb, 0, RN_MSG, NICOFF_ANY, NICOFF_ANY, 0, 0);
+	sim_post(s, 1, 1, &c);
+	q = t_cqe(s, 1, 1, sim_now(s) + T_MS);
+	assert_int_equal(q.status, 0);
+	assert_int_equal(q.msg_tag, 0);
+	assert_memory_equal(b, a, RN_MSG);
+	assert_int_equal(c1->unexp_used, 5 * RN_MSG);
+	c = t_send(8, 1, 3, ma, 0, 1, 8);
+	sim_post(s, 0, 0, &c);
+	q = t_cqe(s, 0, 0, sim_now(s) + 10 * T_MS);
+	assert_int_equal(q.tag, 8);
+	assert_int_equal(q.status, 0);
+	/* Even a one-byte message is charged FW_UNEXP_MIN_CHARGE (msg.c). */
+	assert_int_equal(c1->ports[3]->unexp_used, 512);
+	assert_int_equal(c1->unexp_used, 5 * RN_MSG + 512);
+
+	/* No card budget left at all: refused, what is buffered stays. */
+	fw_set_unexpected(c1, 4 * RN_MSG, 0);
+	t0 = sim_now(s);
+	c = t_send(9, 1, 3, ma, 0, 0, 9);
+	sim_post(s, 0, 0, &c);
+	q = t_cqe(s, 0, 0, t0 + budget + cfg.fw.rto_max_ns + 10 * T_MS);
+	assert_int_equal(q.tag, 9);
+	assert_int_equal(q.status, -ENOBUFS);
+	assert_int_equal(c1->unexp_used, 5 * RN_MSG + 512);
+	c = t_recv(101, mb, 0, RN_MSG, NICOFF_ANY, NICOFF_ANY, 0, 0);
+	sim_post(s, 1, 1, &c);
+	q = t_cqe(s, 1, 1, sim_now(s) + T_MS);
+	assert_int_equal(q.status, 0);
+	assert_int_equal(q.msg_tag, 1);
+	assert_memory_equal(b, a, RN_MSG);
+	assert_int_equal(c1->unexp_used, 4 * RN_MSG + 512);
+	t_finish(s);
+}
+
+/*
+ * What an unexpected message is charged (msg.c): at least 512 bytes, and
+ * its last chunk (4 KiB) rounded up to a power of two.  The budget holds
+ * exactly the sum; one byte more is refused.
+ */
+static void test_charge_rounding(void **state)
+{
+	static const u32 len[4] = { 1, 513, 4096 + 600, 2049 };
+	static u8 a[8192], b[4][8192];
+	struct sim_cfg cfg;
+	struct sim *s;
+	struct nicoff_cmd c;
+	struct nicoff_cqe q;
+	u32 ma, mb, i;
+	u64 t0, budget;
+
+	(void)state;
+	rn_cfg(&cfg, 2, 1);
+	cfg.fw.unexpected_bytes = 512 + 1024 + (4096 + 1024) + 4096;
+	budget = rn_budget(&cfg);
+	s = sim_create(&cfg);
+	ma = t_port_mr(s, 0, 0, a, sizeof(a), 0, NULL);
+	mb = t_port_mr(s, 1, 1, b, sizeof(b), NICOFF_ACCESS_LOCAL_WRITE, NULL);
+	t_fill(a, sizeof(a), 6);
+	t0 = sim_now(s);
+	for (i = 0; i < 5; i++) {
+		c = t_send(i, 1, 1, ma, 0, i < 4 ? len[i] : 1, i);
+		sim_post(s, 0, 0, &c);
+	}
+	for (i = 0; i < 4; i++) {
+		q = t_cqe(s, 0, 0, t0 + 10 * T_MS);
+		assert_int_equal(q.tag, i);
+		assert_int_equal(q.status, 0);
+	}
+	q = t_cqe(s, 0, 0, t0 + budget + cfg.fw.rto_max_ns + 10 * T_MS);
+	assert_int_equal(q.tag, 4);
+	assert_int_equal(q.status, -ENOBUFS);
+	assert_int_equal(sim_card(s, 1)->ports[1]->unexp_used, cfg.fw.unexpected_bytes);
+	for (i = 0; i < 4; i++) {
+		c = t_recv(10 + i, mb, (u64)i * 8192, 8192, NICOFF_ANY, NICOFF_ANY, 0, 0);
+		sim_post(s, 1, 1, &c);
+		q = t_cqe(s, 1, 1, sim_now(s) + T_MS);
+		assert_int_equal(q.status, 0);
+		assert_int_equal(q.result, len[i]);
+		assert_memory_equal(b[i], a, len[i]);
+	}
+	assert_int_equal(sim_card(s, 1)->ports[1]->unexp_used, 0);
+	assert_int_equal(sim_card(s, 1)->unexp_used, 0);
+	t_finish(s);
+}
+
 int main(void)
 {
 	const struct FWT_UNIT_TEST tests[] = {
@@ -708,6 +846,8 @@ int main(void)
 		cmocka_unit_test(test_ports_and_regions_go),
 		cmocka_unit_test(test_order_under_faults),
 		cmocka_unit_test(test_chaos),
+		cmocka_unit_test(test_card_budget),
+		cmocka_unit_test(test_charge_rounding),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
