@@ -9,9 +9,15 @@ SHELL := /bin/bash
 TOP := $(CURDIR)
 BUILD ?= $(TOP)/build
 
-# The VM runs Debian's cloud kernel: build against the headers that match
-# the newest installed image unless KDIR says otherwise.
-KVER ?= $(shell ls -1v /boot 2>/dev/null | sed -n 's/^vmlinuz-\(.*-cloud-amd64\)$$/\1/p' | tail -n1)
+# The VM runs Debian's cloud kernel, of one of the supported lines: 6.1
+# (Debian 12) or 6.12 (bookworm-backports, Debian 13's line).  `make`, demo
+# and bench use KERNEL's newest installed image and its headers unless KDIR
+# says otherwise; `make check` runs the kselftests on every line of KERNELS
+# (only on KERNEL when it is given on the command line).
+KERNELS := 6.1 6.12
+KERNEL ?= 6.1
+CHECK_KERNELS ?= $(if $(filter command line,$(origin KERNEL)),$(KERNEL),$(KERNELS))
+KVER ?= $(shell tools/kver.sh $(KERNEL))
 KDIR ?= /usr/src/linux-headers-$(KVER)
 VMLINUZ ?= /boot/vmlinuz-$(KVER)
 LINUX_SOURCE_TAR ?= $(lastword $(sort $(wildcard /usr/src/linux-source-6.1.tar.xz)))
@@ -32,7 +38,8 @@ BINDIR ?= $(PREFIX)/bin
 DESTDIR ?=
 
 .PHONY: all module user deps demo check bench vm-shell install clean \
-	unit-tests selftests style vm-check check-run demo-run bench-run FORCE
+	unit-tests selftests style vm-check check-run demo-run bench-run FORCE \
+	modules_install dkms-source
 
 all: module user
 
@@ -73,7 +80,8 @@ check:
 	$(MAKE) check-run
 
 check-run:
-	BUILD=$(BUILD) UNIT_TESTS="$(UNIT_TESTS)" VMLINUZ=$(VMLINUZ) tools/check.sh
+	BUILD=$(BUILD) UNIT_TESTS="$(UNIT_TESTS)" CHECK_KERNELS="$(CHECK_KERNELS)" \
+		$(if $(filter command line,$(origin VMLINUZ)),VMLINUZ=$(VMLINUZ)) tools/check.sh
 
 style:
 	tools/style.sh
@@ -102,7 +110,7 @@ vm-shell: all
 		$(foreach b,$(VM_BINS),--bin $(b)) --shell
 
 # --------------------------------------------------------------- install --
-install: user
+install: user modules_install
 	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)/nicoff $(DESTDIR)$(BINDIR)
 	install -m 644 $(BUILD)/lib/libnicoff.a $(DESTDIR)$(LIBDIR)/
 	install -m 755 $(BUILD)/lib/$(LIBNICOFF_SONAME_FULL) $(DESTDIR)$(LIBDIR)/
@@ -114,8 +122,27 @@ install: user
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
 	    -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' -e 's|@VERSION@|$(NICOFF_VERSION)|' \
 	    packaging/nicoff.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/nicoff.pc
-	install -d $(DESTDIR)/lib/udev/rules.d
+	install -d $(DESTDIR)/lib/udev/rules.d $(DESTDIR)/usr/lib/sysusers.d
 	install -m 644 packaging/60-nicoff.rules $(DESTDIR)/lib/udev/rules.d/
+	install -m 644 packaging/nicoff.sysusers $(DESTDIR)/usr/lib/sysusers.d/nicoff.conf
+
+# The module into /lib/modules/<KVER>/updates, then depmod (INSTALL_MOD_PATH
+# or DESTDIR install under another root, as kbuild does).
+INSTALL_MOD_PATH ?= $(DESTDIR)
+modules_install: module
+	$(MAKE) -C $(KDIR) M=$(TOP) INSTALL_MOD_DIR=updates \
+		$(if $(INSTALL_MOD_PATH),INSTALL_MOD_PATH=$(INSTALL_MOD_PATH)) modules_install
+	depmod $(if $(INSTALL_MOD_PATH),-b $(INSTALL_MOD_PATH)) $(KVER)
+
+# The module's sources and dkms.conf, for DKMS, in /usr/src/nicoff-<version>.
+DKMS_SRC = $(DESTDIR)/usr/src/nicoff-$(NICOFF_VERSION)
+dkms-source:
+	install -d $(DKMS_SRC)/kmod $(DKMS_SRC)/firmware-sim $(DKMS_SRC)/include/uapi
+	install -m 644 Kbuild $(DKMS_SRC)/
+	install -m 644 kmod/*.[ch] $(DKMS_SRC)/kmod/
+	install -m 644 firmware-sim/*.[ch] $(DKMS_SRC)/firmware-sim/
+	install -m 644 include/uapi/*.h $(DKMS_SRC)/include/uapi/
+	sed 's|@VERSION@|$(NICOFF_VERSION)|' dkms.conf > $(DKMS_SRC)/dkms.conf
 
 clean:
 	-$(MAKE) -C $(KDIR) M=$(TOP) clean >/dev/null 2>&1

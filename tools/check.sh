@@ -47,19 +47,42 @@ for t in ${UNIT_TESTS:-}; do
 	fi
 done
 
-echo "== kselftests (VM)"
-vm_log=$log_dir/selftests-vm.log
-if selftests/run-in-vm.sh > "$vm_log" 2>&1; then vm_rc=0; else vm_rc=$?; fi
-# Show the TAP results of the tests, not the boot chatter.
-grep -aE '^(TAP version|1\.\.|ok |not ok |# Totals|# .*(FAIL|Expected)|=== vm: (PASS|FAIL))' \
-	"$vm_log" || true
-read -r p f s <<<"$(count_ksft "$vm_log")"
-passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
-if [ "$vm_rc" -ne 0 ] && [ "$f" -eq 0 ]; then
-	# The VM run failed beyond any single test (WARN, oops, rmmod, timeout).
-	tail -n 80 "$vm_log"
-	echo "not ok - VM run failed (see $vm_log)"
-	failed=$((failed + 1))
+# One VM run of every kselftest: $1 names it, the rest goes to run-in-vm.sh's
+# environment (KERNEL, MODULE).
+vm_selftests() {
+	local name=$1 vm_log=$log_dir/selftests-vm-$1.log p f s vm_rc
+	shift
+	echo "== kselftests (VM, $name)"
+	if env "$@" selftests/run-in-vm.sh > "$vm_log" 2>&1; then vm_rc=0; else vm_rc=$?; fi
+	# Show the TAP results of the tests, not the boot chatter.
+	grep -aE '^(TAP version|1\.\.|ok |not ok |# Totals|# .*(FAIL|Expected)|=== vm: (PASS|FAIL))' \
+		"$vm_log" || true
+	read -r p f s <<<"$(count_ksft "$vm_log")"
+	passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
+	if [ "$vm_rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+		# The VM run failed beyond any single test (WARN, oops, rmmod, timeout).
+		tail -n 80 "$vm_log"
+		echo "not ok - VM run on $name failed (see $vm_log)"
+		failed=$((failed + 1))
+	fi
+}
+
+if [ -n "${VMLINUZ:-}" ]; then
+	# `make check VMLINUZ=...`: that kernel, with the module `make` built.
+	vm_selftests "$(basename "$VMLINUZ")" KERNEL="$VMLINUZ"
+else
+	for line in ${CHECK_KERNELS:-6.1 6.12}; do
+		kver=$(tools/kver.sh "$line")
+		if ! mod=$(tools/module.sh "$line" 2> "$log_dir/module-$line.log"); then
+			cat "$log_dir/module-$line.log"
+			echo "not ok - nicoff.ko for $line${kver:+ ($kver)} does not build"
+			failed=$((failed + 1))
+			continue
+		fi
+		echo "ok - nicoff.ko builds for $kver"
+		passed=$((passed + 1))
+		vm_selftests "$kver" KERNEL="/boot/vmlinuz-$kver" MODULE="$mod"
+	done
 fi
 
 echo
