@@ -10,6 +10,7 @@ SELFTEST_DIR := $(BUILD)/selftests
 SELFTEST_NAMES := \
 	nicoff_ioctl_test \
 	nicoff_memlock_test \
+	nicoff_unpriv_test \
 	nicoff_mmap_test \
 	nicoff_ring_test \
 	nicoff_hostile_test \
