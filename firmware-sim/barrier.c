@@ -41,7 +41,6 @@
 #include "barrier.h"
 
 #define FW_GRP_HASH_BITS	5
-#define FW_GROUP_MAX_SIZE	FW_BIT(20)	/* a million members, as the simulator runs */
 /* Member tables up to this size are checked whole (cards, duplicates). */
 #define FW_GROUP_CHECK_MAX	4096u
 /* Auto: barriers per candidate run before the timed ones. */
@@ -570,7 +569,12 @@ static int fw_grp_check(struct fw_card *card, u32 port, const struct nicoff_op_g
 			  (*alg != NICOFF_BARRIER_AUTO && *alg != NICOFF_BARRIER_TREE &&
 			   *alg != NICOFF_BARRIER_COMBINING)))
 		return -EINVAL;
-	if (!op->size || op->size > FW_GROUP_MAX_SIZE || op->rank >= op->size)
+	if (!op->size)
+		return -EINVAL;
+	/* Before anything is read or allocated: the card's work grows with it. */
+	if (op->size > card->cfg.max_group_size)
+		return -E2BIG;
+	if (op->rank >= op->size)
 		return -EINVAL;
 	if (op->off + (u64)op->size * sizeof(struct nicoff_member) < op->off)
 		return -ERANGE;
