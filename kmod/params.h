@@ -14,6 +14,8 @@
 /* The firmware holds a fault delay in u32 nanoseconds. */
 #define NICOFF_MAX_FAULT_DELAY_USECS	4000000
 #define NICOFF_MAX_ATOMIC_TABLE	1048576
+/* The firmware's FW_GROUP_SIZE_LIMIT: the simulator's million nodes. */
+#define NICOFF_MAX_GROUP_SIZE	1048576
 
 extern unsigned int nicoff_nics;
 extern unsigned int nicoff_ports;
@@ -30,6 +32,7 @@ extern unsigned int nicoff_rto_usecs;
 extern unsigned int nicoff_max_retries;
 extern unsigned int nicoff_atomic_table;
 extern unsigned int nicoff_barrier_alg;
+extern unsigned int nicoff_max_group_size;
 
 /* Fault injection, global: parts per million of packets. */
 extern unsigned int nicoff_fault_drop_ppm;

@@ -286,6 +286,13 @@ static void nicoff_port_remote_errors(struct nicoff_port *port, u32 cq_used)
 	nicoff_port_wake(port);
 }
 
+/* GROUP_CREATE above this fails at once: a larger group cannot have distinct members. */
+static u32 nicoff_group_limit(void)
+{
+	BUILD_BUG_ON(NICOFF_MAX_GROUP_SIZE != FW_GROUP_SIZE_LIMIT);
+	return min(READ_ONCE(nicoff_max_group_size), nicoff_num_cards * nicoff_ports);
+}
+
 /*
  * Serve up to @budget commands.  A command is taken only when the
  * completion ring has room for its completion, so a full completion ring
@@ -330,10 +337,12 @@ unsigned int nicoff_port_service(struct nicoff_port *port, unsigned int budget)
 
 		nicoff_cmd_fetch(&c, nicoff_ring_slot(cmd, cmd->priv++));
 		if (!nicoff_exec_local(port, &c, &status, &result)) {
-			/* The barrier_alg tunable may change at run time. */
-			if (c.opcode == NICOFF_OP_GROUP_CREATE &&
-			    c.group.algorithm == NICOFF_BARRIER_DEFAULT)
-				c.group.algorithm = READ_ONCE(nicoff_barrier_alg);
+			if (c.opcode == NICOFF_OP_GROUP_CREATE) {
+				/* Both tunables may change at run time. */
+				if (c.group.algorithm == NICOFF_BARRIER_DEFAULT)
+					c.group.algorithm = READ_ONCE(nicoff_barrier_alg);
+				fw_set_max_group_size(port->card->fw, nicoff_group_limit());
+			}
 			port->cq_pending++;
 			port->cmds++;
 			fw_cmd(port->card->fw, port->num, &c);
