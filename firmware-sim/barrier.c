@@ -41,7 +41,6 @@
 #include "barrier.h"
 
 #define FW_GRP_HASH_BITS	5
-#define FW_GROUP_MAX_SIZE	FW_BIT(20)	/* a million members, as the simulator runs */
 /* Member tables up to this size are checked whole (cards, duplicates). */
 #define FW_GROUP_CHECK_MAX	4096u
 /* Auto: barriers per candidate run before the timed ones. */
@@ -453,6 +452,33 @@ static void fw_grp_begin(struct fw_card *card, struct fw_group *g)
 
 /* ------------------------------------------------------------ creation -- */
 
+/*
+ * Sort the @n ranks (all below @size) at @a and drop repeats, through a
+ * bitmap of the group: linear, where sorting a schedule that names most of
+ * a big group (the central counter's root) would be n log n.
+ */
+static int fw_ranks_unique(struct fw_card *card, u64 *a, u32 *n, u32 size)
+{
+	u32 words = size / 64 + 1, i, j, m = 0;
+	u64 *seen = fwos_zalloc(card->host, words * sizeof(u64));
+
+	if (!seen)
+		return -ENOMEM;
+	for (i = 0; i < *n; i++)
+		if (a[i] < size)
+			seen[a[i] / 64] |= 1ull << (a[i] % 64);
+	for (i = 0; i < words; i++) {
+		u64 w = seen[i];
+
+		for (j = 0; w; j++, w >>= 1)
+			if (w & 1)
+				a[m++] = (u64)i * 64 + j;
+	}
+	fwos_free(card->host, seen);
+	*n = m;
+	return 0;
+}
+
 /* The member table: check it and keep the entries of the peers. */
 static int fw_grp_members(struct fw_card *card, struct fw_group *g, u32 port,
 			  const struct nicoff_op_group *op)
@@ -479,11 +505,17 @@ static int fw_grp_members(struct fw_card *card, struct fw_group *g, u32 port,
 		for (i = 0; s && i < s->nrecv; i++)
 			ranks[n++] = s->recv[i].rank;
 	}
-	fw_sort_u64(ranks, n);
-	for (i = 0, a = 0; i < n; i++)
-		if (!a || ranks[a - 1] != ranks[i])
-			ranks[a++] = ranks[i];
-	n = a;
+	if ((u64)n * 64 >= g->size) {
+		ret = fw_ranks_unique(card, ranks, &n, g->size);
+		if (ret)
+			goto out;
+	} else {
+		fw_sort_u64(ranks, n);
+		for (i = 0, a = 0; i < n; i++)
+			if (!a || ranks[a - 1] != ranks[i])
+				ranks[a++] = ranks[i];
+		n = a;
+	}
 	if (n) {
 		g->peers = fwos_zalloc(card->host, n * sizeof(*g->peers));
 		if (!g->peers) {
@@ -570,7 +602,12 @@ static int fw_grp_check(struct fw_card *card, u32 port, const struct nicoff_op_g
 			  (*alg != NICOFF_BARRIER_AUTO && *alg != NICOFF_BARRIER_TREE &&
 			   *alg != NICOFF_BARRIER_COMBINING)))
 		return -EINVAL;
-	if (!op->size || op->size > FW_GROUP_MAX_SIZE || op->rank >= op->size)
+	if (!op->size)
+		return -EINVAL;
+	/* Before anything is read or allocated: the card's work grows with it. */
+	if (op->size > card->cfg.max_group_size)
+		return -E2BIG;
+	if (op->rank >= op->size)
 		return -EINVAL;
 	if (op->off + (u64)op->size * sizeof(struct nicoff_member) < op->off)
 		return -ERANGE;

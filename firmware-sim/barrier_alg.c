@@ -230,6 +230,11 @@ void fw_sort_u64(u64 *a, u32 n)
 {
 	u32 i;
 
+	/* Often sorted already (the central counter's root): linear then. */
+	for (i = 1; i < n && a[i - 1] <= a[i]; i++)
+		;
+	if (i >= n)
+		return;
 	for (i = n / 2; i-- > 0;)
 		fw_sift_u64(a, i, n);
 	for (i = n; i-- > 1;) {

@@ -30,6 +30,7 @@ void fw_config_default(struct fw_config *cfg, u32 node, u32 num_nodes)
 	cfg->epoch = 1;
 	cfg->atomic_table = 1024;
 	cfg->max_groups = 64;
+	cfg->max_group_size = FW_GROUP_SIZE_LIMIT;
 	cfg->barrier_alg = NICOFF_BARRIER_AUTO;
 	cfg->barrier_rounds = 16;
 	cfg->group_create_ns = 30000000000ull;
@@ -44,7 +45,8 @@ static bool fw_config_valid(const struct fw_config *cfg)
 	       cfg->max_retries <= FW_MAX_RETRIES_LIMIT &&
 	       cfg->atomic_table && cfg->atomic_table <= FW_ATOMIC_TABLE_LIMIT &&
 	       cfg->barrier_alg < NICOFF_BARRIER_MAX && cfg->barrier_rounds &&
-	       cfg->barrier_rounds <= FW_BARRIER_ROUNDS_LIMIT;
+	       cfg->barrier_rounds <= FW_BARRIER_ROUNDS_LIMIT &&
+	       cfg->max_group_size && cfg->max_group_size <= FW_GROUP_SIZE_LIMIT;
 }
 
 /*
@@ -327,6 +329,11 @@ void fw_cmd(struct fw_card *card, u32 port_id, const struct nicoff_cmd *cmd)
 	}
 	if (ret)
 		fw_complete(card, port_id, cmd->tag, cmd->opcode, ret, 0);
+}
+
+void fw_set_max_group_size(struct fw_card *card, u32 size)
+{
+	card->cfg.max_group_size = size ? fw_min_u32(size, FW_GROUP_SIZE_LIMIT) : 1;
 }
 
 u64 fw_poll(struct fw_card *card, u64 now)

@@ -54,11 +54,15 @@ struct fw_config {
 	u32 atomic_table;	/* replies of remote atomics kept here (all requesters) */
 	/* Process groups and barriers (barrier.c). */
 	u32 max_groups;		/* per port */
+	u32 max_group_size;	/* larger GROUP_CREATEs fail with -E2BIG; 1-FW_GROUP_SIZE_LIMIT */
 	u32 barrier_alg;	/* groups created with NICOFF_BARRIER_DEFAULT run it */
 	u32 barrier_rounds;	/* auto: timed barriers per candidate */
 	u64 group_create_ns;	/* creation (and auto's trials) must end by then */
 	u32 rto_fixed;		/* 1: no RTT estimate, every first timeout is rto_ns */
 };
+
+/* The largest group any card takes: the simulator's million nodes. */
+#define FW_GROUP_SIZE_LIMIT	1048576u	/* 2^20 */
 
 void fw_config_default(struct fw_config *cfg, u32 node, u32 num_nodes);
 
@@ -83,6 +87,11 @@ int fw_port_attach(struct fw_card *card, u32 port);
 void fw_port_detach(struct fw_card *card, u32 port);
 
 void fw_cmd(struct fw_card *card, u32 port, const struct nicoff_cmd *cmd);
+/*
+ * Change cfg.max_group_size of a running card (clamped to its range); it
+ * applies to the GROUP_CREATEs given to fw_cmd() from then on.
+ */
+void fw_set_max_group_size(struct fw_card *card, u32 size);
 void fw_rx(struct fw_card *card, struct fw_pkt *pkt, u32 size);
 u64 fw_poll(struct fw_card *card, u64 now);
 

@@ -24,6 +24,7 @@ struct nicoff_engine {
 	unsigned int id;
 	struct nicoff_card **cards;
 	unsigned int ncards;
+	unsigned int first;	/* the card its next pass starts with */
 	wait_queue_head_t wq;
 	bool kicked;		/* a wake-up ioctl arrived since the last sleep */
 	bool asleep;		/* NEED_WAKEUP is (being) set on every port */

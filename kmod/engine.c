@@ -26,39 +26,49 @@ static unsigned int nicoff_num_engines;
 /*
  * One pass over a card: packets that are due, commands, then timers.  @now
  * is read once per pass of the engine: a later card sees it a little old,
- * which only delays what became due meanwhile to the next pass.
+ * which only delays what became due meanwhile to the next pass.  @work is
+ * what is left of the engine pass's allowance for expensive commands.
  */
-static unsigned int nicoff_card_pass(struct nicoff_card *card, unsigned int budget, u64 now)
+static unsigned int nicoff_card_pass(struct nicoff_card *card, unsigned int budget, u32 *work,
+				     u64 now)
 {
 	struct nicoff_port *port;
 	struct mem_cgroup *old;
-	unsigned int work;
+	unsigned int done;
 
 	mutex_lock(&card->lock);
 	/* The budgets may change at run time; they apply from this pass. */
 	fw_set_unexpected(card->fw, READ_ONCE(nicoff_unexpected_bytes),
 			  READ_ONCE(nicoff_card_unexpected_bytes));
-	work = nicoff_fabric_deliver(card, now);
+	done = nicoff_fabric_deliver(card, now);
 	list_for_each_entry(port, &card->ports, node) {
 		/* What the firmware allocates for the port's commands is its owner's. */
 		old = set_active_memcg(port->memcg);
-		work += nicoff_port_service(port, budget);
+		done += nicoff_port_service(port, budget, work);
 		set_active_memcg(old);
 	}
-	if (work || card->next_timer <= now)
+	/* The port served first has first pick of the allowance: take turns. */
+	if (!list_empty(&card->ports))
+		list_rotate_left(&card->ports);
+	if (done || card->next_timer <= now)
 		card->next_timer = fw_poll(card->fw, now);
 	mutex_unlock(&card->lock);
-	return work;
+	return done;
 }
 
 static unsigned int nicoff_engine_pass(struct nicoff_engine *e, u64 now)
 {
 	unsigned int budget = READ_ONCE(nicoff_budget);
-	unsigned int work = 0, i;
+	unsigned int done = 0, i, c = e->first;
+	u32 work = NICOFF_PASS_WORK;
 
-	for (i = 0; i < e->ncards; i++)
-		work += nicoff_card_pass(e->cards[i], budget, now);
-	return work;
+	/* Cards take turns at going first too, for the same reason. */
+	for (i = 0; i < e->ncards; i++) {
+		done += nicoff_card_pass(e->cards[c], budget, &work, now);
+		c = c + 1 < e->ncards ? c + 1 : 0;
+	}
+	e->first = c + 1 < e->ncards ? c + 1 : 0;
+	return done;
 }
 
 /* The earliest firmware timer or packet arrival among the engine's cards. */

@@ -82,6 +82,16 @@ static const struct kernel_param_ops nicoff_budget_ops = {
 	.get = param_get_uint,
 };
 
+static int nicoff_set_group_size(const char *val, const struct kernel_param *kp)
+{
+	return nicoff_param_set_range(val, kp, 1, NICOFF_MAX_GROUP_SIZE);
+}
+
+static const struct kernel_param_ops nicoff_group_size_ops = {
+	.set = nicoff_set_group_size,
+	.get = param_get_uint,
+};
+
 static int nicoff_set_million(const char *val, const struct kernel_param *kp)
 {
 	return nicoff_param_set_range(val, kp, 0, 1000000);
@@ -189,6 +199,17 @@ unsigned int nicoff_card_unexpected_bytes = 16 << 20;
 module_param_cb(card_unexpected_bytes, &nicoff_bytes_ops, &nicoff_card_unexpected_bytes, 0644);
 MODULE_PARM_DESC(card_unexpected_bytes,
 		 "Bytes of unexpected messages one card may buffer, all its ports together (0-1073741824, default 16777216)");
+
+/*
+ * A card checks a new group's member table and builds its schedules in one
+ * go, holding its card thread for time that grows with the size: this
+ * bounds it.  4096 is four times the largest job the module runs (1024
+ * cards, one port each).
+ */
+unsigned int nicoff_max_group_size = 4096;
+module_param_cb(max_group_size, &nicoff_group_size_ops, &nicoff_max_group_size, 0644);
+MODULE_PARM_DESC(max_group_size,
+		 "Largest group GROUP_CREATE accepts, and never more than nics x ports; larger ones fail with E2BIG (1-1048576, default 4096)");
 
 unsigned int nicoff_link_latency_ns;
 module_param_cb(link_latency_ns, &nicoff_ns_ops, &nicoff_link_latency_ns, 0644);

@@ -15,6 +15,8 @@
 #define NICOFF_MAX_FAULT_DELAY_USECS	4000000
 #define NICOFF_MAX_ATOMIC_TABLE	1048576
 #define NICOFF_MAX_UNEXPECTED_BYTES	1073741824
+/* The firmware's FW_GROUP_SIZE_LIMIT: the simulator's million nodes. */
+#define NICOFF_MAX_GROUP_SIZE	1048576
 
 extern unsigned int nicoff_nics;
 extern unsigned int nicoff_ports;
@@ -34,6 +36,7 @@ extern unsigned int nicoff_barrier_alg;
 /* Unexpected messages a port, and a card (all its ports), may buffer. */
 extern unsigned int nicoff_unexpected_bytes;
 extern unsigned int nicoff_card_unexpected_bytes;
+extern unsigned int nicoff_max_group_size;
 
 /* Fault injection, global: parts per million of packets. */
 extern unsigned int nicoff_fault_drop_ppm;

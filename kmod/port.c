@@ -306,15 +306,42 @@ static void nicoff_port_remote_errors(struct nicoff_port *port, u32 cq_used)
 	nicoff_port_wake(port);
 }
 
+/* GROUP_CREATE above this fails at once: a larger group cannot have distinct members. */
+static u32 nicoff_group_limit(void)
+{
+	BUILD_BUG_ON(NICOFF_MAX_GROUP_SIZE != FW_GROUP_SIZE_LIMIT);
+	return min(READ_ONCE(nicoff_max_group_size), nicoff_num_cards * nicoff_ports);
+}
+
+/*
+ * What a command costs the card thread beyond a cheap one, in units of
+ * about one member of a GROUP_CREATE (whose table the card reads, checks
+ * and sorts, and whose schedules it builds, all at once) or 1 KiB of COPY.
+ */
+static u32 nicoff_cmd_work(const struct nicoff_cmd *c, u32 group_limit)
+{
+	switch (c->opcode) {
+	case NICOFF_OP_GROUP_CREATE:
+		return c->group.size <= group_limit ? c->group.size : 0;
+	case NICOFF_OP_COPY:
+		return min_t(u64, c->copy.len >> 10, U32_MAX);
+	default:
+		return 0;
+	}
+}
+
 /*
  * Serve up to @budget commands.  A command is taken only when the
  * completion ring has room for its completion, so a full completion ring
- * holds commands back instead of losing completions.
+ * holds commands back instead of losing completions.  An expensive one is
+ * taken only while the pass's allowance @work lasts (or nothing of it was
+ * spent yet); otherwise it and the port's later commands wait for the next
+ * pass, so no port makes a pass long for everyone.
  */
-unsigned int nicoff_port_service(struct nicoff_port *port, unsigned int budget)
+unsigned int nicoff_port_service(struct nicoff_port *port, unsigned int budget, u32 *work)
 {
 	struct nicoff_kring *cmd = &port->cmd, *cq = &port->cq;
-	u32 avail, cq_used, owed, n, i;
+	u32 avail, cq_used, owed, n, i, limit = nicoff_group_limit();
 
 	if (port->error)
 		return 0;
@@ -347,13 +374,23 @@ unsigned int nicoff_port_service(struct nicoff_port *port, unsigned int budget)
 		struct nicoff_cqe *cqe;
 		u64 result = 0;
 		s32 status;
+		u32 w;
 
-		nicoff_cmd_fetch(&c, nicoff_ring_slot(cmd, cmd->priv++));
+		nicoff_cmd_fetch(&c, nicoff_ring_slot(cmd, cmd->priv));
+		w = nicoff_cmd_work(&c, limit);
+		if (w) {
+			if (w > *work && *work < NICOFF_PASS_WORK)
+				break;
+			*work -= min(w, *work);
+		}
+		cmd->priv++;
 		if (!nicoff_exec_local(port, &c, &status, &result)) {
-			/* The barrier_alg tunable may change at run time. */
-			if (c.opcode == NICOFF_OP_GROUP_CREATE &&
-			    c.group.algorithm == NICOFF_BARRIER_DEFAULT)
-				c.group.algorithm = READ_ONCE(nicoff_barrier_alg);
+			if (c.opcode == NICOFF_OP_GROUP_CREATE) {
+				/* Both tunables may change at run time. */
+				if (c.group.algorithm == NICOFF_BARRIER_DEFAULT)
+					c.group.algorithm = READ_ONCE(nicoff_barrier_alg);
+				fw_set_max_group_size(port->card->fw, limit);
+			}
 			port->cq_pending++;
 			port->cmds++;
 			fw_cmd(port->card->fw, port->num, &c);
@@ -370,12 +407,14 @@ unsigned int nicoff_port_service(struct nicoff_port *port, unsigned int budget)
 		cqe->opcode = c.opcode;
 		cqe->result = result;
 	}
+	if (!i)
+		return 0;
 	/* Release: the slots are read before the process may reuse them. */
 	smp_store_release(&cmd->hdr->consumer, cmd->priv);
 	/* Release: the completions are written before the process sees them. */
 	smp_store_release(&cq->hdr->producer, cq->priv);
 	nicoff_port_wake(port);
-	return n;
+	return i;
 }
 
 /* Would a pass do something?  Used before the engine sleeps. */

@@ -58,7 +58,15 @@ int nicoff_port_open(struct nicoff_card *card, struct nicoff_port_open *req,
 		     struct nicoff_port **out);
 void nicoff_port_close(struct nicoff_port *port);
 void nicoff_port_stats(struct nicoff_port *port, struct nicoff_port_stats *st);
-unsigned int nicoff_port_service(struct nicoff_port *port, unsigned int budget);
+/*
+ * The expensive work a card thread may do in one pass over its cards, in
+ * units of about one group member's checks (nicoff_cmd_work()): under a
+ * millisecond of the VM's emulated CPU, so that a NOP on any of its cards
+ * waits little.  The first expensive command of a pass runs whatever its
+ * size (max_group_size bounds that of a GROUP_CREATE).
+ */
+#define NICOFF_PASS_WORK	1024u
+unsigned int nicoff_port_service(struct nicoff_port *port, unsigned int budget, u32 *work);
 bool nicoff_port_has_work(struct nicoff_port *port);
 bool nicoff_port_cq_ready(struct nicoff_port *port);
 struct nicoff_cqe;

@@ -24,7 +24,8 @@ SELFTEST_NAMES := \
 	nicoff_hostbarrier_test \
 	nicoff_atomic_test \
 	nicoff_lock_test \
-	nicoff_memcharge_test
+	nicoff_memcharge_test \
+	nicoff_neighbour_test
 # Run by run-in-vm.sh after the others, the module reloaded with nics=1024.
 SELFTEST_NAMES_1K := nicoff_barrier1k_test
 SELFTEST_BINS := $(addprefix $(SELFTEST_DIR)/,$(SELFTEST_NAMES) $(SELFTEST_NAMES_1K))

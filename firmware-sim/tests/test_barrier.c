@@ -830,6 +830,38 @@ static void test_bad_input(void **state)
 	t_finish(s);
 }
 
+/* GROUP_CREATE above cfg.max_group_size fails at once, whatever the table. */
+static void test_size_limit(void **state)
+{
+	struct nicoff_member tab[4] = { { 0, 1 }, { 1, 1 }, { 0, 2 }, { 1, 2 } };
+	struct sim_cfg cfg;
+	struct sim *s;
+	u32 mr;
+
+	(void)state;
+	sim_cfg_default(&cfg, 2);
+	cfg.fw.max_group_size = 3;
+	s = sim_create(&cfg);
+	mr = t_port_mr(s, 0, 1, tab, sizeof(tab), 0, NULL);
+	/* Neither the region (ERANGE, ENOENT) nor the rank (EINVAL) is looked at. */
+	assert_int_equal(b_create_status(s, 0, 1, 1, 0, 4, mr, 0, 2, 0), -E2BIG);
+	assert_int_equal(b_create_status(s, 0, 1, 1, 0, 5, mr, 0, 2, 0), -E2BIG);
+	assert_int_equal(b_create_status(s, 0, 1, 1, 9, 5, 999, 0, 2, 0), -E2BIG);
+	assert_int_equal(b_create_status(s, 0, 1, 1, 0, FW_U32_MAX, mr, 0, 2, 0), -E2BIG);
+	assert_int_equal(b_create_status(s, 0, 1, 1, 0, 0, mr, 0, 2, 0), -EINVAL);
+	/* At the limit the other checks apply as before. */
+	assert_int_equal(b_create_status(s, 0, 1, 1, 0, 3, mr, 16, 2, 0), -ERANGE);
+	/* Changed at run time, clamped to 1 - FW_GROUP_SIZE_LIMIT. */
+	fw_set_max_group_size(sim_card(s, 0), 0);
+	assert_int_equal(b_create_status(s, 0, 1, 2, 0, 2, mr, 0, 2, 0), -E2BIG);
+	assert_int_equal(b_create_status(s, 0, 1, 2, 0, 1, mr, 0, 2, 0), 0);
+	fw_set_max_group_size(sim_card(s, 0), FW_U32_MAX);
+	assert_int_equal(b_create_status(s, 0, 1, 3, 0, FW_GROUP_SIZE_LIMIT + 1, mr, 0, 2, 0),
+			 -E2BIG);
+	assert_int_equal(b_create_status(s, 0, 1, 3, 0, 5, mr, 0, 2, 0), -ERANGE);
+	t_finish(s);
+}
+
 /* Creation waits for late members, and times out when one never comes. */
 static void test_create_timeout(void **state)
 {
@@ -894,6 +926,7 @@ int main(void)
 		cmocka_unit_test(test_dead_member),
 		cmocka_unit_test(test_two_groups),
 		cmocka_unit_test(test_bad_input),
+		cmocka_unit_test(test_size_limit),
 		cmocka_unit_test(test_create_timeout),
 	};
 
