@@ -26,12 +26,15 @@ static unsigned int nicoff_num_engines;
 /*
  * One pass over a card: packets that are due, commands, then timers.  @now
  * is read once per pass of the engine: a later card sees it a little old,
- * which only delays what became due meanwhile to the next pass.  @work is
- * what is left of the engine pass's allowance for expensive commands.
+ * which only delays what became due meanwhile to the next pass.  Each card
+ * pass has its own allowance for expensive commands: as the ports take
+ * turns at going first, a port waiting for an expensive command has the
+ * whole allowance within as many passes as its card has ports, whatever
+ * the other cards of the engine do.
  */
-static unsigned int nicoff_card_pass(struct nicoff_card *card, unsigned int budget, u32 *work,
-				     u64 now)
+static unsigned int nicoff_card_pass(struct nicoff_card *card, unsigned int budget, u64 now)
 {
+	u32 work = NICOFF_PASS_WORK;
 	struct nicoff_port *port;
 	struct mem_cgroup *old;
 	unsigned int done;
@@ -44,7 +47,7 @@ static unsigned int nicoff_card_pass(struct nicoff_card *card, unsigned int budg
 	list_for_each_entry(port, &card->ports, node) {
 		/* What the firmware allocates for the port's commands is its owner's. */
 		old = set_active_memcg(port->memcg);
-		done += nicoff_port_service(port, budget, work);
+		done += nicoff_port_service(port, budget, &work);
 		set_active_memcg(old);
 	}
 	/* The port served first has first pick of the allowance: take turns. */
@@ -60,11 +63,10 @@ static unsigned int nicoff_engine_pass(struct nicoff_engine *e, u64 now)
 {
 	unsigned int budget = READ_ONCE(nicoff_budget);
 	unsigned int done = 0, i, c = e->first;
-	u32 work = NICOFF_PASS_WORK;
 
-	/* Cards take turns at going first too, for the same reason. */
+	/* Cards take turns at going first: the first card of a pass is served soonest. */
 	for (i = 0; i < e->ncards; i++) {
-		done += nicoff_card_pass(e->cards[c], budget, &work, now);
+		done += nicoff_card_pass(e->cards[c], budget, now);
 		c = c + 1 < e->ncards ? c + 1 : 0;
 	}
 	e->first = c + 1 < e->ncards ? c + 1 : 0;

@@ -59,11 +59,12 @@ int nicoff_port_open(struct nicoff_card *card, struct nicoff_port_open *req,
 void nicoff_port_close(struct nicoff_port *port);
 void nicoff_port_stats(struct nicoff_port *port, struct nicoff_port_stats *st);
 /*
- * The expensive work a card thread may do in one pass over its cards, in
+ * The expensive work a card thread may do in one pass over one card, in
  * units of about one group member's checks (nicoff_cmd_work()): under a
- * millisecond of the VM's emulated CPU, so that a NOP on any of its cards
- * waits little.  The first expensive command of a pass runs whatever its
- * size (max_group_size bounds that of a GROUP_CREATE).
+ * millisecond of the VM's emulated CPU, so that a NOP on any card of the
+ * thread waits little (a pass over n busy cards costs n of these).  The
+ * first expensive command of a card pass runs whatever its size
+ * (max_group_size bounds that of a GROUP_CREATE).
  */
 #define NICOFF_PASS_WORK	1024u
 unsigned int nicoff_port_service(struct nicoff_port *port, unsigned int budget, u32 *work);
