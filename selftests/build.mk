@@ -22,7 +22,8 @@ SELFTEST_NAMES := \
 	nicoff_barrier_test \
 	nicoff_hostbarrier_test \
 	nicoff_atomic_test \
-	nicoff_lock_test
+	nicoff_lock_test \
+	nicoff_fuzz_test
 # Run by run-in-vm.sh after the others, the module reloaded with nics=1024.
 SELFTEST_NAMES_1K := nicoff_barrier1k_test
 SELFTEST_BINS := $(addprefix $(SELFTEST_DIR)/,$(SELFTEST_NAMES) $(SELFTEST_NAMES_1K))
