@@ -15,7 +15,9 @@
 #   --timeout S   VM timeout in seconds (default 900)
 #   after --      passed to tools/vm/run.sh (e.g. --params "nics=4", --smp 2)
 # Environment: BUILD (default <top>/build), MODULE (default <top>/nicoff.ko),
-# KERNEL (guest kernel, default: tools/vm/run.sh's choice).
+# KERNEL (guest kernel, default: tools/vm/run.sh's choice); NICOFF_FUZZ_SEED,
+# NICOFF_FUZZ_SECS and NICOFF_FUZZ_WORKERS are passed on to the guest's
+# tests (nicoff_fuzz_test).
 set -euo pipefail
 
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -103,9 +105,16 @@ exit $rc
 WRAP
 chmod 755 "$wrap"
 args+=(--file "$wrap:/bin/nicoff-selftest")
+# The fuzz test's knobs, from the host's environment (numbers only).
+envs=""
+for v in NICOFF_FUZZ_SEED NICOFF_FUZZ_SECS NICOFF_FUZZ_WORKERS; do
+	[[ -n ${!v:-} ]] || continue
+	[[ ${!v} =~ ^(0[xX])?[0-9a-fA-F]+$ ]] || { echo "run-in-vm.sh: $v: not a number" >&2; exit 2; }
+	envs+="$v=${!v} "
+done
 for ((r = 1; r <= repeat; r++)); do
 	for n in "${names[@]}"; do
-		args+=(--cmd "nicoff-selftest $n")
+		args+=(--cmd "${envs}nicoff-selftest $n")
 	done
 done
 ko=/$(basename "$module")
