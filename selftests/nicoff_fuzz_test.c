@@ -390,9 +390,14 @@ static void fz_map_rings(struct fz_file *f)
 		 "fresh rings with flags %#x/%#x", nt_cmd_flags(&f->p), nt_cq_flags(&f->p));
 	f->p.cmd_prod = nt_load_acquire(&f->p.cmd_hdr->producer);
 	f->p.cq_cons = nt_load_acquire(&f->p.cq_hdr->consumer);
-	FZ_CHECK(f->p.cmd_prod == 0 && f->p.cq_cons == 0 && f->p.cq_hdr->producer == 0 &&
-		 f->p.cmd_hdr->consumer == 0, "fresh rings with indices %u/%u/%u/%u",
-		 f->p.cmd_prod, f->p.cmd_hdr->consumer, f->p.cq_hdr->producer, f->p.cq_cons);
+	/*
+	 * The card may have posted a REMOTE_ACCESS_ERROR already (any worker
+	 * may PUT to this port number): checked when reaped.
+	 */
+	FZ_CHECK(f->p.cmd_prod == 0 && f->p.cq_cons == 0 && f->p.cmd_hdr->consumer == 0 &&
+		 f->p.cq_hdr->producer <= f->cq_entries,
+		 "fresh rings with indices %u/%u/%u/%u", f->p.cmd_prod, f->p.cmd_hdr->consumer,
+		 f->p.cq_hdr->producer, f->p.cq_cons);
 }
 
 static void fz_act_open(void)
@@ -1216,13 +1221,22 @@ static bool fz_wait_error(struct fz_file *f, int ms)
 static void fz_check_error_state(struct fz_file *f, const char *how)
 {
 	struct nicoff_reg_mr mr;
+	uint64_t end;
 	int ret;
 
 	FZ_CHECK(fz_wait_error(f, 15000), "%s: no error state after 15 s", how);
+	/*
+	 * The card raises POLLERR (port->error) a moment before it sets the
+	 * flags: give it a second.
+	 */
+	end = nt_now_ns() + 1000000000ull;
+	while (!((nt_cq_flags(&f->p) & NICOFF_RING_ERROR) &&
+		 (nt_cmd_flags(&f->p) & NICOFF_RING_ERROR)) && nt_now_ns() < end)
+		nt_sleep_ms(1);
 	FZ_CHECK((nt_cq_flags(&f->p) & NICOFF_RING_ERROR) &&
 		 (nt_cmd_flags(&f->p) & NICOFF_RING_ERROR),
-		 "%s: error state without NICOFF_RING_ERROR (flags %#x/%#x)", how,
-		 nt_cmd_flags(&f->p), nt_cq_flags(&f->p));
+		 "%s: error state without NICOFF_RING_ERROR 1 s after POLLERR (flags %#x/%#x)",
+		 how, nt_cmd_flags(&f->p), nt_cq_flags(&f->p));
 	memset(&mr, 0, sizeof(mr));
 	mr.addr = (uintptr_t)w.buf;
 	mr.length = PAGE;
