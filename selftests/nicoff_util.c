@@ -436,8 +436,10 @@ int nt_kmsg_splat(int fd, char *line, size_t len)
 		"WARNING:", "BUG:", "Oops", "Call Trace", "general protection",
 		"kernel BUG", "UBSAN", "refcount_t", "page allocation failure",
 		"vmalloc error", "lockup", "blocked for more than", "Kernel panic",
-		/* slub_debug's reports: "BUG kmalloc-64 (...): Poison overwritten" */
-		"Poison overwritten", "BUG kmalloc", "Redzone overwritten", "Object padding",
+		/* slub_debug's reports, RCU stalls, hung tasks, hard lockups */
+		"Poison overwritten", "Redzone overwritten", "Object already free",
+		"Freepointer corrupt", "BUG kmalloc", "self-detected stall", "detected stalls",
+		"detected expedited stalls", "RCU Stall", "hung_task", "LOCKUP", "Object padding",
 	};
 	char rec[8192];
 	unsigned int i;

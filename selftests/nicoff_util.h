@@ -142,8 +142,9 @@ void nt_fill_pattern(void *buf, size_t len, uint64_t seed);
 /*
  * Kernel log watch: nt_kmsg_open() opens /dev/kmsg positioned at its end;
  * nt_kmsg_splat() reads what was logged since and returns 1 (copying the
- * line into line) if a warning, oops or stack trace appeared, 0 if not,
- * -errno if the log cannot be read.
+ * line into line) if a warning, oops, stack trace, slub_debug report,
+ * lockup, hung task or RCU stall appeared, 0 if not, -errno if the log
+ * cannot be read.
  */
 int nt_kmsg_open(void);
 int nt_kmsg_splat(int fd, char *line, size_t len);

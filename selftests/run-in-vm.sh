@@ -5,8 +5,10 @@
 # binary of SELFTEST_NAMES in selftests/build.mk (one guest command each,
 # --keep-going, build them first with `make selftests`), lets the guest unload the
 # module and check its kernel log, then prints a summary of the TAP lines.
-# Exits 0 only if every test passed and the VM run passed (module unloaded,
-# clean kernel log).
+# The tests of SELFTEST_NAMES_NODEBUG (what they measure, kernel memory and
+# card-thread latency, slab debugging would distort) run in a second boot
+# without slub_debug.  Exits 0 only if every test passed and both VM runs
+# passed (module unloaded, clean kernel log).
 #
 # Usage: selftests/run-in-vm.sh [--only NAME]... [--repeat N] [--timeout S]
 #                               [-- run.sh options...]
@@ -15,20 +17,27 @@
 #   --timeout S   VM timeout in seconds (default 900)
 #   after --      passed to tools/vm/run.sh (e.g. --params "nics=4", --smp 2)
 # Environment: BUILD (default <top>/build), MODULE (default <top>/nicoff.ko),
-# KERNEL (guest kernel, default: tools/vm/run.sh's choice).
+# KERNEL (guest kernel, default: tools/vm/run.sh's choice); NICOFF_FUZZ_SEED,
+# NICOFF_FUZZ_SECS and NICOFF_FUZZ_WORKERS are passed on to the guest's
+# tests (nicoff_fuzz_test).
 set -euo pipefail
 
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${BUILD:-$top/build}
 module=${MODULE:-$top/nicoff.ko}
+# A list of selftests/build.mk (NAME := a b \ c ...), one word a line.
+build_list() {
+	sed -n "/^$1 :=/,/[^\\]\$/p" "$top/selftests/build.mk" | sed "s/^$1 :=//; s/\\\$//" |
+		tr -s ' \t' '\n' | sed '/^$/d'
+}
 # The test list is SELFTEST_NAMES of selftests/build.mk, in its order.
-mapfile -t names < <(sed -n '/^SELFTEST_NAMES :=/,/[^\\]$/p' "$top/selftests/build.mk" |
-	sed 's/^SELFTEST_NAMES :=//; s/\\$//' | tr -s ' \t' '\n' | sed '/^$/d')
+mapfile -t names < <(build_list SELFTEST_NAMES)
 ((${#names[@]})) || { echo "run-in-vm.sh: no SELFTEST_NAMES in selftests/build.mk" >&2; exit 2; }
 # SELFTEST_NAMES_1K run last, after the module is reloaded with nics=1024
 # (and then reloaded as it was, without the parameters of --params).
-mapfile -t names1k < <(sed -n 's/^SELFTEST_NAMES_1K :=//p' "$top/selftests/build.mk" |
-	tr -s ' \t' '\n' | sed '/^$/d')
+mapfile -t names1k < <(build_list SELFTEST_NAMES_1K)
+# SELFTEST_NAMES_NODEBUG run in a second boot, without slub_debug.
+mapfile -t names_nd < <(build_list SELFTEST_NAMES_NODEBUG)
 only=()
 repeat=1
 timeout=900
@@ -49,18 +58,23 @@ done
 if ((${#only[@]})); then
 	sel=()
 	sel1k=()
+	selnd=()
 	for o in "${only[@]}"; do
 		o=${o#nicoff_}
 		o=nicoff_${o%_test}_test
 		if [[ " ${names1k[*]} " == *" $o "* ]]; then
 			sel1k+=("$o")
-			continue
+		elif [[ " ${names_nd[*]} " == *" $o "* ]]; then
+			selnd+=("$o")
+		elif [[ " ${names[*]} " == *" $o "* ]]; then
+			sel+=("$o")
+		else
+			echo "run-in-vm.sh: no test $o" >&2; exit 2
 		fi
-		[[ " ${names[*]} " == *" $o "* ]] || { echo "run-in-vm.sh: no test $o" >&2; exit 2; }
-		sel+=("$o")
 	done
 	names=("${sel[@]}")
 	names1k=("${sel1k[@]}")
+	names_nd=("${selnd[@]}")
 fi
 
 [[ -f $module ]] || { echo "run-in-vm.sh: $module missing: make module" >&2; exit 2; }
@@ -70,7 +84,7 @@ KERNEL=${KERNEL:-${VMLINUZ:-}}
 if [[ -n ${KERNEL:-} ]]; then
 	args+=(--kernel "$KERNEL")
 fi
-for n in "${names[@]}" "${names1k[@]}"; do
+for n in "${names[@]}" "${names1k[@]}" "${names_nd[@]}"; do
 	b=$build/selftests/$n
 	[[ -x $b ]] || { echo "run-in-vm.sh: $b missing: make selftests" >&2; exit 2; }
 	args+=(--bin "$b")
@@ -103,34 +117,60 @@ exit $rc
 WRAP
 chmod 755 "$wrap"
 args+=(--file "$wrap:/bin/nicoff-selftest")
+# The fuzz test's knobs, from the host's environment (numbers only).
+envs=""
+for v in NICOFF_FUZZ_SEED NICOFF_FUZZ_SECS NICOFF_FUZZ_WORKERS; do
+	[[ -n ${!v:-} ]] || continue
+	[[ ${!v} =~ ^(0[xX])?[0-9a-fA-F]+$ ]] || { echo "run-in-vm.sh: $v: not a number" >&2; exit 2; }
+	envs+="$v=${!v} "
+done
+cmds=()
 for ((r = 1; r <= repeat; r++)); do
 	for n in "${names[@]}"; do
-		args+=(--cmd "nicoff-selftest $n")
+		cmds+=(--cmd "${envs}nicoff-selftest $n")
 	done
 done
 ko=/$(basename "$module")
 for n in "${names1k[@]}"; do
-	args+=(--cmd "rmmod nicoff && insmod $ko nics=1024 && nicoff-selftest $n; rc=\$?; \
+	cmds+=(--cmd "rmmod nicoff && insmod $ko nics=1024 && nicoff-selftest $n; rc=\$?; \
 rmmod nicoff; insmod $ko; exit \$rc")
 done
+cmds_nd=()
+for ((r = 1; r <= repeat; r++)); do
+	for n in "${names_nd[@]}"; do
+		cmds_nd+=(--cmd "${envs}nicoff-selftest $n")
+	done
+done
 
-# The console log, for the summary: run.sh's --log if given, else ours.
+# The console log, for the summary: run.sh's --log if given, else ours; the
+# second boot's goes beside it (.nodebug).
 log=$tmpdir/console.log
+rest=()
 for ((i = 0; i < ${#extra[@]}; i++)); do
 	case ${extra[i]} in
 	--log=*) log=${extra[i]#--log=} ;;
-	--log) log=${extra[i + 1]:-$log} ;;
+	--log) log=${extra[i + 1]:-$log}; i=$((i + 1)) ;;
+	*) rest+=("${extra[i]}") ;;
 	esac
 done
-[[ $log != "$tmpdir/console.log" ]] || args+=(--log "$log")
+log_nd=$log.nodebug
+rm -f "$log_nd"
 
 start=$SECONDS
 vm_rc=0
-"$top/tools/vm/run.sh" "${args[@]}" "${extra[@]}" || vm_rc=$?
+if ((${#cmds[@]})); then
+	"$top/tools/vm/run.sh" "${args[@]}" "${cmds[@]}" --log "$log" "${rest[@]}" || vm_rc=$?
+else
+	: >"$log"
+fi
+if ((${#cmds_nd[@]})); then
+	"$top/tools/vm/run.sh" "${args[@]}" "${cmds_nd[@]}" --slub-debug off --log "$log_nd" \
+		"${rest[@]}" || vm_rc=$?
+fi
 elapsed=$((SECONDS - start))
 
-# Summary from the console log (TAP of the kselftest harness).
-clean=$(tr -d '\r' <"$log" 2>/dev/null || true)
+# Summary from the console logs (TAP of the kselftest harness).
+clean=$(cat "$log" "$log_nd" 2>/dev/null | tr -d '\r' || true)
 pass=$(grep -acE '^ok [0-9]+ ' <<<"$clean" || true)
 skip=$(grep -acE '^ok [0-9]+ .*# SKIP' <<<"$clean" || true)
 fail=$(grep -acE '^not ok [0-9]+ ' <<<"$clean" || true)
@@ -138,7 +178,7 @@ echo "=== selftests: $pass ok ($skip skipped), $fail not ok, VM run ${elapsed} s
 grep -aE '^not ok [0-9]+ |^=== selftest .*: (exit [1-9]|not run)' <<<"$clean" | sed 's/^/  /' || true
 # Every binary must have reported, and passed.
 ran=$(grep -acE '^=== selftest .*: exit 0$' <<<"$clean" || true)
-if ((fail || ran != ${#names[@]} * repeat + ${#names1k[@]})); then
+if ((fail || ran != (${#names[@]} + ${#names_nd[@]}) * repeat + ${#names1k[@]})); then
 	vm_rc=1
 fi
 if ((vm_rc)); then

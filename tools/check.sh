@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# `make check`: style gates, user-space unit tests (cmocka), then the
-# kselftests in the VM.  Ends with one line "N passed, N failed, N skipped"
-# summed over every test run, and exits non-zero if anything failed.
+# `make check`: style gates, user-space unit tests (cmocka), the VM
+# harness's self-test, then the kselftests in the VM.  Ends with one line
+# "N passed, N failed, N skipped" summed over every test run, and exits
+# non-zero if anything failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-$PWD/build}
@@ -46,6 +47,29 @@ for t in ${UNIT_TESTS:-}; do
 		echo "ok - $name ($p passed)"
 	fi
 done
+
+echo "== VM harness self-test"
+# tools/vm/selftest.sh: the harness catches every kind of kernel failure
+# it must (TAP: one line per check).
+h_log=$log_dir/vm-harness.log
+if KERNEL=${VMLINUZ:-/boot/vmlinuz-$(tools/kver.sh 6.1)} tools/vm/selftest.sh > "$h_log" 2>&1; then h_rc=0; else h_rc=$?; fi
+p=$(grep -acE '^ok ' "$h_log" || true)
+s=$(grep -acE '^ok .*# SKIP' "$h_log" || true)
+f=$(grep -acE '^not ok ' "$h_log" || true)
+p=$((p - s))
+passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
+if [ "$f" -ne 0 ]; then
+	grep -aE '^not ok ' "$h_log"
+	echo "not ok - VM harness self-test ($p passed, $f failed, see $h_log)"
+else
+	echo "ok - VM harness self-test ($p passed, $s skipped)"
+fi
+if [ "$h_rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+	cat "$h_log"
+	echo "not ok - VM harness self-test failed (see $h_log)"
+	failed=$((failed + 1))
+fi
+
 
 # One VM run of every kselftest: $1 names it, the rest goes to run-in-vm.sh's
 # environment (KERNEL, MODULE).

@@ -14,8 +14,14 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 prog=${0##*/}
 
 # Kernel log lines that make a run fail (extended regex, shared with the
-# guest through its config file).
+# guest through its config file): warnings and oopses; slub_debug's reports
+# ("BUG kmalloc-64 (Tainted: ...): Poison overwritten", and the same for any
+# other cache); hung tasks, soft lockups and RCU stalls.  tools/vm/selftest.sh
+# proves each one is caught.
 FAIL_REGEX='WARNING:|BUG:|Oops|Call Trace|lockup|hung_task|blocked for more than|general protection|kernel BUG|UBSAN|refcount_t|Kernel panic'
+FAIL_REGEX+='|Poison overwritten|Redzone overwritten|Object already free|Freepointer corrupt'
+FAIL_REGEX+='|BUG kmalloc|BUG [^ ]+ \((Not tainted|Tainted)'
+FAIL_REGEX+='|soft lockup|hard LOCKUP|self-detected stall|detected stalls|detected expedited stalls|RCU Stall'
 # Expected lines that are never failures (loading an unsigned out-of-tree
 # module taints the kernel).
 IGNORE_REGEX='module verification failed: signature and/or required key missing - tainting kernel|loading out-of-tree module taints kernel'
@@ -46,6 +52,12 @@ Usage: $prog [options]
   --smp N              guest CPUs (default 2)
   --log FILE           keep the full console log in FILE
   --quiet              do not stream the console (the log is printed on failure)
+  --slub-debug FLAGS   boot with slub_debug=FLAGS (default: \$VM_SLUB_DEBUG, or
+                       FZPU if unset; "" or "off": no slub_debug)
+  --scan-log FILE      no VM: scan FILE as a console log the way a run does
+                       (host and guest scan), print what matches a failure
+                       pattern; exit 0 clean, 1 a failure pattern, 3 the two
+                       scans disagree
   -h, --help           this text
 
 Exit status: 0 PASS, 1 FAIL, 2 usage or setup error.
@@ -87,6 +99,9 @@ memory=1024
 smp=2
 log=""
 quiet=0
+# slub_debug: F sanity checks, Z red zones, P poisoning, U owner tracking.
+slub_debug=${VM_SLUB_DEBUG-FZPU}
+scan_log=""
 
 while (($#)); do
 	opt=$1
@@ -99,7 +114,7 @@ while (($#)); do
 	fi
 	case $opt in
 	--kernel | --module | --params | --bin | --lib-path | --file | --cmd | --collect | \
-		--timeout | --memory | --smp | --log)
+		--timeout | --memory | --smp | --log | --slub-debug | --scan-log)
 		if ((!has_val)); then
 			(($# >= 2)) || die "$opt needs a value"
 			val=$2
@@ -125,6 +140,8 @@ while (($#)); do
 	--memory) memory=$val ;;
 	--smp) smp=$val ;;
 	--log) log=$val ;;
+	--slub-debug) slub_debug=$val ;;
+	--scan-log) scan_log=$val ;;
 	--keep-going) keep_going=1 ;;
 	--shell) shell_mode=1 ;;
 	--quiet) quiet=1 ;;
@@ -134,6 +151,36 @@ while (($#)); do
 		;;
 	esac
 done
+
+# shellcheck source=tools/vm/logscan.sh
+. "$here/logscan.sh"
+fail_regex=$FAIL_REGEX
+ignore_regex=$IGNORE_REGEX
+
+busybox=${BUSYBOX:-/bin/busybox}
+
+# --scan-log: the host's scan (this shell, the host's grep) and the guest's
+# (busybox sh and busybox grep, as in the VM) of one file.
+if [[ -n $scan_log ]]; then
+	[[ -f $scan_log && -r $scan_log ]] || die "--scan-log: not a readable file: $scan_log"
+	[[ -x $busybox ]] || die "$busybox not found (apt-get install busybox-static)"
+	host_hits=$(log_hits "$scan_log")
+	bbdir=$(mktemp -d "${TMPDIR:-/tmp}/nicoff-scan.XXXXXX")
+	for a in sh grep tr; do ln -s "$busybox" "$bbdir/$a"; done
+	# shellcheck disable=SC2016 # expanded by the busybox shell
+	guest_hits=$(PATH=$bbdir fail_regex=$FAIL_REGEX ignore_regex=$IGNORE_REGEX \
+		"$bbdir/sh" -c '. "$1"; log_hits "$2"' sh "$here/logscan.sh" "$scan_log") ||
+		guest_hits="(busybox sh failed)"
+	rm -rf "$bbdir"
+	echo "host: ${host_hits:-clean}"
+	echo "guest: ${guest_hits:-clean}"
+	if [[ -z $host_hits && -z $guest_hits ]]; then
+		exit 0
+	elif [[ -n $host_hits && -n $guest_hits ]]; then
+		exit 1
+	fi
+	exit 3
+fi
 
 if ! is_uint "$timeout_secs" || ((timeout_secs == 0)); then
 	die "--timeout: not a positive integer: $timeout_secs"
@@ -150,7 +197,6 @@ command -v "$qemu_bin" >/dev/null || die "$qemu_bin not found (apt-get install q
 for tool in cpio gzip ldd base64 sha256sum timeout tail; do
 	command -v "$tool" >/dev/null || die "$tool not found"
 done
-busybox=${BUSYBOX:-/bin/busybox}
 [[ -x $busybox ]] || die "$busybox not found (apt-get install busybox-static)"
 
 if [[ -z $kernel ]]; then
@@ -260,6 +306,7 @@ copy_deps "$busybox" # nothing for busybox-static
 ln -s busybox "$root/bin/sh"
 cp "$here/init" "$root/init"
 chmod 755 "$root/init"
+cp "$here/logscan.sh" "$root/vm/logscan.sh"
 
 for b in "${bins[@]}"; do
 	[[ -f $b && -x $b ]] || die "--bin: not an executable file: $b"
@@ -347,13 +394,20 @@ qresult=${result//,/,,}
 # TCG's TSC follows the host clock, the same on every vCPU, but the guest
 # distrusts it and falls back to the HPET, whose every read is an emulated
 # MMIO access under QEMU's global lock (1-4 us against 60 ns): every
-# clock_gettime, ktime_get and timer of the guest paid that.  KAPPEND adds
-# kernel arguments.
+# clock_gettime, ktime_get and timer of the guest paid that.  slub_debug
+# (--slub-debug, VM_SLUB_DEBUG, default FZPU) makes the slab allocator check
+# red zones and poison on every free and allocation, so a use after free or
+# an overflow of a kmalloc'ed object shows in the log.  KAPPEND adds kernel
+# arguments.
+slub_arg=""
+if [[ -n $slub_debug && $slub_debug != off ]]; then
+	slub_arg=" slub_debug=$slub_debug"
+fi
 qemu=("$qemu_bin"
 	-accel "tcg,thread=multi" -cpu max -smp "$smp" -m "$memory"
 	-nodefaults -display none -no-reboot
 	-kernel "$kernel" -initrd "$initrd"
-	-append "console=ttyS0 panic=-1 loglevel=5 ${VM_CLOCK-tsc=reliable clocksource=tsc} ${KAPPEND:-}")
+	-append "console=ttyS0 panic=-1 loglevel=5 ${VM_CLOCK-tsc=reliable clocksource=tsc}${slub_arg} ${KAPPEND:-}")
 
 if ((shell_mode)); then
 	"${qemu[@]}" \
@@ -410,9 +464,9 @@ fi
 
 # (The guest's echo of each command is not scanned: a command may mention a
 # pattern, e.g. "dmesg | grep WARNING:".)
-hits=$(grep -a -v -E "$IGNORE_REGEX|^=== vm: running: " "$log" | grep -a -E -m 3 "$FAIL_REGEX" || true)
+hits=$(log_hits "$log")
 if [[ -n $hits ]]; then
-	reasons+=("console log matches a failure pattern: $(head -n 1 <<<"$hits" | tr -d '\r')")
+	reasons+=("console log matches a failure pattern: $(head -n 1 <<<"$hits")")
 fi
 
 # Collected files: "NICOFF-VM-FILE-BEGIN <i> <sha256> <size> gzip", the file
