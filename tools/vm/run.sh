@@ -31,7 +31,7 @@ usage() {
 	cat <<EOF
 Usage: $prog [options]
 
-  --kernel PATH        guest kernel (default: newest /boot/vmlinuz-*-cloud-amd64)
+  --kernel PATH        guest kernel (default: the newest 6.1 cloud kernel in /boot)
   --module PATH        kernel module (.ko) to insmod in the guest (optional)
   --params "k=v ..."   module parameters for insmod
   --bin PATH           host executable to copy to /bin in the guest, with the
@@ -200,10 +200,10 @@ done
 [[ -x $busybox ]] || die "$busybox not found (apt-get install busybox-static)"
 
 if [[ -z $kernel ]]; then
-	# Newest cloud kernel by version order.
-	# shellcheck disable=SC2012
-	kernel=$(ls -v /boot/vmlinuz-*-cloud-amd64 2>/dev/null | tail -n 1) || true
-	[[ -n $kernel ]] || die "no /boot/vmlinuz-*-cloud-amd64 (apt-get install linux-image-cloud-amd64) and no --kernel"
+	# Debian 12's line; --kernel for another (make check runs 6.12 too).
+	kernel=$("$(dirname "${BASH_SOURCE[0]}")/../kver.sh" 6.1)
+	[[ -n $kernel ]] || die "no 6.1 cloud kernel in /boot (make deps) and no --kernel"
+	kernel=/boot/vmlinuz-$kernel
 fi
 [[ -f $kernel && -r $kernel ]] || die "kernel not readable: $kernel"
 
