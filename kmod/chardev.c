@@ -141,7 +141,7 @@ static long nicoff_ioctl(struct file *file, unsigned int cmd, unsigned long uarg
 
 		if (!port)
 			return -ENOTCONN;
-		if (READ_ONCE(port->error))
+		if (smp_load_acquire(&port->error))
 			return -EIO;
 		if (copy_from_user(&req, arg, sizeof(req)))
 			return -EFAULT;
@@ -208,7 +208,7 @@ static __poll_t nicoff_poll(struct file *file, poll_table *wait)
 	if (!port)
 		return EPOLLERR;
 	poll_wait(file, &port->wq, wait);
-	if (READ_ONCE(port->error))
+	if (smp_load_acquire(&port->error))
 		mask |= EPOLLERR;
 	if (nicoff_port_cq_ready(port))
 		mask |= EPOLLIN | EPOLLRDNORM;

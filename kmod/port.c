@@ -182,9 +182,10 @@ static void nicoff_port_fail(struct nicoff_port *port, u32 cq_used)
 {
 	struct nicoff_cqe *cqe;
 
-	port->error = true;
 	nicoff_ring_set_flags(&port->cmd, NICOFF_RING_ERROR, 0);
 	nicoff_ring_set_flags(&port->cq, NICOFF_RING_ERROR, 0);
+	/* Release: whoever sees the error (poll, REG_MR) sees the ring flags too. */
+	smp_store_release(&port->error, true);
 	/* Tell it in-band too, unless that would overwrite a completion. */
 	if (cq_used < port->cq.entries) {
 		cqe = nicoff_ring_slot(&port->cq, port->cq.priv);
