@@ -141,6 +141,7 @@ static long nicoff_ioctl(struct file *file, unsigned int cmd, unsigned long uarg
 
 		if (!port)
 			return -ENOTCONN;
+		/* Acquire: pairs with nicoff_port_fail(), the ring flags say so too. */
 		if (smp_load_acquire(&port->error))
 			return -EIO;
 		if (copy_from_user(&req, arg, sizeof(req)))
@@ -208,6 +209,7 @@ static __poll_t nicoff_poll(struct file *file, poll_table *wait)
 	if (!port)
 		return EPOLLERR;
 	poll_wait(file, &port->wq, wait);
+	/* Acquire: pairs with nicoff_port_fail(), the ring flags say so too. */
 	if (smp_load_acquire(&port->error))
 		mask |= EPOLLERR;
 	if (nicoff_port_cq_ready(port))
