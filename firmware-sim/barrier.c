@@ -115,6 +115,7 @@ struct fw_group {
 struct fw_bcard {
 	struct fw_group *hash[1u << FW_GRP_HASH_BITS];
 	struct fw_list timed;		/* groups with a timer armed */
+	u64 members;			/* sizes of the groups in the hash, summed */
 	u64 next;			/* earliest deadline among them (or earlier) */
 };
 
@@ -160,6 +161,7 @@ static void fw_grp_free(struct fw_card *card, struct fw_group *g)
 	while (*pp != g)
 		pp = &(*pp)->hnext;
 	*pp = g->hnext;
+	card->bar->members -= g->size;
 	fw_list_del(&g->tnode);
 	for (i = 0; i < FW_BAR_NALG; i++)
 		fw_bsched_free(card, g->sched[i]);
@@ -622,7 +624,11 @@ static int fw_grp_check(struct fw_card *card, u32 port, const struct nicoff_op_g
 	for (i = 0; i < (1u << FW_GRP_HASH_BITS); i++)
 		for (g = card->bar->hash[i]; g; g = g->hnext)
 			live += g->port == port && !g->zombie;
-	return live >= card->cfg.max_groups ? -ENOSPC : 0;
+	if (live >= card->cfg.max_groups)
+		return -ENOSPC;
+	/* A group's state grows with its size: the card's groups share a bound. */
+	return op->size > card->cfg.card_group_members ||
+	       card->bar->members > card->cfg.card_group_members - op->size ? -ENOSPC : 0;
 }
 
 static int fw_grp_create(struct fw_card *card, struct fw_port *port, const struct nicoff_cmd *cmd)
@@ -696,6 +702,7 @@ static int fw_grp_create(struct fw_card *card, struct fw_port *port, const struc
 	a = fw_grp_hash(g->port, g->id);
 	g->hnext = card->bar->hash[a];
 	card->bar->hash[a] = g;
+	card->bar->members += g->size;
 
 	g->host_op = true;
 	g->cmd_tag = cmd->tag;

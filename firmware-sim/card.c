@@ -31,6 +31,7 @@ void fw_config_default(struct fw_config *cfg, u32 node, u32 num_nodes)
 	cfg->atomic_table = 1024;
 	cfg->max_groups = 64;
 	cfg->max_group_size = FW_GROUP_SIZE_LIMIT;
+	cfg->card_group_members = FW_U64_MAX;	/* the host may bound the sum */
 	cfg->barrier_alg = NICOFF_BARRIER_AUTO;
 	cfg->barrier_rounds = 16;
 	cfg->group_create_ns = 30000000000ull;
@@ -334,6 +335,11 @@ void fw_cmd(struct fw_card *card, u32 port_id, const struct nicoff_cmd *cmd)
 void fw_set_max_group_size(struct fw_card *card, u32 size)
 {
 	card->cfg.max_group_size = size ? fw_min_u32(size, FW_GROUP_SIZE_LIMIT) : 1;
+}
+
+void fw_set_card_group_members(struct fw_card *card, u64 members)
+{
+	card->cfg.card_group_members = members;
 }
 
 u64 fw_poll(struct fw_card *card, u64 now)

@@ -55,6 +55,7 @@ struct fw_config {
 	/* Process groups and barriers (barrier.c). */
 	u32 max_groups;		/* per port */
 	u32 max_group_size;	/* larger GROUP_CREATEs fail with -E2BIG; 1-FW_GROUP_SIZE_LIMIT */
+	u64 card_group_members;	/* members of all the card's groups, lingering ones too */
 	u32 barrier_alg;	/* groups created with NICOFF_BARRIER_DEFAULT run it */
 	u32 barrier_rounds;	/* auto: timed barriers per candidate */
 	u64 group_create_ns;	/* creation (and auto's trials) must end by then */
@@ -92,6 +93,11 @@ void fw_cmd(struct fw_card *card, u32 port, const struct nicoff_cmd *cmd);
  * applies to the GROUP_CREATEs given to fw_cmd() from then on.
  */
 void fw_set_max_group_size(struct fw_card *card, u32 size);
+/*
+ * Change cfg.card_group_members of a running card: a GROUP_CREATE that
+ * would take the card's groups past it fails with -ENOSPC from then on.
+ */
+void fw_set_card_group_members(struct fw_card *card, u64 members);
 void fw_rx(struct fw_card *card, struct fw_pkt *pkt, u32 size);
 u64 fw_poll(struct fw_card *card, u64 now);
 

@@ -92,6 +92,16 @@ static const struct kernel_param_ops nicoff_group_size_ops = {
 	.get = param_get_uint,
 };
 
+static int nicoff_set_card_members(const char *val, const struct kernel_param *kp)
+{
+	return nicoff_param_set_range(val, kp, 1, NICOFF_MAX_CARD_GROUP_MEMBERS);
+}
+
+static const struct kernel_param_ops nicoff_card_members_ops = {
+	.set = nicoff_set_card_members,
+	.get = param_get_uint,
+};
+
 static int nicoff_set_million(const char *val, const struct kernel_param *kp)
 {
 	return nicoff_param_set_range(val, kp, 0, 1000000);
@@ -210,6 +220,17 @@ unsigned int nicoff_max_group_size = 4096;
 module_param_cb(max_group_size, &nicoff_group_size_ops, &nicoff_max_group_size, 0644);
 MODULE_PARM_DESC(max_group_size,
 		 "Largest group GROUP_CREATE accepts, and never more than nics x ports; larger ones fail with E2BIG (1-1048576, default 4096)");
+
+/*
+ * A group's state grows with its size, and a process may create 64 per
+ * port: the members of a card's groups together are bounded as well (see
+ * Documentation/limits.md).  16384 leaves room for four groups of the
+ * largest default size, or 16 of the 1,024-card job's, on one card.
+ */
+unsigned int nicoff_card_group_members = 16384;
+module_param_cb(card_group_members, &nicoff_card_members_ops, &nicoff_card_group_members, 0644);
+MODULE_PARM_DESC(card_group_members,
+		 "Members of all the groups of one card together, destroyed ones until forgotten; past it GROUP_CREATE fails with ENOSPC (1-16777216, default 16384)");
 
 unsigned int nicoff_link_latency_ns;
 module_param_cb(link_latency_ns, &nicoff_ns_ops, &nicoff_link_latency_ns, 0644);

@@ -17,6 +17,7 @@
 #define NICOFF_MAX_UNEXPECTED_BYTES	1073741824
 /* The firmware's FW_GROUP_SIZE_LIMIT: the simulator's million nodes. */
 #define NICOFF_MAX_GROUP_SIZE	1048576
+#define NICOFF_MAX_CARD_GROUP_MEMBERS	16777216
 
 extern unsigned int nicoff_nics;
 extern unsigned int nicoff_ports;
@@ -37,6 +38,7 @@ extern unsigned int nicoff_barrier_alg;
 extern unsigned int nicoff_unexpected_bytes;
 extern unsigned int nicoff_card_unexpected_bytes;
 extern unsigned int nicoff_max_group_size;
+extern unsigned int nicoff_card_group_members;
 
 /* Fault injection, global: parts per million of packets. */
 extern unsigned int nicoff_fault_drop_ppm;

@@ -757,4 +757,66 @@ TEST_F(neighbour, max_group_size)
 	munmap(tab, n * sizeof(*tab));
 }
 
+/* GROUP_CREATE of a one-member group named @gid on @p; its status. */
+static int create_one(struct __test_metadata *_metadata, struct nt_port *p, uint32_t gid,
+		      uint32_t mr)
+{
+	struct nicoff_cqe q;
+	struct nicoff_cmd c;
+
+	make_create(&c, gid, 1, mr);
+	c.group.group_id = gid;
+	c.group.algorithm = NICOFF_BARRIER_DISSEMINATION;
+	EXPECT_EQ(0, nt_run_one(p, &c, &q, 10000));
+	EXPECT_EQ(gid, q.tag);
+	return q.status;
+}
+
+/*
+ * The members of all the groups of a card share card_group_members: past
+ * it GROUP_CREATE fails with ENOSPC on every port of the card, other cards
+ * keep theirs, and the setter refuses values out of its range.
+ */
+TEST_F(neighbour, card_group_members)
+{
+	struct nicoff_member *t[3];
+	unsigned long def;
+	struct nt_port p[3];
+	uint32_t mr[3], gid;
+	int i;
+
+	ASSERT_EQ(0, nt_param_get("card_group_members", &def));
+	EXPECT_EQ(16384, def);
+	EXPECT_NE(0, nt_param_set("card_group_members", 0));
+	EXPECT_NE(0, nt_param_set("card_group_members", (1ul << 24) + 1));
+	for (i = 0; i < 3; i++) {
+		/* Ports 0 and 1 on card 0, port 2 on card 1. */
+		ASSERT_EQ(0, nt_port_open(&p[i], i / 2, NICOFF_PORT_ANY, 8, 8));
+		t[i] = map_populated(4096);
+		ASSERT_NE(NULL, t[i]);
+		t[i]->card = i / 2;
+		t[i]->port = p[i].po.port;
+		ASSERT_EQ(0, nt_reg_mr(p[i].fd, t[i], 4096, 0, &mr[i]));
+	}
+	/*
+	 * Groups of earlier tests linger for the card's dead time (about half
+	 * a second) after their ports closed, and count meanwhile.
+	 */
+	nt_sleep_ms(2000);
+	ASSERT_EQ(0, nt_param_set("card_group_members", 3));
+	for (gid = 1; gid <= 3; gid++) {
+		EXPECT_EQ(0, create_one(_metadata, &p[0], gid, mr[0])) TH_LOG("group %u", gid);
+	}
+	EXPECT_EQ(-ENOSPC, create_one(_metadata, &p[0], 4, mr[0]));
+	EXPECT_EQ(-ENOSPC, create_one(_metadata, &p[1], 1, mr[1]));
+	EXPECT_EQ(0, create_one(_metadata, &p[2], 1, mr[2]));
+	/* Raised at run time: room again. */
+	ASSERT_EQ(0, nt_param_set("card_group_members", def));
+	EXPECT_EQ(0, create_one(_metadata, &p[1], 1, mr[1]));
+	for (i = 0; i < 3; i++) {
+		nt_port_close(&p[i]);
+		munmap(t[i], 4096);
+	}
+}
+
 TEST_HARNESS_MAIN

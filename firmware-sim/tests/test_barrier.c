@@ -862,6 +862,51 @@ static void test_size_limit(void **state)
 	t_finish(s);
 }
 
+/*
+ * The members of a card's groups, lingering destroyed ones too, share
+ * cfg.card_group_members: past it GROUP_CREATE fails with -ENOSPC on every
+ * port of that card, and works again once a group is gone.
+ */
+static void test_card_group_members(void **state)
+{
+	struct nicoff_member t1 = { 0, 1 }, t2 = { 0, 2 }, t3 = { 1, 1 };
+	struct nicoff_member big[2] = { { 0, 1 }, { 1, 1 } };
+	struct sim_cfg cfg;
+	struct nicoff_cmd c;
+	struct nicoff_cqe q;
+	struct sim *s;
+	u32 m1, m2, m3, mb, gid;
+
+	(void)state;
+	sim_cfg_default(&cfg, 2);
+	cfg.fw.card_group_members = 3;
+	s = sim_create(&cfg);
+	m1 = t_port_mr(s, 0, 1, &t1, sizeof(t1), 0, NULL);
+	m2 = t_port_mr(s, 0, 2, &t2, sizeof(t2), 0, NULL);
+	m3 = t_port_mr(s, 1, 1, &t3, sizeof(t3), 0, NULL);
+	mb = t_port_mr(s, 0, 1, big, sizeof(big), 0, NULL);
+	for (gid = 1; gid <= 3; gid++)
+		assert_int_equal(b_create_status(s, 0, 1, gid, 0, 1, m1, 0, 2, 0), 0);
+	assert_int_equal(b_create_status(s, 0, 1, 4, 0, 1, m1, 0, 2, 0), -ENOSPC);
+	assert_int_equal(b_create_status(s, 0, 2, 1, 0, 1, m2, 0, 2, 0), -ENOSPC);
+	/* Another card has its own. */
+	assert_int_equal(b_create_status(s, 1, 1, 1, 0, 1, m3, 0, 2, 0), 0);
+	/* A destroyed group lingers, and counts, until the card forgets it. */
+	c = b_group_cmd(NICOFF_OP_GROUP_DESTROY, 5, 1, 0, 0, 0, 0, 0);
+	sim_post(s, 0, 1, &c);
+	q = t_cqe(s, 0, 1, sim_now(s) + T_SEC);
+	assert_int_equal(q.status, 0);
+	assert_int_equal(b_create_status(s, 0, 2, 1, 0, 1, m2, 0, 2, 0), -ENOSPC);
+	sim_run_until(s, sim_now(s) + 3 * sim_card(s, 0)->dead_ns);
+	assert_int_equal(b_create_status(s, 0, 2, 1, 0, 1, m2, 0, 2, 0), 0);
+	/* Larger than what is left, or than the whole bound. */
+	fw_set_card_group_members(sim_card(s, 0), 4);
+	assert_int_equal(b_create_status(s, 0, 1, 6, 0, 2, mb, 0, 2, 0), -ENOSPC);
+	fw_set_card_group_members(sim_card(s, 0), 1);
+	assert_int_equal(b_create_status(s, 0, 1, 6, 0, 2, mb, 0, 2, 0), -ENOSPC);
+	t_finish(s);
+}
+
 /* Creation waits for late members, and times out when one never comes. */
 static void test_create_timeout(void **state)
 {
@@ -927,6 +972,7 @@ int main(void)
 		cmocka_unit_test(test_two_groups),
 		cmocka_unit_test(test_bad_input),
 		cmocka_unit_test(test_size_limit),
+		cmocka_unit_test(test_card_group_members),
 		cmocka_unit_test(test_create_timeout),
 	};
 
