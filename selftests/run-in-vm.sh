@@ -27,7 +27,8 @@ build=${BUILD:-$top/build}
 module=${MODULE:-$top/nicoff.ko}
 # A list of selftests/build.mk (NAME := a b \ c ...), one word a line.
 build_list() {
-	sed -n "/^$1 :=/,/[^\\]\$/p" "$top/selftests/build.mk" | sed "s/^$1 :=//; s/\\\$//" |
+	awk -v n="$1" '$1 == n && $2 == ":=" { on = 1; sub(/^[^=]*:=/, "") }
+		on { more = sub(/\\$/, ""); print; if (!more) exit }' "$top/selftests/build.mk" |
 		tr -s ' \t' '\n' | sed '/^$/d'
 }
 # The test list is SELFTEST_NAMES of selftests/build.mk, in its order.
