@@ -23,14 +23,6 @@
 #define LEN (4 * PAGE)
 #define TMO 10000
 
-#define CK(cond) do { \
-	if (!(cond)) { \
-		fprintf(stderr, "# child: %s:%d: check failed: %s (errno %d)\n", \
-			__FILE__, __LINE__, #cond, errno); \
-		return 1; \
-	} \
-} while (0)
-
 static void *map_anon(size_t len)
 {
 	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -127,27 +119,27 @@ static int child_side(FIXTURE_DATA(fork) *self)
 	unsigned char vec[8];
 
 	/* The rings are not mapped in the child. */
-	CK(!maps_nicoff());
-	CK(mincore(self->p.cmd_hdr, self->p.po.cmd_size, vec) == -1 && errno == ENOMEM);
-	CK(mincore(self->p.cq_hdr, self->p.po.cq_size, vec) == -1 && errno == ENOMEM);
-	CK(msync(self->p.cmd_hdr, PAGE, MS_ASYNC) == -1 && errno == ENOMEM);
+	NT_CK(!maps_nicoff());
+	NT_CK(mincore(self->p.cmd_hdr, self->p.po.cmd_size, vec) == -1 && errno == ENOMEM);
+	NT_CK(mincore(self->p.cq_hdr, self->p.po.cq_size, vec) == -1 && errno == ENOMEM);
+	NT_CK(msync(self->p.cmd_hdr, PAGE, MS_ASYNC) == -1 && errno == ENOMEM);
 	/* Registration belongs to the process that opened the port. */
-	CK(nt_reg_mr(self->p.fd, own, sizeof(own), 0, NULL) == -EPERM);
-	CK(nt_reg_mr(self->p.fd, self->src, LEN, 0, NULL) == -EPERM);
-	CK(nt_reg_mr(self->p.fd, self->dst, PAGE, NICOFF_ACCESS_LOCAL_WRITE, NULL) == -EPERM);
-	CK(nt_dereg_mr(self->p.fd, self->hs) == -EPERM);
-	CK(nt_dereg_mr(self->p.fd, self->hd) == -EPERM);
+	NT_CK(nt_reg_mr(self->p.fd, own, sizeof(own), 0, NULL) == -EPERM);
+	NT_CK(nt_reg_mr(self->p.fd, self->src, LEN, 0, NULL) == -EPERM);
+	NT_CK(nt_reg_mr(self->p.fd, self->dst, PAGE, NICOFF_ACCESS_LOCAL_WRITE, NULL) == -EPERM);
+	NT_CK(nt_dereg_mr(self->p.fd, self->hs) == -EPERM);
+	NT_CK(nt_dereg_mr(self->p.fd, self->hd) == -EPERM);
 	/* The parent's regions are still registered. */
-	CK(nt_pinned_pages() == self->pinned0 + 8);
+	NT_CK(nt_pinned_pages() == self->pinned0 + 8);
 	/* Scribble on our copies. */
-	CK(all_bytes(self->src, LEN, 0xa1));
+	NT_CK(all_bytes(self->src, LEN, 0xa1));
 	memset(self->src, 0xcc, LEN);
 	memset(self->dst, 0xdd, LEN);
 	sync_send(self->to_parent[1]);
 	/* The parent's COPY went to the parent's pages, not to ours. */
-	CK(sync_recv(self->to_child[0]));
-	CK(all_bytes(self->dst, LEN, 0xdd));
-	CK(all_bytes(self->src, LEN, 0xcc));
+	NT_CK(sync_recv(self->to_child[0]));
+	NT_CK(all_bytes(self->dst, LEN, 0xdd));
+	NT_CK(all_bytes(self->src, LEN, 0xcc));
 	return 0;
 }
 
@@ -292,13 +284,13 @@ static int rings_child(FIXTURE_DATA(fork) *self)
 {
 	void *m;
 
-	CK(!maps_nicoff());
+	NT_CK(!maps_nicoff());
 	m = mmap(NULL, self->p.po.cmd_size, PROT_READ | PROT_WRITE, MAP_SHARED, self->p.fd,
 		 self->p.po.cmd_offset);
-	CK(m == MAP_FAILED && errno == EPERM);
+	NT_CK(m == MAP_FAILED && errno == EPERM);
 	m = mmap(NULL, self->p.po.cq_size, PROT_READ, MAP_SHARED, self->p.fd,
 		 self->p.po.cq_offset);
-	CK(m == MAP_FAILED && errno == EPERM);
+	NT_CK(m == MAP_FAILED && errno == EPERM);
 	return 0;
 }
 

@@ -66,15 +66,6 @@
 /* Measurement noise allowed around the bound and when memory comes back. */
 #define SLACK		(16 * MIB)
 
-/* In the child: report a failed check on stderr and give up. */
-#define CK(cond) do { \
-	if (!(cond)) { \
-		fprintf(stderr, "# child: %s:%d: check failed: %s (errno %d)\n", \
-			__FILE__, __LINE__, #cond, errno); \
-		return 1; \
-	} \
-} while (0)
-
 /* What the parent tells the child. */
 struct orders {
 	uint32_t nics, ports, max_ring;
@@ -302,7 +293,7 @@ static int child_open(struct child *c)
 				c->r.open_last = ret;
 				return 0;
 			}
-			CK(ret == 0);
+			NT_CK(ret == 0);
 			c->ring_used += 2 * ring_pages(e);
 			c->r.ring_pages += 2 * ring_pages(e);
 			c->r.big_ports += e == c->o.max_ring;
@@ -327,13 +318,13 @@ static int child_reopen(struct child *c)
 	while (i-- > 1 && !p)
 		if (ring_pages(c->p[card * c->o.ports + i].cmd_entries) == ring_pages(2))
 			p = &c->p[card * c->o.ports + i];
-	CK(p);
+	NT_CK(p);
 	e = p->cmd_entries;
 	c->r.reopen_over = c->ring_used - 2 * ring_pages(2) + 2 * ring_pages(c->o.max_ring) >
 			   MEMLOCK / PAGE;
 	nt_port_close(p);
 	fd = nt_open_card(card);
-	CK(fd >= 0);
+	NT_CK(fd >= 0);
 	c->r.reopen_big = nt_port_open_fd(fd, NICOFF_PORT_ANY, c->o.max_ring, c->o.max_ring, NULL);
 	close(fd);
 	c->r.reopen_small = nt_port_open(p, card, NICOFF_PORT_ANY, e, e);
@@ -351,7 +342,7 @@ static int child_regions(struct child *c)
 
 		m->card = card;
 		m->port = c->snd[card]->po.port;
-		CK(nt_reg_mr(c->snd[card]->fd, m, c->r.msg, 0, &c->smr[card]) == 0);
+		NT_CK(nt_reg_mr(c->snd[card]->fd, m, c->r.msg, 0, &c->smr[card]) == 0);
 		c->r.regions++;
 		c->r.region_pages += c->r.msg / PAGE;
 	}
@@ -388,7 +379,7 @@ static int child_groups(struct child *c)
 			cmd.group.mr = c->smr[card];
 			cmd.group.algorithm = NICOFF_BARRIER_DEFAULT;
 			ret = nt_run_one(c->snd[card], &cmd, &q, TMO_MS);
-			CK(ret == 0);
+			NT_CK(ret == 0);
 			if (q.status) {
 				c->r.group_last = q.status;
 				break;
@@ -516,23 +507,23 @@ static int child_main(int rd, int wr)
 	char ch;
 
 	memset(&c, 0, sizeof(c));
-	CK(read(rd, &c.o, sizeof(c.o)) == sizeof(c.o));
+	NT_CK(read(rd, &c.o, sizeof(c.o)) == sizeof(c.o));
 	/* Into the cgroup, then give up root: what remains is a plain user. */
 	if (access(CG_DIR "/cgroup.procs", W_OK) == 0)
-		CK(write_str(CG_DIR "/cgroup.procs", "0") == 0);
-	CK(getrlimit(RLIMIT_NOFILE, &nofile) == 0);
+		NT_CK(write_str(CG_DIR "/cgroup.procs", "0") == 0);
+	NT_CK(getrlimit(RLIMIT_NOFILE, &nofile) == 0);
 	nofile.rlim_cur = nofile.rlim_max;
-	CK(setrlimit(RLIMIT_NOFILE, &nofile) == 0);
-	CK(setrlimit(RLIMIT_MEMLOCK, &ml) == 0);
-	CK(setgroups(0, NULL) == 0);
-	CK(setresgid(NOBODY, NOBODY, NOBODY) == 0);
-	CK(setresuid(NOBODY, NOBODY, NOBODY) == 0);
-	CK(geteuid() == NOBODY);
+	NT_CK(setrlimit(RLIMIT_NOFILE, &nofile) == 0);
+	NT_CK(setrlimit(RLIMIT_MEMLOCK, &ml) == 0);
+	NT_CK(setgroups(0, NULL) == 0);
+	NT_CK(setresgid(NOBODY, NOBODY, NOBODY) == 0);
+	NT_CK(setresuid(NOBODY, NOBODY, NOBODY) == 0);
+	NT_CK(geteuid() == NOBODY);
 
 	c.r.msg = c.o.unexp < MSG_MAX ? c.o.unexp / PAGE * PAGE : MSG_MAX;
 	if (c.r.msg * c.o.nics > MEMLOCK / 2)
 		c.r.msg = MEMLOCK / 2 / c.o.nics / PAGE * PAGE;
-	CK(c.r.msg >= PAGE);
+	NT_CK(c.r.msg >= PAGE);
 	c.p = calloc((size_t)c.o.nics * c.o.ports, sizeof(*c.p));
 	c.nports = calloc(c.o.nics, sizeof(*c.nports));
 	c.smr = calloc(c.o.nics, sizeof(*c.smr));
@@ -541,33 +532,33 @@ static int child_main(int rd, int wr)
 		      MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
 	c.page = mmap(NULL, PAGE, PROT_READ | PROT_WRITE,
 		      MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-	CK(c.p && c.nports && c.smr && c.snd && c.sbuf != MAP_FAILED && c.page != MAP_FAILED);
+	NT_CK(c.p && c.nports && c.smr && c.snd && c.sbuf != MAP_FAILED && c.page != MAP_FAILED);
 	per = c.o.ports + 1;
 	for (card = 0; card < c.o.nics; card++) {
 		cmds[card] = calloc(per * 8 > 4096 ? per * 8 : 4096, sizeof(**cmds));
 		st[card] = calloc(per * 8 > 4096 ? per * 8 : 4096, sizeof(**st));
-		CK(cmds[card] && st[card]);
+		NT_CK(cmds[card] && st[card]);
 	}
 	/* Ready: the parent measures; then go. */
-	CK(write(wr, "r", 1) == 1);
-	CK(read(rd, &c.o, sizeof(c.o)) == sizeof(c.o));
+	NT_CK(write(wr, "r", 1) == 1);
+	NT_CK(read(rd, &c.o, sizeof(c.o)) == sizeof(c.o));
 
-	CK(child_open(&c) == 0);
+	NT_CK(child_open(&c) == 0);
 	if (c.r.open_last)
 		fprintf(stderr, "# child: %u ports (%u ring pages), then %d\n", c.r.ports,
 			c.r.ring_pages, c.r.open_last);
-	CK(c.r.ports >= c.o.nics);
+	NT_CK(c.r.ports >= c.o.nics);
 	for (card = 0; card < c.o.nics; card++)
 		c.snd[card] = &c.p[card * c.o.ports];
-	CK(child_reopen(&c) == 0);
-	CK(child_regions(&c) == 0);
-	CK(child_groups(&c) == 0);
-	CK(child_fill(&c, snd, cmds, n, st) == 0);
-	CK(child_probe(&c, snd, cmds, n, st) == 0);
+	NT_CK(child_reopen(&c) == 0);
+	NT_CK(child_regions(&c) == 0);
+	NT_CK(child_groups(&c) == 0);
+	NT_CK(child_fill(&c, snd, cmds, n, st) == 0);
+	NT_CK(child_probe(&c, snd, cmds, n, st) == 0);
 
 	/* Full: report, let the parent measure, then exit (closing everything). */
-	CK(write(wr, &c.r, sizeof(c.r)) == sizeof(c.r));
-	CK(read(rd, &ch, 1) == 1);
+	NT_CK(write(wr, &c.r, sizeof(c.r)) == sizeof(c.r));
+	NT_CK(read(rd, &ch, 1) == 1);
 	return 0;
 }
 

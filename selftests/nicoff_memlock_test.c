@@ -22,15 +22,6 @@
 #define PAGE 4096ul
 #define LIMIT_PAGES 16
 
-/* In a child: report a failed check on stderr and fail with exit code 1. */
-#define CK(cond) do { \
-	if (!(cond)) { \
-		fprintf(stderr, "# child: %s:%d: check failed: %s (errno %d)\n", \
-			__FILE__, __LINE__, #cond, errno); \
-		return 1; \
-	} \
-} while (0)
-
 /* Remove CAP_IPC_LOCK from every set of this process. */
 static int drop_ipc_lock(void)
 {
@@ -105,44 +96,44 @@ static int child_capset(long long pinned0)
 	uint32_t h1, h2, h3, h4;
 	int fd;
 
-	CK(buf != MAP_FAILED);
+	NT_CK(buf != MAP_FAILED);
 	fd = nt_open_card(0);
-	CK(fd >= 0);
-	CK(nt_port_open_fd(fd, NICOFF_PORT_ANY, 8, 8, NULL) == 0);
-	CK(set_memlock(LIMIT_PAGES * PAGE) == 0);
-	CK(drop_ipc_lock() == 0);
-	CK(unprivileged(buf, 32 * PAGE));
-	CK(vm_pin_pages() == 0);
+	NT_CK(fd >= 0);
+	NT_CK(nt_port_open_fd(fd, NICOFF_PORT_ANY, 8, 8, NULL) == 0);
+	NT_CK(set_memlock(LIMIT_PAGES * PAGE) == 0);
+	NT_CK(drop_ipc_lock() == 0);
+	NT_CK(unprivileged(buf, 32 * PAGE));
+	NT_CK(vm_pin_pages() == 0);
 
-	CK(nt_reg_mr(fd, buf, 8 * PAGE, NICOFF_ACCESS_LOCAL_WRITE, &h1) == 0);
-	CK(nt_pinned_pages() == pinned0 + 8);
-	CK(vm_pin_pages() == 8);
-	CK(nt_reg_mr(fd, buf + 8 * PAGE, 8 * PAGE, 0, &h2) == 0);	/* exactly the limit */
-	CK(vm_pin_pages() == 16);
-	CK(nt_reg_mr(fd, buf + 16 * PAGE, PAGE, 0, NULL) == -ENOMEM);
-	CK(nt_reg_mr(fd, buf, 1, NICOFF_ACCESS_ALL, NULL) == -ENOMEM);
-	CK(nt_pinned_pages() == pinned0 + 16);
-	CK(vm_pin_pages() == 16);
+	NT_CK(nt_reg_mr(fd, buf, 8 * PAGE, NICOFF_ACCESS_LOCAL_WRITE, &h1) == 0);
+	NT_CK(nt_pinned_pages() == pinned0 + 8);
+	NT_CK(vm_pin_pages() == 8);
+	NT_CK(nt_reg_mr(fd, buf + 8 * PAGE, 8 * PAGE, 0, &h2) == 0);	/* exactly the limit */
+	NT_CK(vm_pin_pages() == 16);
+	NT_CK(nt_reg_mr(fd, buf + 16 * PAGE, PAGE, 0, NULL) == -ENOMEM);
+	NT_CK(nt_reg_mr(fd, buf, 1, NICOFF_ACCESS_ALL, NULL) == -ENOMEM);
+	NT_CK(nt_pinned_pages() == pinned0 + 16);
+	NT_CK(vm_pin_pages() == 16);
 
-	CK(nt_dereg_mr(fd, h1) == 0);
-	CK(vm_pin_pages() == 8);
-	CK(nt_reg_mr(fd, buf, 9 * PAGE, 0, NULL) == -ENOMEM);
-	CK(nt_reg_mr(fd, buf, 7 * PAGE, 0, &h3) == 0);		/* 15 pages */
+	NT_CK(nt_dereg_mr(fd, h1) == 0);
+	NT_CK(vm_pin_pages() == 8);
+	NT_CK(nt_reg_mr(fd, buf, 9 * PAGE, 0, NULL) == -ENOMEM);
+	NT_CK(nt_reg_mr(fd, buf, 7 * PAGE, 0, &h3) == 0);		/* 15 pages */
 	/* Two bytes across a page boundary are two pages: 17 > 16. */
-	CK(nt_reg_mr(fd, buf + PAGE - 1, 2, 0, NULL) == -ENOMEM);
-	CK(nt_reg_mr(fd, buf + PAGE - 2, 2, 0, &h4) == 0);	/* one page: 16 */
-	CK(nt_reg_mr(fd, buf, 1, 0, NULL) == -ENOMEM);
-	CK(nt_pinned_pages() == pinned0 + 16);
+	NT_CK(nt_reg_mr(fd, buf + PAGE - 1, 2, 0, NULL) == -ENOMEM);
+	NT_CK(nt_reg_mr(fd, buf + PAGE - 2, 2, 0, &h4) == 0);	/* one page: 16 */
+	NT_CK(nt_reg_mr(fd, buf, 1, 0, NULL) == -ENOMEM);
+	NT_CK(nt_pinned_pages() == pinned0 + 16);
 
 	/* A single region larger than the limit. */
-	CK(nt_dereg_mr(fd, h2) == 0);
-	CK(nt_dereg_mr(fd, h3) == 0);
-	CK(nt_dereg_mr(fd, h4) == 0);
-	CK(vm_pin_pages() == 0);
-	CK(nt_reg_mr(fd, buf, (LIMIT_PAGES + 1) * PAGE, 0, NULL) == -ENOMEM);
-	CK(nt_reg_mr(fd, buf + 1, LIMIT_PAGES * PAGE, 0, NULL) == -ENOMEM);
-	CK(nt_reg_mr(fd, buf, LIMIT_PAGES * PAGE, 0, NULL) == 0);
-	CK(nt_pinned_pages() == pinned0 + 16);
+	NT_CK(nt_dereg_mr(fd, h2) == 0);
+	NT_CK(nt_dereg_mr(fd, h3) == 0);
+	NT_CK(nt_dereg_mr(fd, h4) == 0);
+	NT_CK(vm_pin_pages() == 0);
+	NT_CK(nt_reg_mr(fd, buf, (LIMIT_PAGES + 1) * PAGE, 0, NULL) == -ENOMEM);
+	NT_CK(nt_reg_mr(fd, buf + 1, LIMIT_PAGES * PAGE, 0, NULL) == -ENOMEM);
+	NT_CK(nt_reg_mr(fd, buf, LIMIT_PAGES * PAGE, 0, NULL) == 0);
+	NT_CK(nt_pinned_pages() == pinned0 + 16);
 	/* Exit with the region registered: the port's release unpins it. */
 	return 0;
 }
@@ -154,19 +145,19 @@ static int child_setuid(long long pinned0)
 			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
 	int fd;
 
-	CK(buf != MAP_FAILED);
+	NT_CK(buf != MAP_FAILED);
 	fd = nt_open_card(0);
-	CK(fd >= 0);
-	CK(nt_port_open_fd(fd, NICOFF_PORT_ANY, 8, 8, NULL) == 0);
-	CK(set_memlock(LIMIT_PAGES * PAGE) == 0);
-	CK(setresgid(65534, 65534, 65534) == 0);
-	CK(setresuid(65534, 65534, 65534) == 0);
-	CK(unprivileged(buf, 32 * PAGE));
-	CK(nt_reg_mr(fd, buf, 32 * PAGE, 0, NULL) == -ENOMEM);
-	CK(nt_reg_mr(fd, buf, 12 * PAGE, NICOFF_ACCESS_LOCAL_WRITE, NULL) == 0);
-	CK(nt_reg_mr(fd, buf, 4 * PAGE, 0, NULL) == 0);
-	CK(nt_reg_mr(fd, buf + 20 * PAGE, 1, 0, NULL) == -ENOMEM);
-	CK(nt_pinned_pages() == pinned0 + 16);
+	NT_CK(fd >= 0);
+	NT_CK(nt_port_open_fd(fd, NICOFF_PORT_ANY, 8, 8, NULL) == 0);
+	NT_CK(set_memlock(LIMIT_PAGES * PAGE) == 0);
+	NT_CK(setresgid(65534, 65534, 65534) == 0);
+	NT_CK(setresuid(65534, 65534, 65534) == 0);
+	NT_CK(unprivileged(buf, 32 * PAGE));
+	NT_CK(nt_reg_mr(fd, buf, 32 * PAGE, 0, NULL) == -ENOMEM);
+	NT_CK(nt_reg_mr(fd, buf, 12 * PAGE, NICOFF_ACCESS_LOCAL_WRITE, NULL) == 0);
+	NT_CK(nt_reg_mr(fd, buf, 4 * PAGE, 0, NULL) == 0);
+	NT_CK(nt_reg_mr(fd, buf + 20 * PAGE, 1, 0, NULL) == -ENOMEM);
+	NT_CK(nt_pinned_pages() == pinned0 + 16);
 	return 0;
 }
 
@@ -177,15 +168,15 @@ static int child_privileged(long long pinned0)
 			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
 	int fd;
 
-	CK(buf != MAP_FAILED);
+	NT_CK(buf != MAP_FAILED);
 	fd = nt_open_card(0);
-	CK(fd >= 0);
-	CK(nt_port_open_fd(fd, NICOFF_PORT_ANY, 8, 8, NULL) == 0);
-	CK(set_memlock(LIMIT_PAGES * PAGE) == 0);
-	CK(nt_reg_mr(fd, buf, 64 * PAGE, NICOFF_ACCESS_LOCAL_WRITE, NULL) == 0);
-	CK(nt_reg_mr(fd, buf, 64 * PAGE, 0, NULL) == 0);
-	CK(nt_pinned_pages() == pinned0 + 128);
-	CK(vm_pin_pages() == 128);
+	NT_CK(fd >= 0);
+	NT_CK(nt_port_open_fd(fd, NICOFF_PORT_ANY, 8, 8, NULL) == 0);
+	NT_CK(set_memlock(LIMIT_PAGES * PAGE) == 0);
+	NT_CK(nt_reg_mr(fd, buf, 64 * PAGE, NICOFF_ACCESS_LOCAL_WRITE, NULL) == 0);
+	NT_CK(nt_reg_mr(fd, buf, 64 * PAGE, 0, NULL) == 0);
+	NT_CK(nt_pinned_pages() == pinned0 + 128);
+	NT_CK(vm_pin_pages() == 128);
 	return 0;
 }
 
@@ -197,26 +188,26 @@ static int child_two_ports(long long pinned0)
 	uint32_t h;
 	int fd1, fd2;
 
-	CK(buf != MAP_FAILED);
+	NT_CK(buf != MAP_FAILED);
 	fd1 = nt_open_card(0);
 	fd2 = nt_open_card(0);	/* same card, another port */
-	CK(fd1 >= 0 && fd2 >= 0);
-	CK(nt_port_open_fd(fd1, NICOFF_PORT_ANY, 8, 8, NULL) == 0);
-	CK(nt_port_open_fd(fd2, NICOFF_PORT_ANY, 8, 8, NULL) == 0);
-	CK(set_memlock(LIMIT_PAGES * PAGE) == 0);
-	CK(drop_ipc_lock() == 0);
-	CK(nt_reg_mr(fd1, buf, 10 * PAGE, 0, NULL) == 0);
-	CK(nt_reg_mr(fd2, buf, 7 * PAGE, 0, NULL) == -ENOMEM);
-	CK(nt_reg_mr(fd2, buf, 6 * PAGE, 0, &h) == 0);
-	CK(vm_pin_pages() == 16);
+	NT_CK(fd1 >= 0 && fd2 >= 0);
+	NT_CK(nt_port_open_fd(fd1, NICOFF_PORT_ANY, 8, 8, NULL) == 0);
+	NT_CK(nt_port_open_fd(fd2, NICOFF_PORT_ANY, 8, 8, NULL) == 0);
+	NT_CK(set_memlock(LIMIT_PAGES * PAGE) == 0);
+	NT_CK(drop_ipc_lock() == 0);
+	NT_CK(nt_reg_mr(fd1, buf, 10 * PAGE, 0, NULL) == 0);
+	NT_CK(nt_reg_mr(fd2, buf, 7 * PAGE, 0, NULL) == -ENOMEM);
+	NT_CK(nt_reg_mr(fd2, buf, 6 * PAGE, 0, &h) == 0);
+	NT_CK(vm_pin_pages() == 16);
 	/* Closing one port gives its share back. */
 	close(fd1);
-	CK(nt_wait_pinned(pinned0 + 6, 2000) == pinned0 + 6);
-	CK(vm_pin_pages() == 6);
-	CK(nt_reg_mr(fd2, buf, 10 * PAGE, 0, NULL) == 0);
-	CK(nt_reg_mr(fd2, buf, 1, 0, NULL) == -ENOMEM);
-	CK(nt_dereg_mr(fd2, h) == 0);
-	CK(nt_reg_mr(fd2, buf, 1, 0, NULL) == 0);
+	NT_CK(nt_wait_pinned(pinned0 + 6, 2000) == pinned0 + 6);
+	NT_CK(vm_pin_pages() == 6);
+	NT_CK(nt_reg_mr(fd2, buf, 10 * PAGE, 0, NULL) == 0);
+	NT_CK(nt_reg_mr(fd2, buf, 1, 0, NULL) == -ENOMEM);
+	NT_CK(nt_dereg_mr(fd2, h) == 0);
+	NT_CK(nt_reg_mr(fd2, buf, 1, 0, NULL) == 0);
 	return 0;
 }
 
@@ -227,14 +218,14 @@ static int child_zero_limit(long long pinned0)
 			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
 	int fd;
 
-	CK(buf != MAP_FAILED);
+	NT_CK(buf != MAP_FAILED);
 	fd = nt_open_card(0);
-	CK(fd >= 0);
-	CK(nt_port_open_fd(fd, NICOFF_PORT_ANY, 8, 8, NULL) == 0);
-	CK(set_memlock(0) == 0);
-	CK(drop_ipc_lock() == 0);
-	CK(nt_reg_mr(fd, buf, 1, 0, NULL) == -ENOMEM);
-	CK(nt_pinned_pages() == pinned0);
+	NT_CK(fd >= 0);
+	NT_CK(nt_port_open_fd(fd, NICOFF_PORT_ANY, 8, 8, NULL) == 0);
+	NT_CK(set_memlock(0) == 0);
+	NT_CK(drop_ipc_lock() == 0);
+	NT_CK(nt_reg_mr(fd, buf, 1, 0, NULL) == -ENOMEM);
+	NT_CK(nt_pinned_pages() == pinned0);
 	return 0;
 }
 

@@ -27,14 +27,6 @@
 #define USER_ID 65534
 #define MEMLOCK_PAGES 16
 
-#define CK(cond) do { \
-	if (!(cond)) { \
-		fprintf(stderr, "# child: %s:%d: check failed: %s (errno %d)\n", \
-			__FILE__, __LINE__, #cond, errno); \
-		return 1; \
-	} \
-} while (0)
-
 /* Become an ordinary user (uid 65534) with these supplementary groups. */
 static int become_user(const gid_t *groups, size_t n)
 {
@@ -71,18 +63,18 @@ static int member(void)
 	uint32_t h;
 	int fd;
 
-	CK(become_user(groups, 1) == 0);
-	CK(getuid() == USER_ID);
+	NT_CK(become_user(groups, 1) == 0);
+	NT_CK(getuid() == USER_ID);
 	fd = open(NODE, O_RDWR);
-	CK(fd >= 0);
-	CK(nt_port_open_fd(fd, NICOFF_PORT_ANY, 8, 8, NULL) == 0);
+	NT_CK(fd >= 0);
+	NT_CK(nt_port_open_fd(fd, NICOFF_PORT_ANY, 8, 8, NULL) == 0);
 	buf = mmap(NULL, 2 * len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	CK(buf != MAP_FAILED);
+	NT_CK(buf != MAP_FAILED);
 	memset(buf, 1, 2 * len);
-	CK(nt_reg_mr(fd, buf, len, NICOFF_ACCESS_LOCAL_WRITE, &h) == 0);
-	CK(nt_reg_mr(fd, buf + len, PAGE, 0, NULL) == -ENOMEM);
-	CK(nt_dereg_mr(fd, h) == 0);
-	CK(nt_reg_mr(fd, buf + len, len, 0, &h) == 0);
+	NT_CK(nt_reg_mr(fd, buf, len, NICOFF_ACCESS_LOCAL_WRITE, &h) == 0);
+	NT_CK(nt_reg_mr(fd, buf + len, PAGE, 0, NULL) == -ENOMEM);
+	NT_CK(nt_dereg_mr(fd, h) == 0);
+	NT_CK(nt_reg_mr(fd, buf + len, len, 0, &h) == 0);
 	close(fd);
 	return 0;
 }
@@ -90,9 +82,9 @@ static int member(void)
 /* Not a member: the node refuses it. */
 static int stranger(void)
 {
-	CK(become_user(NULL, 0) == 0);
-	CK(open(NODE, O_RDWR) == -1 && errno == EACCES);
-	CK(open(NODE, O_RDONLY) == -1 && errno == EACCES);
+	NT_CK(become_user(NULL, 0) == 0);
+	NT_CK(open(NODE, O_RDWR) == -1 && errno == EACCES);
+	NT_CK(open(NODE, O_RDONLY) == -1 && errno == EACCES);
 	return 0;
 }
 

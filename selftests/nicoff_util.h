@@ -10,9 +10,11 @@
 #ifndef NICOFF_SELFTEST_UTIL_H
 #define NICOFF_SELFTEST_UTIL_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #include <uapi/nicoff.h>
@@ -148,5 +150,17 @@ void nt_fill_pattern(void *buf, size_t len, uint64_t seed);
  */
 int nt_kmsg_open(void);
 int nt_kmsg_splat(int fd, char *line, size_t len);
+
+/*
+ * In a forked child whose function returns its exit code: report a failed
+ * check on stderr (the parent's TAP shows it) and return 1.
+ */
+#define NT_CK(cond) do { \
+	if (!(cond)) { \
+		fprintf(stderr, "# child: %s:%d: check failed: %s (errno %d)\n", \
+			__FILE__, __LINE__, #cond, errno); \
+		return 1; \
+	} \
+} while (0)
 
 #endif
