@@ -56,6 +56,9 @@ static int nicoff_port_open_check(const struct nicoff_port_open *req)
 	if (req->cq_entries < req->cmd_entries || req->cq_entries > nicoff_max_ring_entries ||
 	    !is_power_of_2(req->cq_entries))
 		return -EINVAL;
+	/* Every argument is checked before anything is charged or allocated. */
+	if (req->port != NICOFF_PORT_ANY && req->port >= nicoff_ports)
+		return -EINVAL;
 	return 0;
 }
 
