@@ -9,7 +9,9 @@ suite=${1:?usage: bench.sh SUITE}
 BUILD=${BUILD:-$PWD/build}
 out=$BUILD/results
 mkdir -p "$out"
-vm_args=(--module "$PWD/nicoff.ko" --lib-path "$BUILD/lib" --quiet
+# Without slab debugging (the tests' default): it would slow every allocation
+# of the data path and make the figures the debugger's.
+vm_args=(--module "$PWD/nicoff.ko" --lib-path "$BUILD/lib" --quiet --slub-debug off
 	 --timeout "${BENCH_TIMEOUT:-3000}" --log "$out/$suite.vm.log")
 [ -n "${VMLINUZ:-}" ] && vm_args+=(--kernel "$VMLINUZ")
 [ -n "${VM_PARAMS:-}" ] && vm_args+=(--params "$VM_PARAMS")

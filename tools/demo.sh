@@ -4,7 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-$PWD/build}
-args=(--module "$PWD/nicoff.ko" --lib-path "$BUILD/lib" --quiet --timeout 600
+# Figures, so no slab debugging (the tests' default), as for benchmarks.
+args=(--module "$PWD/nicoff.ko" --lib-path "$BUILD/lib" --quiet --slub-debug off --timeout 600
       --log "$BUILD/demo.vm.log" --params "${VM_PARAMS:-nics=8}")
 [ -n "${VMLINUZ:-}" ] && args+=(--kernel "$VMLINUZ")
 for b in "$BUILD"/bin/*; do args+=(--bin "$b"); done
