@@ -39,7 +39,7 @@ DESTDIR ?=
 
 .PHONY: all module user deps demo check bench vm-shell install clean \
 	unit-tests selftests style vm-check check-run demo-run bench-run FORCE \
-	modules_install dkms-source
+	modules_install dkms-source bench-compare bench-compare-run
 
 all: module user
 
@@ -104,6 +104,16 @@ bench:
 
 bench-run:
 	BUILD=$(BUILD) VMLINUZ=$(VMLINUZ) tools/bench.sh $(SUITE)
+
+# The suite for this tree and for BASE (a commit) side by side in one VM run.
+BASE ?= HEAD
+bench-compare:
+	@tools/deps.sh --if-missing
+	$(MAKE) all
+	$(MAKE) bench-compare-run
+
+bench-compare-run:
+	BUILD=$(BUILD) VMLINUZ=$(VMLINUZ) KDIR=$(KDIR) tools/bench-compare.sh $(SUITE) $(BASE)
 
 vm-shell: all
 	$(VM_RUN) --module $(TOP)/nicoff.ko --params "$(VM_PARAMS)" $(VM_LIBS) \

@@ -5,11 +5,17 @@ Records: {"suite","case","method","nodes","bytes","metric","value","unit","runs"
 Where several methods measured the same (case, nodes, bytes, metric), each
 gets its ratio to the best of them (lowest for times, highest for rates).
 A plot is drawn when a metric varies over nodes or bytes.
+
+With --compare LABEL=FILE (repeatable, a label may be given several files,
+one per round), the records of each label become methods "method@LABEL"
+valued at the median of that label's rounds, so that the table shows each
+build's ratio to the best (tools/bench-compare.sh).
 """
 import argparse
 import collections
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -90,15 +96,46 @@ def plot(records, png):
     return True
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("json")
-    ap.add_argument("--plot", help="PNG to draw when a metric varies over nodes or bytes")
-    a = ap.parse_args()
-    with open(a.json) as f:
+def load(path):
+    with open(path) as f:
         records = json.load(f)
     if not isinstance(records, list) or not records:
-        sys.exit(f"{a.json}: no records")
+        sys.exit(f"{path}: no records")
+    return records
+
+
+def labelled(specs):
+    """Records of every LABEL=FILE, one per (label, key, method), at the median of the rounds."""
+    rounds = collections.defaultdict(list)
+    first = {}
+    for spec in specs:
+        label, sep, path = spec.partition("=")
+        if not sep or not label:
+            sys.exit(f"--compare wants LABEL=FILE: {spec}")
+        for r in load(path):
+            k = (label, key(r), r["method"])
+            first.setdefault(k, r)
+            if isinstance(r["value"], (int, float)):
+                rounds[k].append(r["value"])
+    out = []
+    for k, r in first.items():
+        r = dict(r, method=f"{r['method']}@{k[0]}")
+        if rounds[k]:
+            r["value"] = statistics.median(rounds[k])
+        out.append(r)
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("json", nargs="?")
+    ap.add_argument("--plot", help="PNG to draw when a metric varies over nodes or bytes")
+    ap.add_argument("--compare", action="append", metavar="LABEL=FILE",
+                    help="records of one build (repeatable; several files of a label are rounds)")
+    a = ap.parse_args()
+    if bool(a.json) == bool(a.compare):
+        ap.error("give one JSON file or --compare LABEL=FILE ...")
+    records = load(a.json) if a.json else labelled(a.compare)
     table(records)
     if a.plot and plot(records, a.plot):
         print(f"plot: {a.plot}")
