@@ -4,7 +4,8 @@ CACHE := $(BUILD)/cache
 KSFT_DIR := $(CACHE)/kselftest
 KSFT_STAMP := $(KSFT_DIR)/.stamp
 
-$(KSFT_STAMP):
+# Extracted again when the list of what to take changes.
+$(KSFT_STAMP): $(TOP)/tools/extract-source.sh
 	@test -n "$(LINUX_SOURCE_TAR)" || { echo "linux-source-6.1 missing: run 'make deps'"; exit 1; }
 	tools/extract-source.sh "$(LINUX_SOURCE_TAR)" "$(CACHE)"
 	touch $@

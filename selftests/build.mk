@@ -5,33 +5,10 @@
 #
 #   make selftests        build them into $(BUILD)/selftests/
 #   make selftests-vm     build the module and them, run all in one VM boot
+#   make -C selftests ... the kernel's way: run_tests, install (selftests/Makefile)
 
 SELFTEST_DIR := $(BUILD)/selftests
-SELFTEST_NAMES := \
-	nicoff_ioctl_test \
-	nicoff_memlock_test \
-	nicoff_unpriv_test \
-	nicoff_mmap_test \
-	nicoff_ring_test \
-	nicoff_hostile_test \
-	nicoff_kill_test \
-	nicoff_nowake_test \
-	nicoff_sleep_test \
-	nicoff_fork_test \
-	nicoff_ports_test \
-	nicoff_p2p_test \
-	nicoff_barrier_test \
-	nicoff_hostbarrier_test \
-	nicoff_atomic_test \
-	nicoff_lock_test \
-	nicoff_fuzz_test
-# Run in a second VM boot without slab debugging, which would distort what
-# they measure: kernel memory taken, and card-thread latency.
-SELFTEST_NAMES_NODEBUG := \
-	nicoff_memcharge_test \
-	nicoff_neighbour_test
-# Run by run-in-vm.sh after the others, the module reloaded with nics=1024.
-SELFTEST_NAMES_1K := nicoff_barrier1k_test
+include $(TOP)/selftests/tests.mk
 SELFTEST_BINS := $(addprefix $(SELFTEST_DIR)/,$(SELFTEST_NAMES) $(SELFTEST_NAMES_NODEBUG) \
 	$(SELFTEST_NAMES_1K))
 SELFTEST_UTIL_OBJ := $(SELFTEST_DIR)/nicoff_util.o

@@ -2,7 +2,7 @@
 # selftests/run-in-vm.sh - run the nicoff kernel selftests in ONE VM boot.
 #
 # Boots the VM of tools/vm/run.sh with nicoff.ko loaded, runs every selftest
-# binary of SELFTEST_NAMES in selftests/build.mk (one guest command each,
+# binary of SELFTEST_NAMES in selftests/tests.mk (one guest command each,
 # --keep-going, build them first with `make selftests`), lets the guest unload the
 # module and check its kernel log, then prints a summary of the TAP lines.
 # The tests of SELFTEST_NAMES_NODEBUG (what they measure, kernel memory and
@@ -25,15 +25,15 @@ set -euo pipefail
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${BUILD:-$top/build}
 module=${MODULE:-$top/nicoff.ko}
-# A list of selftests/build.mk (NAME := a b \ c ...), one word a line.
+# A list of selftests/tests.mk (NAME := a b \ c ...), one word a line.
 build_list() {
 	awk -v n="$1" '$1 == n && $2 == ":=" { on = 1; sub(/^[^=]*:=/, "") }
-		on { more = sub(/\\$/, ""); print; if (!more) exit }' "$top/selftests/build.mk" |
+		on { more = sub(/\\$/, ""); print; if (!more) exit }' "$top/selftests/tests.mk" |
 		tr -s ' \t' '\n' | sed '/^$/d'
 }
-# The test list is SELFTEST_NAMES of selftests/build.mk, in its order.
+# The test list is SELFTEST_NAMES of selftests/tests.mk, in its order.
 mapfile -t names < <(build_list SELFTEST_NAMES)
-((${#names[@]})) || { echo "run-in-vm.sh: no SELFTEST_NAMES in selftests/build.mk" >&2; exit 2; }
+((${#names[@]})) || { echo "run-in-vm.sh: no SELFTEST_NAMES in selftests/tests.mk" >&2; exit 2; }
 # SELFTEST_NAMES_1K run last, after the module is reloaded with nics=1024
 # (and then reloaded as it was, without the parameters of --params).
 mapfile -t names1k < <(build_list SELFTEST_NAMES_1K)
