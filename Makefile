@@ -35,6 +35,7 @@ PREFIX ?= /usr/local
 LIBDIR ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
 BINDIR ?= $(PREFIX)/bin
+MANDIR ?= $(PREFIX)/share/man
 DESTDIR ?=
 
 .PHONY: all module user deps demo check bench vm-shell install clean \
@@ -135,6 +136,7 @@ install: user modules_install
 	install -d $(DESTDIR)/lib/udev/rules.d $(DESTDIR)/usr/lib/sysusers.d
 	install -m 644 packaging/60-nicoff.rules $(DESTDIR)/lib/udev/rules.d/
 	install -m 644 packaging/nicoff.sysusers $(DESTDIR)/usr/lib/sysusers.d/nicoff.conf
+	for p in man/*.[1-8]; do install -D -m 644 $$p $(DESTDIR)$(MANDIR)/man$${p##*.}/$${p#man/} || exit; done
 
 # The module into /lib/modules/<KVER>/updates, then depmod (INSTALL_MOD_PATH
 # or DESTDIR install under another root, as kbuild does).

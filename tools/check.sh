@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `make check`: style gates, user-space unit tests (cmocka), the VM
+# `make check`: style gates, man pages, user-space unit tests (cmocka), the VM
 # harness's self-test, then the kselftests in the VM.  Ends with one line
 # "N passed, N failed, N skipped" summed over every test run, and exits
 # non-zero if anything failed.
@@ -29,6 +29,22 @@ count_ksft() {
 
 echo "== style"
 if tools/style.sh; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+
+echo "== man pages"
+# Each page of man/: mandoc's lint says nothing at warning level, and
+# lexgrog (man-db, which indexes whatis) parses its NAME section.
+for page in man/*.[1-8]; do
+	lint=$(mandoc -T lint -W warning "$page" 2>&1)
+	if [ -z "$lint" ] && lexgrog "$page" > /dev/null 2>&1; then
+		passed=$((passed + 1))
+		echo "ok - $page"
+	else
+		failed=$((failed + 1))
+		[ -z "$lint" ] || echo "$lint"
+		lexgrog "$page" || true
+		echo "not ok - $page (mandoc -T lint -W warning, lexgrog)"
+	fi
+done
 
 echo "== unit tests (user space)"
 for t in ${UNIT_TESTS:-}; do

@@ -21,6 +21,8 @@ pkgs=(
 	libnl-3-dev libnl-genl-3-dev liburcu-dev libcmocka-dev zlib1g-dev
 	# plots and result tables
 	gnuplot-nox python3
+	# man pages: lint and whatis parsing in `make check`, `man -l`
+	mandoc man-db
 )
 bpo=bookworm-backports
 bpo_list=/etc/apt/sources.list.d/nicoff-$bpo.sources
