@@ -12,6 +12,7 @@
 #include "fw_list.h"
 #include "fw_pkt.h"
 #include "atomic.h"
+#include "engine.h"
 #include <uapi/nicoff.h>
 
 enum fw_op_kind {
@@ -252,20 +253,26 @@ void fw_peer_owe(struct fw_card *card, struct fw_peer *peer);
 void fw_peer_rearm(struct fw_card *card, struct fw_peer *peer);
 void fw_peer_timer(struct fw_card *card, struct fw_peer *peer, u64 now);
 void fw_peer_release(struct fw_card *card, struct fw_peer *peer);
+/* The stream engine: its packets, and the replies it takes itself. */
+void fw_stream_rx(struct fw_card *card, struct fw_pkt *pkt);
+int fw_stream_rx_err(struct fw_card *card, struct fw_peer *peer, struct fw_pkt *pkt);
+int fw_stream_rx_rnr(struct fw_card *card, struct fw_peer *peer, struct fw_pkt *pkt);
+/* The one packet of an ERR, ABORT or RNR operation. */
+int fw_ctrl_build(struct fw_card *card, struct fw_peer *peer, struct fw_op *op,
+		  struct fw_pkt **out);
 struct fw_pkt *fw_pkt_new(struct fw_card *card, struct fw_peer *peer, u8 type, u32 lport,
 			  u32 rport, u32 len);
 /* CRC, count and hand to the fabric a packet outside the go-back-N stream. */
 void fw_pkt_send(struct fw_card *card, struct fw_pkt *pkt);
 
 /* msg.c */
-int fw_msg_send(struct fw_card *card, struct fw_port *port, const struct nicoff_cmd *cmd);
-int fw_msg_recv(struct fw_card *card, struct fw_port *port, const struct nicoff_cmd *cmd);
+int fw_msg_cmd(struct fw_card *card, struct fw_port *port, const struct nicoff_cmd *cmd);
 int fw_msg_build(struct fw_card *card, struct fw_peer *peer, struct fw_op *op,
 		 struct fw_pkt **out);
 int fw_msg_rx_data(struct fw_card *card, struct fw_peer *peer, struct fw_pkt *pkt);
-void fw_msg_rx_abort(struct fw_card *card, struct fw_peer *peer, const struct fw_pkt_hdr *h);
+int fw_msg_rx_abort(struct fw_card *card, struct fw_peer *peer, struct fw_pkt *pkt);
 void fw_msg_abort_peer(struct fw_card *card, struct fw_peer *peer, s32 status);
-void fw_msg_port_detach(struct fw_card *card, struct fw_port *port);
+void fw_msg_port_detach(struct fw_card *card, u32 port);
 void fw_msg_rx_rnr(struct fw_card *card, struct fw_peer *peer, const struct fw_pkt_hdr *h);
 bool fw_msg_rnr_hold(struct fw_card *card, struct fw_peer *peer, struct fw_op *op);
 void fw_msg_rnr_run(struct fw_card *card, struct fw_peer *peer, u64 now);
@@ -273,11 +280,12 @@ void fw_msg_op_detach(struct fw_card *card, struct fw_op *op);
 void fw_msg_peer_reset(struct fw_card *card, struct fw_peer *peer);
 
 /* rma.c */
-int fw_rma_put(struct fw_card *card, struct fw_port *port, const struct nicoff_cmd *cmd);
-int fw_rma_get(struct fw_card *card, struct fw_port *port, const struct nicoff_cmd *cmd);
+int fw_rma_cmd(struct fw_card *card, struct fw_port *port, const struct nicoff_cmd *cmd);
 int fw_rma_build(struct fw_card *card, struct fw_peer *peer, struct fw_op *op,
 		 struct fw_pkt **out);
-int fw_rma_rx(struct fw_card *card, struct fw_peer *peer, struct fw_pkt *pkt);
+int fw_rma_rx_put(struct fw_card *card, struct fw_peer *peer, struct fw_pkt *pkt);
+int fw_rma_rx_get_req(struct fw_card *card, struct fw_peer *peer, struct fw_pkt *pkt);
+int fw_rma_rx_get_resp(struct fw_card *card, struct fw_peer *peer, struct fw_pkt *pkt);
 
 /* barrier.c: process groups and their barriers (see barrier.h) */
 int fw_barrier_cmd(struct fw_card *card, struct fw_port *port, const struct nicoff_cmd *cmd);

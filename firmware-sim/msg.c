@@ -65,7 +65,8 @@ static bool fw_same_pair(const struct fw_op *a, const struct fw_op *b)
 	return a->lport == b->lport && a->dst_port == b->dst_port;
 }
 
-int fw_msg_send(struct fw_card *card, struct fw_port *port, const struct nicoff_cmd *cmd)
+static int fw_msg_send(struct fw_card *card, struct fw_port *port,
+		       const struct nicoff_cmd *cmd)
 {
 	const struct nicoff_op_send *s = &cmd->send;
 	struct fw_op *op;
@@ -293,7 +294,8 @@ static void fw_msg_bind(struct fw_card *card, struct fw_port *port, struct fw_rm
 		fw_list_add_tail(&rm->port_node, &port->bound);
 }
 
-int fw_msg_recv(struct fw_card *card, struct fw_port *port, const struct nicoff_cmd *cmd)
+static int fw_msg_recv(struct fw_card *card, struct fw_port *port,
+		       const struct nicoff_cmd *cmd)
 {
 	const struct nicoff_op_recv *r = &cmd->recv;
 	struct fw_recv *recv;
@@ -330,6 +332,13 @@ int fw_msg_recv(struct fw_card *card, struct fw_port *port, const struct nicoff_
 	}
 	fw_list_add_tail(&recv->node, &port->posted);
 	return 0;
+}
+
+/* SEND or RECV: the engine table gives it no other opcode. */
+int fw_msg_cmd(struct fw_card *card, struct fw_port *port, const struct nicoff_cmd *cmd)
+{
+	return cmd->opcode == NICOFF_OP_SEND ? fw_msg_send(card, port, cmd) :
+					       fw_msg_recv(card, port, cmd);
 }
 
 static struct fw_recv *fw_msg_match(struct fw_port *port, u32 src, u32 sport, u64 tag)
@@ -534,8 +543,9 @@ int fw_msg_rx_data(struct fw_card *card, struct fw_peer *peer, struct fw_pkt *pk
 	return fw_msg_add(card, rm, pkt);
 }
 
-void fw_msg_rx_abort(struct fw_card *card, struct fw_peer *peer, const struct fw_pkt_hdr *h)
+int fw_msg_rx_abort(struct fw_card *card, struct fw_peer *peer, struct fw_pkt *pkt)
 {
+	const struct fw_pkt_hdr *h = &pkt->hdr;
 	struct fw_rmsg *rm = fw_rmsg_find(peer, h->msg_id);
 	struct fw_rblock *b = fw_rblock_find(peer, h->src_port, h->dst_port);
 
@@ -543,6 +553,7 @@ void fw_msg_rx_abort(struct fw_card *card, struct fw_peer *peer, const struct fw
 		fw_msg_abort(card, rm, -ECONNABORTED);
 	if (b && b->msg_id == h->msg_id)
 		fw_rblock_free(card, b);	/* its sender gave up the awaited message */
+	return FW_RX_DONE;
 }
 
 /* The peer's half-received messages will never be finished. */
@@ -565,8 +576,10 @@ void fw_msg_peer_reset(struct fw_card *card, struct fw_peer *peer)
 }
 
 /* The port closes: its receives and messages go, without completions. */
-void fw_msg_port_detach(struct fw_card *card, struct fw_port *port)
+void fw_msg_port_detach(struct fw_card *card, u32 id)
 {
+	struct fw_port *port = fw_port_find(card, id);
+
 	while (!fw_list_empty(&port->posted)) {
 		struct fw_recv *r = fw_list_entry(port->posted.next, struct fw_recv, node);
 

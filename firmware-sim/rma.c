@@ -11,10 +11,11 @@
  */
 #include "card.h"
 
-static int fw_rma_cmd(struct fw_card *card, struct fw_port *port, const struct nicoff_cmd *cmd,
-		      u8 kind)
+/* PUT or GET: the engine table gives it no other opcode. */
+int fw_rma_cmd(struct fw_card *card, struct fw_port *port, const struct nicoff_cmd *cmd)
 {
 	const struct nicoff_op_rdma *d = &cmd->rdma;
+	u8 kind = cmd->opcode == NICOFF_OP_PUT ? FW_OP_PUT : FW_OP_GET;
 	struct fw_op *op;
 	int ret;
 
@@ -44,16 +45,6 @@ static int fw_rma_cmd(struct fw_card *card, struct fw_port *port, const struct n
 	return 0;
 }
 
-int fw_rma_put(struct fw_card *card, struct fw_port *port, const struct nicoff_cmd *cmd)
-{
-	return fw_rma_cmd(card, port, cmd, FW_OP_PUT);
-}
-
-int fw_rma_get(struct fw_card *card, struct fw_port *port, const struct nicoff_cmd *cmd)
-{
-	return fw_rma_cmd(card, port, cmd, FW_OP_GET);
-}
-
 static void fw_rma_count(struct fw_card *card, struct fw_port *port, u32 src_card,
 			 u32 src_port, s32 err, u32 opcode)
 {
@@ -80,7 +71,7 @@ static int fw_rma_build_data(struct fw_card *card, struct fw_peer *peer, struct 
 {
 	bool put = op->kind == FW_OP_PUT;
 	u32 frag = (u32)fw_min_u64(card->cfg.mtu, op->len - op->pos);
-	struct fw_pkt *pkt = fw_pkt_new(card, peer, put ? FW_PKT_PUT : FW_PKT_GET_RESP, op->lport,
+	struct fw_pkt *pkt = fw_pkt_new(card, peer, fw_op_info_of(op->kind)->pkt_type, op->lport,
 					op->dst_port, frag);
 	int ret = 0;
 
@@ -124,7 +115,7 @@ int fw_rma_build(struct fw_card *card, struct fw_peer *peer, struct fw_op *op,
 
 	if (op->kind != FW_OP_GET)
 		return fw_rma_build_data(card, peer, op, out);
-	pkt = fw_pkt_new(card, peer, FW_PKT_GET_REQ, op->lport, op->dst_port, 0);
+	pkt = fw_pkt_new(card, peer, fw_op_info_of(op->kind)->pkt_type, op->lport, op->dst_port, 0);
 	if (!pkt)
 		return FW_BUILD_NOMEM;
 	pkt->hdr.msg_id = op->msg_id;
@@ -136,7 +127,7 @@ int fw_rma_build(struct fw_card *card, struct fw_peer *peer, struct fw_op *op,
 	return FW_BUILD_PKT;
 }
 
-static int fw_rma_rx_put(struct fw_card *card, struct fw_peer *peer, struct fw_pkt *pkt)
+int fw_rma_rx_put(struct fw_card *card, struct fw_peer *peer, struct fw_pkt *pkt)
 {
 	const u32 flags = FWOS_MEM_REMOTE | NICOFF_ACCESS_REMOTE_WRITE;
 	const struct fw_pkt_hdr *h = &pkt->hdr;
@@ -162,9 +153,9 @@ static int fw_rma_rx_put(struct fw_card *card, struct fw_peer *peer, struct fw_p
 	return FW_RX_DONE;
 }
 
-static int fw_rma_rx_get_req(struct fw_card *card, struct fw_peer *peer,
-			     const struct fw_pkt_hdr *h)
+int fw_rma_rx_get_req(struct fw_card *card, struct fw_peer *peer, struct fw_pkt *pkt)
 {
+	const struct fw_pkt_hdr *h = &pkt->hdr;
 	struct fw_port *port = fw_port_find(card, h->dst_port);
 	struct fw_op *op;
 	int err;
@@ -209,7 +200,7 @@ static struct fw_op *fw_rma_find_get(struct fw_peer *peer, u64 msg_id)
 	return NULL;
 }
 
-static int fw_rma_rx_get_resp(struct fw_card *card, struct fw_peer *peer, struct fw_pkt *pkt)
+int fw_rma_rx_get_resp(struct fw_card *card, struct fw_peer *peer, struct fw_pkt *pkt)
 {
 	const struct fw_pkt_hdr *h = &pkt->hdr;
 	struct fw_op *op = fw_rma_find_get(peer, h->msg_id);
@@ -228,16 +219,4 @@ static int fw_rma_rx_get_resp(struct fw_card *card, struct fw_peer *peer, struct
 	if (op->rcvd == op->len)
 		fw_op_finish(card, op, op->err, op->err ? 0 : op->len);
 	return FW_RX_DONE;
-}
-
-int fw_rma_rx(struct fw_card *card, struct fw_peer *peer, struct fw_pkt *pkt)
-{
-	switch (pkt->hdr.type) {
-	case FW_PKT_PUT:
-		return fw_rma_rx_put(card, peer, pkt);
-	case FW_PKT_GET_REQ:
-		return fw_rma_rx_get_req(card, peer, &pkt->hdr);
-	default:
-		return fw_rma_rx_get_resp(card, peer, pkt);
-	}
 }

@@ -291,12 +291,11 @@ bool fw_reply_rnr(struct fw_card *card, struct fw_peer *peer, const struct fw_pk
 	return true;
 }
 
-static int fw_ctrl_build(struct fw_card *card, struct fw_peer *peer, struct fw_op *op,
-			 struct fw_pkt **out)
+int fw_ctrl_build(struct fw_card *card, struct fw_peer *peer, struct fw_op *op,
+		  struct fw_pkt **out)
 {
-	u8 type = op->kind == FW_OP_ERR ? FW_PKT_ERR :
-		  op->kind == FW_OP_RNR ? FW_PKT_RNR : FW_PKT_ABORT;
-	struct fw_pkt *pkt = fw_pkt_new(card, peer, type, op->lport, op->dst_port, 0);
+	struct fw_pkt *pkt = fw_pkt_new(card, peer, fw_op_info_of(op->kind)->pkt_type, op->lport,
+					op->dst_port, 0);
 
 	if (!pkt)
 		return FW_BUILD_NOMEM;
@@ -306,21 +305,6 @@ static int fw_ctrl_build(struct fw_card *card, struct fw_peer *peer, struct fw_o
 	op->all_sent = true;
 	*out = pkt;
 	return FW_BUILD_PKT;
-}
-
-static int fw_op_build(struct fw_card *card, struct fw_peer *peer, struct fw_op *op,
-		       struct fw_pkt **out)
-{
-	switch (op->kind) {
-	case FW_OP_SEND:
-		return fw_msg_build(card, peer, op, out);
-	case FW_OP_PUT:
-	case FW_OP_GET:
-	case FW_OP_GETRESP:
-		return fw_rma_build(card, peer, op, out);
-	default:
-		return fw_ctrl_build(card, peer, op, out);
-	}
 }
 
 /* Build and send packets while the window has room. */
@@ -339,7 +323,8 @@ void fw_tx_flush(struct fw_card *card, struct fw_peer *peer)
 		if (op->kind == FW_OP_SEND && !op->pos && !fw_list_empty(&peer->rnrq) &&
 		    fw_msg_rnr_hold(card, peer, op))
 			continue;
-		r = fw_recs_room(card, peer) ? fw_op_build(card, peer, op, &pkt) : FW_BUILD_NOMEM;
+		r = fw_recs_room(card, peer) ?
+		    fw_op_info_of(op->kind)->build(card, peer, op, &pkt) : FW_BUILD_NOMEM;
 		if (r == FW_BUILD_NOMEM) {
 			/* The retransmission timer tries again. */
 			if (peer->rto_at == FW_NEVER)
@@ -541,8 +526,9 @@ static void fw_ack_rx(struct fw_card *card, struct fw_peer *peer, const struct f
 	fw_fast_retransmit(card, peer, h, now);
 }
 
-static int fw_rx_err(struct fw_card *card, struct fw_peer *peer, const struct fw_pkt_hdr *h)
+int fw_stream_rx_err(struct fw_card *card, struct fw_peer *peer, struct fw_pkt *pkt)
 {
+	const struct fw_pkt_hdr *h = &pkt->hdr;
 	struct fw_list *n;
 
 	peer->err_rx++;
@@ -616,25 +602,13 @@ static void fw_rx_sync(struct fw_card *card, struct fw_peer *peer, u32 epoch, u3
 	fw_pending_settle(card, peer);
 }
 
-static int fw_rx_content(struct fw_card *card, struct fw_peer *peer, struct fw_pkt *pkt)
+int fw_stream_rx_rnr(struct fw_card *card, struct fw_peer *peer, struct fw_pkt *pkt)
 {
-	switch (pkt->hdr.type) {
-	case FW_PKT_DATA:
-		return fw_msg_rx_data(card, peer, pkt);
-	case FW_PKT_ABORT:
-		fw_msg_rx_abort(card, peer, &pkt->hdr);
-		return FW_RX_DONE;
-	case FW_PKT_ERR:
-		return fw_rx_err(card, peer, &pkt->hdr);
-	case FW_PKT_RNR:
-		/* Before settling: the op it refuses must not complete. */
-		peer->err_rx++;
-		fw_msg_rx_rnr(card, peer, &pkt->hdr);
-		fw_pending_settle(card, peer);
-		return FW_RX_DONE;
-	default:
-		return fw_rma_rx(card, peer, pkt);
-	}
+	peer->err_rx++;
+	/* Before settling: the op it refuses must not complete. */
+	fw_msg_rx_rnr(card, peer, &pkt->hdr);
+	fw_pending_settle(card, peer);
+	return FW_RX_DONE;
 }
 
 /* A sequenced packet: accept it in order or drop it.  Whether to ack now. */
@@ -663,7 +637,7 @@ static bool fw_rx_seq(struct fw_card *card, struct fw_peer *peer, struct fw_pkt 
 		peer->ack_pending = true;	/* tell the sender where we are */
 		return true;
 	}
-	verdict = fw_rx_content(card, peer, pkt);
+	verdict = fw_pkt_info_of(h->type)->deliver(card, peer, pkt);
 	if (verdict == FW_RX_RNR) {
 		/* No room: no ack, the sender's retransmission retries. */
 		card->stats.rnr_drops++;
@@ -684,29 +658,35 @@ static bool fw_rx_seq(struct fw_card *card, struct fw_peer *peer, struct fw_pkt 
 
 void fw_rx(struct fw_card *card, struct fw_pkt *pkt, u32 size)
 {
-	struct fw_peer *peer;
-	bool ack_now = false;
-	u64 now;
+	const struct fw_pkt_info *pt;
 
 	if (!fw_pkt_check(pkt, size)) {
 		card->stats.crc_errors++;
 		fwos_pkt_free(card->host, pkt);
 		return;
 	}
-	if (fw_atomic_rx(card, pkt, size))
-		return;
-	if (pkt->hdr.type >= FW_PKT_BARRIER && pkt->hdr.type <= FW_PKT_BARRIER_STATE &&
-	    pkt->hdr.dst_node == card->cfg.node) {
-		fw_barrier_rx(card, pkt);
-		return;
-	}
-	if (pkt->hdr.dst_node != card->cfg.node || pkt->hdr.type < FW_PKT_ACK ||
-	    (pkt->hdr.type > FW_PKT_ABORT && pkt->hdr.type != FW_PKT_RNR)) {
+	pt = fw_pkt_info_of(pkt->hdr.type);
+	if (!pt) {
+		card->stats.bad_packets++;
 		fwos_pkt_free(card->host, pkt);
 		return;
 	}
+	if (pkt->hdr.dst_node != card->cfg.node) {
+		fwos_pkt_free(card->host, pkt);
+		return;
+	}
+	pt->engine->rx(card, pkt);
+}
+
+/* A packet of the go-back-N stream (or an ACK of it) for this card. */
+void fw_stream_rx(struct fw_card *card, struct fw_pkt *pkt)
+{
+	struct fw_peer *peer;
+	bool ack_now = false;
+	u64 now;
+
 	card->stats.rx_pkts++;
-	card->stats.rx_bytes += size;
+	card->stats.rx_bytes += fw_pkt_size(pkt);
 	peer = fw_peer_get(card, pkt->hdr.src_node);
 	if (!peer) {
 		fwos_pkt_free(card->host, pkt);
