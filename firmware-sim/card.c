@@ -164,7 +164,7 @@ static void fw_op_detach(struct fw_card *card, struct fw_op *op)
 	if (op->kind == FW_OP_SEND && !card->dying)
 		fw_msg_op_detach(card, op);	/* refused once: the peer waits for it */
 	if (op->queue == FW_OPQ_TX && !card->dying) {
-		if (op->kind == FW_OP_SEND && op->pos)
+		if (op->kind == FW_OP_SEND && fw_op_sent(op))
 			fw_tx_queue_ctrl(card, peer, FW_OP_ABORT, op->lport, op->dst_port,
 					 op->msg_id, 0, &op->q_node);
 		else if (op->kind == FW_OP_GETRESP)
@@ -208,7 +208,7 @@ void fw_port_detach(struct fw_card *card, u32 id)
 struct fw_op *fw_op_new(struct fw_card *card, struct fw_peer *peer, struct fw_port *port,
 			u8 kind, u64 cmd_tag)
 {
-	struct fw_op *op = fwos_zalloc(card->host, sizeof(*op));
+	struct fw_op *op = fwos_zalloc(card->host, fw_op_info_of(kind)->size);
 
 	if (!op)
 		return NULL;

@@ -13,10 +13,12 @@
 #include "fw_pkt.h"
 #include "atomic.h"
 #include "engine.h"
+#include "cursor.h"
 #include <uapi/nicoff.h>
 
+/* The first four move data (struct fw_xfer_op), the rest send one packet (fw_ctrl_op). */
 enum fw_op_kind {
-	FW_OP_SEND,		/* a port's SEND */
+	FW_OP_SEND,		/* a port's SEND (struct fw_send_op) */
 	FW_OP_PUT,		/* a port's PUT */
 	FW_OP_GET,		/* a port's GET */
 	FW_OP_GETRESP,		/* data owed to a peer's GET */
@@ -34,8 +36,10 @@ enum fw_op_queue {
 };
 
 /*
- * Something this card sends to a peer.  It lives until it is done (its
- * completion posted, or none owed) and no send record refers to it.
+ * Something this card sends to a peer: what every kind shares, embedded
+ * first in the kind's own struct (engine.c gives each kind's size).  It
+ * lives until it is done (its completion posted, or none owed) and no
+ * send record refers to it.
  */
 struct fw_op {
 	struct fw_list peer_node;	/* peer->ops */
@@ -53,18 +57,37 @@ struct fw_op {
 	u32 need_err;			/*  that vouch no ERR is owed for it */
 	u32 lport;			/* our port number */
 	u32 dst_port;			/* the peer's port */
-	u32 key;			/* local handle (SEND, PUT, GET) */
-	u32 rkey;			/* the target's region (PUT, GET, GETRESP) */
-	s32 err;			/* ERR: errno to send; GET: first write error */
 	u64 cmd_tag;
 	u64 msg_id;
-	u64 msg_tag;
-	u64 off;			/* offset in the local region */
-	u64 roff;			/* offset in the target's region */
-	u64 len;
-	u64 pos;			/* bytes put in packets so far */
+};
+
+/* ERR, ABORT, RNR: one packet, header only. */
+struct fw_ctrl_op {
+	struct fw_op op;
+	s32 err;			/* ERR: errno to send; RNR: why refused */
+	u64 seq;			/* RNR: the refused packet's epoch << 32 | seq */
+};
+
+/* SEND (inside struct fw_send_op), PUT, GET, GETRESP: data between regions. */
+struct fw_xfer_op {
+	struct fw_op op;
+	/*
+	 * The bytes it puts in packets (SEND, PUT: region key; GETRESP: region
+	 * rkey) or, for GET, where the answer goes (region key); cur.pos: bytes
+	 * put in packets so far.
+	 */
+	struct fw_cursor cur;
+	u32 key;			/* local handle (SEND, PUT, GET) */
+	u32 rkey;			/* the target's region (PUT, GET, GETRESP) */
+	u64 roff;			/* offset in the target's region (PUT, GET) */
 	u64 rcvd;			/* GET: bytes written back so far */
-	/* SEND refused by the receiver (RNR) or held behind one (msg.c). */
+	s32 err;			/* GET: first write error */
+};
+
+struct fw_send_op {
+	struct fw_xfer_op x;
+	u64 msg_tag;
+	/* Refused by the receiver (RNR) or held behind one (msg.c). */
 	bool rnr_named;			/* the peer refuses its port pair until it comes again */
 	bool resend;			/* put back on txq after a refusal */
 	u32 rnr_seq;			/* first packet of its latest attempt */
@@ -72,6 +95,32 @@ struct fw_op {
 	u64 rnr_end;			/* -ENOBUFS then; 0 until first refused or held */
 	u64 rnr_wait;			/* its next backoff */
 };
+
+static inline bool fw_op_is_xfer(const struct fw_op *op)
+{
+	return op->kind <= FW_OP_GETRESP;
+}
+
+static inline struct fw_ctrl_op *fw_ctrl_op(struct fw_op *op)
+{
+	return fw_container_of(op, struct fw_ctrl_op, op);
+}
+
+static inline struct fw_xfer_op *fw_xfer_op(struct fw_op *op)
+{
+	return fw_container_of(op, struct fw_xfer_op, op);
+}
+
+static inline struct fw_send_op *fw_send_op(struct fw_op *op)
+{
+	return fw_container_of(fw_xfer_op(op), struct fw_send_op, x);
+}
+
+/* Bytes of @op put in packets so far: 0 for a one-packet kind. */
+static inline u64 fw_op_sent(const struct fw_op *op)
+{
+	return fw_op_is_xfer(op) ? fw_container_of(op, const struct fw_xfer_op, op)->cur.pos : 0;
+}
 
 /* A packet sent and not yet acknowledged: the card's copy of it. */
 struct fw_srec {
@@ -163,8 +212,7 @@ struct fw_recv {
 	u32 mr;
 	u32 src_card;
 	u32 src_port;
-	u64 off;
-	u64 len;
+	struct fw_cursor cur;		/* where the message goes in region mr */
 	u64 tag;
 	u64 tag_mask;
 };

@@ -10,39 +10,24 @@
 #define FW_TABLE_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
 
 static const struct fw_engine_ops fw_atomic_engine = {
-	.name = "atomic",
-	.init = fw_atomic_init,
-	.cmd = fw_atomic_cmd,
-	.rx = fw_atomic_rx,
-	.poll = fw_atomic_poll,
-	.port_detach = fw_atomic_port_detach,
-	.destroy = fw_atomic_destroy,
+	.name = "atomic", .init = fw_atomic_init, .cmd = fw_atomic_cmd, .rx = fw_atomic_rx,
+	.poll = fw_atomic_poll, .port_detach = fw_atomic_port_detach, .destroy = fw_atomic_destroy,
 };
 
 static const struct fw_engine_ops fw_barrier_engine = {
-	.name = "barrier",
-	.cmd = fw_barrier_cmd,
-	.rx = fw_barrier_rx,
-	.poll = fw_barrier_poll,
-	.port_detach = fw_barrier_port_detach,
-	.destroy = fw_barrier_card_free,
+	.name = "barrier", .cmd = fw_barrier_cmd, .rx = fw_barrier_rx, .poll = fw_barrier_poll,
+	.port_detach = fw_barrier_port_detach, .destroy = fw_barrier_card_free,
 };
 
 static const struct fw_engine_ops fw_msg_engine = {
-	.name = "msg",
-	.cmd = fw_msg_cmd,
-	.port_detach = fw_msg_port_detach,
+	.name = "msg", .cmd = fw_msg_cmd, .port_detach = fw_msg_port_detach,
 };
 
-static const struct fw_engine_ops fw_rma_engine = {
-	.name = "rma",
-	.cmd = fw_rma_cmd,
-};
+static const struct fw_engine_ops fw_rma_engine = { .name = "rma", .cmd = fw_rma_cmd };
 
 /* The go-back-N stream: its packets carry messages, puts, gets and replies. */
 static const struct fw_engine_ops fw_stream_engine = {
-	.name = "stream",
-	.rx = fw_stream_rx,
+	.name = "stream", .rx = fw_stream_rx,
 	.destroy = fw_peers_free,	/* last: the others' state hangs off peers */
 };
 
@@ -88,13 +73,14 @@ static const struct fw_pkt_info fw_pkt_infos[] = {
 
 /* Kinds of operation (card.h). */
 static const struct fw_op_info fw_op_infos[] = {
-	[FW_OP_SEND] = { FW_PKT_DATA, NICOFF_OP_SEND, fw_msg_build },
-	[FW_OP_PUT] = { FW_PKT_PUT, NICOFF_OP_PUT, fw_rma_build },
-	[FW_OP_GET] = { FW_PKT_GET_REQ, NICOFF_OP_GET, fw_rma_build },
-	[FW_OP_GETRESP] = { FW_PKT_GET_RESP, NICOFF_OP_NOP, fw_rma_build },
-	[FW_OP_ERR] = { FW_PKT_ERR, NICOFF_OP_NOP, fw_ctrl_build },
-	[FW_OP_ABORT] = { FW_PKT_ABORT, NICOFF_OP_NOP, fw_ctrl_build },
-	[FW_OP_RNR] = { FW_PKT_RNR, NICOFF_OP_NOP, fw_ctrl_build },
+	[FW_OP_SEND] = { FW_PKT_DATA, NICOFF_OP_SEND, sizeof(struct fw_send_op), fw_msg_build },
+	[FW_OP_PUT] = { FW_PKT_PUT, NICOFF_OP_PUT, sizeof(struct fw_xfer_op), fw_rma_build },
+	[FW_OP_GET] = { FW_PKT_GET_REQ, NICOFF_OP_GET, sizeof(struct fw_xfer_op), fw_rma_build },
+	[FW_OP_GETRESP] = { FW_PKT_GET_RESP, NICOFF_OP_NOP, sizeof(struct fw_xfer_op),
+			    fw_rma_build },
+	[FW_OP_ERR] = { FW_PKT_ERR, NICOFF_OP_NOP, sizeof(struct fw_ctrl_op), fw_ctrl_build },
+	[FW_OP_ABORT] = { FW_PKT_ABORT, NICOFF_OP_NOP, sizeof(struct fw_ctrl_op), fw_ctrl_build },
+	[FW_OP_RNR] = { FW_PKT_RNR, NICOFF_OP_NOP, sizeof(struct fw_ctrl_op), fw_ctrl_build },
 };
 
 const struct fw_engine_ops *fw_engine_of_opcode(u8 opcode)

@@ -55,6 +55,7 @@ struct fw_pkt_info {
 struct fw_op_info {
 	u8 pkt_type;		/* the packets it sends (enum fw_pkt_type) */
 	u8 opcode;		/* of the completion it owes: SEND, PUT, GET; else none is owed */
+	u32 size;		/* of its struct, which embeds struct fw_op first */
 	/* Its next packet: enum fw_build. */
 	int (*build)(struct fw_card *card, struct fw_peer *peer, struct fw_op *op,
 		     struct fw_pkt **out);

@@ -215,12 +215,28 @@ static struct fw_list *fw_reply_point(struct fw_peer *peer)
 
 		if (fw_op_reply(o))
 			at = n->next;
-		else if (o->kind != FW_OP_ABORT && (cut || !o->pos))
+		else if (o->kind != FW_OP_ABORT && (cut || !fw_op_sent(o)))
 			break;
 		else if (o->kind != FW_OP_ABORT)
 			cut = true;
 	}
 	return at;
+}
+
+/* A one-packet operation, owing no completion, not queued yet; NULL without memory. */
+static struct fw_ctrl_op *fw_ctrl_new(struct fw_card *card, struct fw_peer *peer, u8 kind,
+				      u32 lport, u32 rport, u64 msg_id, s32 err)
+{
+	struct fw_op *op = fw_op_new(card, peer, NULL, kind, 0);
+
+	if (!op)
+		return NULL;
+	op->done = true;
+	op->lport = lport;
+	op->dst_port = rport;
+	op->msg_id = msg_id;
+	fw_ctrl_op(op)->err = err;
+	return fw_ctrl_op(op);
 }
 
 /*
@@ -230,15 +246,10 @@ static struct fw_list *fw_reply_point(struct fw_peer *peer)
 void fw_tx_queue_ctrl(struct fw_card *card, struct fw_peer *peer, u8 kind, u32 lport,
 		      u32 rport, u64 msg_id, s32 err, struct fw_list *before)
 {
-	struct fw_op *op = fw_op_new(card, peer, NULL, kind, 0);
+	struct fw_ctrl_op *c = fw_ctrl_new(card, peer, kind, lport, rport, msg_id, err);
 
-	if (!op)
+	if (!c)
 		return;		/* the peer's operation will time out instead */
-	op->done = true;
-	op->lport = lport;
-	op->dst_port = rport;
-	op->msg_id = msg_id;
-	op->err = err;
 	if (kind == FW_OP_ERR) {
 		peer->err_tx++;
 		card->stats.err_replies++;
@@ -246,8 +257,8 @@ void fw_tx_queue_ctrl(struct fw_card *card, struct fw_peer *peer, u8 kind, u32 l
 	}
 	if (!before)
 		before = &peer->txq;
-	fw_list_insert(&op->q_node, before->prev, before);
-	op->queue = FW_OPQ_TX;
+	fw_list_insert(&c->op.q_node, before->prev, before);
+	c->op.queue = FW_OPQ_TX;
 }
 
 /*
@@ -273,21 +284,17 @@ void fw_reply_err(struct fw_card *card, struct fw_peer *peer, const struct fw_pk
 bool fw_reply_rnr(struct fw_card *card, struct fw_peer *peer, const struct fw_pkt_hdr *h,
 		  s32 why)
 {
-	struct fw_op *op = fw_op_new(card, peer, NULL, FW_OP_RNR, 0);
+	struct fw_ctrl_op *c = fw_ctrl_new(card, peer, FW_OP_RNR, h->dst_port, h->src_port,
+					   h->msg_id, why);
 	struct fw_list *at;
 
-	if (!op)
+	if (!c)
 		return false;
-	op->done = true;
-	op->lport = h->dst_port;
-	op->dst_port = h->src_port;
-	op->msg_id = h->msg_id;
-	op->err = why;
-	op->roff = (u64)h->epoch << 32 | h->seq;
+	c->seq = (u64)h->epoch << 32 | h->seq;
 	peer->err_tx++;
 	at = fw_reply_point(peer);
-	fw_list_insert(&op->q_node, at->prev, at);
-	op->queue = FW_OPQ_TX;
+	fw_list_insert(&c->op.q_node, at->prev, at);
+	c->op.queue = FW_OPQ_TX;
 	return true;
 }
 
@@ -300,8 +307,8 @@ int fw_ctrl_build(struct fw_card *card, struct fw_peer *peer, struct fw_op *op,
 	if (!pkt)
 		return FW_BUILD_NOMEM;
 	pkt->hdr.msg_id = op->msg_id;
-	pkt->hdr.err = op->err;
-	pkt->hdr.roff = op->roff;
+	pkt->hdr.err = fw_ctrl_op(op)->err;
+	pkt->hdr.roff = fw_ctrl_op(op)->seq;
 	op->all_sent = true;
 	*out = pkt;
 	return FW_BUILD_PKT;
@@ -320,7 +327,7 @@ void fw_tx_flush(struct fw_card *card, struct fw_peer *peer)
 		int r;
 
 		/* A new message waits behind a refused one of its port pair. */
-		if (op->kind == FW_OP_SEND && !op->pos && !fw_list_empty(&peer->rnrq) &&
+		if (op->kind == FW_OP_SEND && !fw_op_sent(op) && !fw_list_empty(&peer->rnrq) &&
 		    fw_msg_rnr_hold(card, peer, op))
 			continue;
 		r = fw_recs_room(card, peer) ?
@@ -347,8 +354,8 @@ void fw_tx_flush(struct fw_card *card, struct fw_peer *peer)
 		op->nrec++;
 		if (op->kind == FW_OP_SEND && !pkt->hdr.offset) {
 			/* A new attempt: it ends any refusal of the last one. */
-			op->rnr_seq = pkt->hdr.seq;
-			op->rnr_named = false;
+			fw_send_op(op)->rnr_seq = pkt->hdr.seq;
+			fw_send_op(op)->rnr_named = false;
 		}
 		if (!peer->rtt_timing && !card->cfg.rto_fixed) {
 			peer->rtt_timing = true;
@@ -396,7 +403,7 @@ static void fw_pending_settle(struct fw_card *card, struct fw_peer *peer)
 
 		next = n->next;
 		if (op->kind != FW_OP_GET && fw_op_settled(peer, op))
-			fw_op_finish(card, op, 0, op->len);
+			fw_op_finish(card, op, 0, fw_xfer_op(op)->cur.len);
 	}
 }
 
@@ -413,7 +420,7 @@ static void fw_op_acked(struct fw_card *card, struct fw_peer *peer, struct fw_op
 	op->need_err = h->err_count;
 	if (!op->done && (op->kind == FW_OP_SEND || op->kind == FW_OP_PUT)) {
 		if (fw_op_settled(peer, op))
-			fw_op_finish(card, op, 0, op->len);
+			fw_op_finish(card, op, 0, fw_xfer_op(op)->cur.len);
 		else
 			fw_peer_pending_add(card, peer, op);
 		return;
