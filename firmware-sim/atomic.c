@@ -558,17 +558,14 @@ static void fw_atomic_rx_ack(struct fw_card *card, struct fw_peer *peer,
 	fw_pkt_send(card, pkt);
 }
 
-bool fw_atomic_rx(struct fw_card *card, struct fw_pkt *pkt, u32 size)
+void fw_atomic_rx(struct fw_card *card, struct fw_pkt *pkt)
 {
-	struct fw_peer *peer;
+	struct fw_peer *peer = fw_peer_get(card, pkt->hdr.src_node);
 	u8 type = pkt->hdr.type;
 
-	if (type != FW_PKT_ATOMIC_REQ && type != FW_PKT_ATOMIC_REPLY && type != FW_PKT_ATOMIC_ACK)
-		return false;
-	peer = pkt->hdr.dst_node == card->cfg.node ? fw_peer_get(card, pkt->hdr.src_node) : NULL;
 	if (peer) {
 		card->stats.rx_pkts++;
-		card->stats.rx_bytes += size;
+		card->stats.rx_bytes += fw_pkt_size(pkt);
 		if (type == FW_PKT_ATOMIC_REQ)
 			fw_atomic_rx_req(card, peer, pkt);
 		else if (type == FW_PKT_ATOMIC_REPLY)
@@ -577,5 +574,4 @@ bool fw_atomic_rx(struct fw_card *card, struct fw_pkt *pkt, u32 size)
 			fw_atomic_rx_ack(card, peer, &pkt->hdr);
 	}
 	fwos_pkt_free(card->host, pkt);
-	return true;
 }

@@ -88,8 +88,8 @@ struct fw_atomic_card {
 void fw_atomic_init(struct fw_card *card);
 void fw_atomic_destroy(struct fw_card *card);
 int fw_atomic_cmd(struct fw_card *card, struct fw_port *port, const struct nicoff_cmd *cmd);
-/* An atomic packet is handled (true); any other type is left (false). */
-bool fw_atomic_rx(struct fw_card *card, struct fw_pkt *pkt, u32 size);
+/* A packet of the atomics' types for this card (engine.c routes them). */
+void fw_atomic_rx(struct fw_card *card, struct fw_pkt *pkt);
 /* Retransmissions due by @now; the next atomic deadline. */
 u64 fw_atomic_poll(struct fw_card *card, u64 now);
 void fw_atomic_port_detach(struct fw_card *card, u32 port);

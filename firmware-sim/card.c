@@ -82,7 +82,7 @@ struct fw_card *fw_card_create(struct fw_host *host, const struct fw_config *cfg
 		card->cfg.epoch = 1;
 	card->dead_ns = fw_dead_ns(cfg);
 	card->next_msg_id = 1;
-	fw_atomic_init(card);
+	fw_engines_init(card);
 	return card;
 }
 
@@ -102,9 +102,7 @@ void fw_card_destroy(struct fw_card *card)
 	for (i = 0; i < card->nports; i++)
 		if (card->ports[i])
 			fw_port_detach(card, i);
-	fw_atomic_destroy(card);
-	fw_barrier_card_free(card);
-	fw_peers_free(card);
+	fw_engines_destroy(card);
 	if (card->ports)
 		fwos_free(card->host, card->ports);
 	fwos_free(card->host, card);
@@ -166,7 +164,7 @@ static void fw_op_detach(struct fw_card *card, struct fw_op *op)
 	if (op->kind == FW_OP_SEND && !card->dying)
 		fw_msg_op_detach(card, op);	/* refused once: the peer waits for it */
 	if (op->queue == FW_OPQ_TX && !card->dying) {
-		if (op->kind == FW_OP_SEND && op->pos)
+		if (op->kind == FW_OP_SEND && fw_op_sent(op))
 			fw_tx_queue_ctrl(card, peer, FW_OP_ABORT, op->lport, op->dst_port,
 					 op->msg_id, 0, &op->q_node);
 		else if (op->kind == FW_OP_GETRESP)
@@ -189,9 +187,7 @@ void fw_port_detach(struct fw_card *card, u32 id)
 
 	if (!port)
 		return;
-	fw_atomic_port_detach(card, id);
-	fw_barrier_port_detach(card, id);
-	fw_msg_port_detach(card, port);
+	fw_engines_port_detach(card, id);
 	while (!fw_list_empty(&port->ops))
 		fw_op_detach(card, fw_list_entry(port->ops.next, struct fw_op, port_node));
 	card->ports[id] = NULL;
@@ -212,7 +208,7 @@ void fw_port_detach(struct fw_card *card, u32 id)
 struct fw_op *fw_op_new(struct fw_card *card, struct fw_peer *peer, struct fw_port *port,
 			u8 kind, u64 cmd_tag)
 {
-	struct fw_op *op = fwos_zalloc(card->host, sizeof(*op));
+	struct fw_op *op = fwos_zalloc(card->host, fw_op_info_of(kind)->size);
 
 	if (!op)
 		return NULL;
@@ -265,71 +261,38 @@ static void fw_complete(struct fw_card *card, u32 port, u64 tag, u8 opcode, s32 
 	fw_post(card, port, &cqe);
 }
 
-static u8 fw_op_opcode(const struct fw_op *op)
-{
-	switch (op->kind) {
-	case FW_OP_SEND:
-		return NICOFF_OP_SEND;
-	case FW_OP_PUT:
-		return NICOFF_OP_PUT;
-	default:
-		return NICOFF_OP_GET;
-	}
-}
-
 /* Post the operation's one completion (if still owed) and let it go. */
 void fw_op_finish(struct fw_card *card, struct fw_op *op, s32 status, u64 result)
 {
 	if (!op->done) {
 		op->done = true;
 		if (op->port)
-			fw_complete(card, op->port->id, op->cmd_tag, fw_op_opcode(op), status,
-				    result);
+			fw_complete(card, op->port->id, op->cmd_tag,
+				    fw_op_info_of(op->kind)->opcode, status, result);
 	}
 	fw_op_unqueue(op);
 	fw_op_put(card, op);
 }
 
-void fw_cmd(struct fw_card *card, u32 port_id, const struct nicoff_cmd *cmd)
+int fw_cmd(struct fw_card *card, u32 port_id, const struct nicoff_cmd *cmd)
 {
+	const struct fw_engine_ops *engine = fw_engine_of_opcode(cmd->opcode);
 	struct fw_port *port = fw_port_find(card, port_id);
 	int ret;
 
 	if (!port)
-		return;		/* the host detached it: nobody to answer */
+		return 0;	/* the host detached it: nobody to answer */
 	if (cmd->flags || cmd->reserved0 || cmd->reserved1) {
 		ret = -EINVAL;
+	} else if (!engine) {
+		card->stats.bad_opcodes++;
+		ret = -EOPNOTSUPP;
 	} else {
-		switch (cmd->opcode) {
-		case NICOFF_OP_SEND:
-			ret = fw_msg_send(card, port, cmd);
-			break;
-		case NICOFF_OP_RECV:
-			ret = fw_msg_recv(card, port, cmd);
-			break;
-		case NICOFF_OP_PUT:
-			ret = fw_rma_put(card, port, cmd);
-			break;
-		case NICOFF_OP_GET:
-			ret = fw_rma_get(card, port, cmd);
-			break;
-		case NICOFF_OP_FETCH_ADD:
-		case NICOFF_OP_FETCH_WRITE:
-		case NICOFF_OP_COMPARE_SWAP:
-			ret = fw_atomic_cmd(card, port, cmd);
-			break;
-		case NICOFF_OP_GROUP_CREATE:
-		case NICOFF_OP_GROUP_DESTROY:
-		case NICOFF_OP_BARRIER:
-			ret = fw_barrier_cmd(card, port, cmd);
-			break;
-		default:
-			ret = -EOPNOTSUPP;
-			break;
-		}
+		ret = engine->cmd(card, port, cmd);
 	}
 	if (ret)
 		fw_complete(card, port_id, cmd->tag, cmd->opcode, ret, 0);
+	return ret;
 }
 
 void fw_set_max_group_size(struct fw_card *card, u32 size)
@@ -351,8 +314,8 @@ u64 fw_poll(struct fw_card *card, u64 now)
 
 	while (card->nheap && card->heap[0]->deadline <= now && budget--)
 		fw_peer_timer(card, card->heap[0], now);
-	return fw_min_u64(fw_min_u64(card->nheap ? card->heap[0]->deadline : FW_NEVER,
-				     fw_atomic_poll(card, now)), fw_barrier_poll(card, now));
+	return fw_min_u64(card->nheap ? card->heap[0]->deadline : FW_NEVER,
+			  fw_engines_poll(card, now));
 }
 
 void fw_get_stats(const struct fw_card *card, struct fw_stats *st)

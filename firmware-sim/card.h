@@ -12,10 +12,13 @@
 #include "fw_list.h"
 #include "fw_pkt.h"
 #include "atomic.h"
+#include "engine.h"
+#include "cursor.h"
 #include <uapi/nicoff.h>
 
+/* The first four move data (struct fw_xfer_op), the rest send one packet (fw_ctrl_op). */
 enum fw_op_kind {
-	FW_OP_SEND,		/* a port's SEND */
+	FW_OP_SEND,		/* a port's SEND (struct fw_send_op) */
 	FW_OP_PUT,		/* a port's PUT */
 	FW_OP_GET,		/* a port's GET */
 	FW_OP_GETRESP,		/* data owed to a peer's GET */
@@ -33,8 +36,10 @@ enum fw_op_queue {
 };
 
 /*
- * Something this card sends to a peer.  It lives until it is done (its
- * completion posted, or none owed) and no send record refers to it.
+ * Something this card sends to a peer: what every kind shares, embedded
+ * first in the kind's own struct (engine.c gives each kind's size).  It
+ * lives until it is done (its completion posted, or none owed) and no
+ * send record refers to it.
  */
 struct fw_op {
 	struct fw_list peer_node;	/* peer->ops */
@@ -52,18 +57,37 @@ struct fw_op {
 	u32 need_err;			/*  that vouch no ERR is owed for it */
 	u32 lport;			/* our port number */
 	u32 dst_port;			/* the peer's port */
-	u32 key;			/* local handle (SEND, PUT, GET) */
-	u32 rkey;			/* the target's region (PUT, GET, GETRESP) */
-	s32 err;			/* ERR: errno to send; GET: first write error */
 	u64 cmd_tag;
 	u64 msg_id;
-	u64 msg_tag;
-	u64 off;			/* offset in the local region */
-	u64 roff;			/* offset in the target's region */
-	u64 len;
-	u64 pos;			/* bytes put in packets so far */
+};
+
+/* ERR, ABORT, RNR: one packet, header only. */
+struct fw_ctrl_op {
+	struct fw_op op;
+	s32 err;			/* ERR: errno to send; RNR: why refused */
+	u64 seq;			/* RNR: the refused packet's epoch << 32 | seq */
+};
+
+/* SEND (inside struct fw_send_op), PUT, GET, GETRESP: data between regions. */
+struct fw_xfer_op {
+	struct fw_op op;
+	/*
+	 * The bytes it puts in packets (SEND, PUT: region key; GETRESP: region
+	 * rkey) or, for GET, where the answer goes (region key); cur.pos: bytes
+	 * put in packets so far.
+	 */
+	struct fw_cursor cur;
+	u32 key;			/* local handle (SEND, PUT, GET) */
+	u32 rkey;			/* the target's region (PUT, GET, GETRESP) */
+	u64 roff;			/* offset in the target's region (PUT, GET) */
 	u64 rcvd;			/* GET: bytes written back so far */
-	/* SEND refused by the receiver (RNR) or held behind one (msg.c). */
+	s32 err;			/* GET: first write error */
+};
+
+struct fw_send_op {
+	struct fw_xfer_op x;
+	u64 msg_tag;
+	/* Refused by the receiver (RNR) or held behind one (msg.c). */
 	bool rnr_named;			/* the peer refuses its port pair until it comes again */
 	bool resend;			/* put back on txq after a refusal */
 	u32 rnr_seq;			/* first packet of its latest attempt */
@@ -71,6 +95,32 @@ struct fw_op {
 	u64 rnr_end;			/* -ENOBUFS then; 0 until first refused or held */
 	u64 rnr_wait;			/* its next backoff */
 };
+
+static inline bool fw_op_is_xfer(const struct fw_op *op)
+{
+	return op->kind <= FW_OP_GETRESP;
+}
+
+static inline struct fw_ctrl_op *fw_ctrl_op(struct fw_op *op)
+{
+	return fw_container_of(op, struct fw_ctrl_op, op);
+}
+
+static inline struct fw_xfer_op *fw_xfer_op(struct fw_op *op)
+{
+	return fw_container_of(op, struct fw_xfer_op, op);
+}
+
+static inline struct fw_send_op *fw_send_op(struct fw_op *op)
+{
+	return fw_container_of(fw_xfer_op(op), struct fw_send_op, x);
+}
+
+/* Bytes of @op put in packets so far: 0 for a one-packet kind. */
+static inline u64 fw_op_sent(const struct fw_op *op)
+{
+	return fw_op_is_xfer(op) ? fw_container_of(op, const struct fw_xfer_op, op)->cur.pos : 0;
+}
 
 /* A packet sent and not yet acknowledged: the card's copy of it. */
 struct fw_srec {
@@ -162,8 +212,7 @@ struct fw_recv {
 	u32 mr;
 	u32 src_card;
 	u32 src_port;
-	u64 off;
-	u64 len;
+	struct fw_cursor cur;		/* where the message goes in region mr */
 	u64 tag;
 	u64 tag_mask;
 };
@@ -252,20 +301,26 @@ void fw_peer_owe(struct fw_card *card, struct fw_peer *peer);
 void fw_peer_rearm(struct fw_card *card, struct fw_peer *peer);
 void fw_peer_timer(struct fw_card *card, struct fw_peer *peer, u64 now);
 void fw_peer_release(struct fw_card *card, struct fw_peer *peer);
+/* The stream engine: its packets, and the replies it takes itself. */
+void fw_stream_rx(struct fw_card *card, struct fw_pkt *pkt);
+int fw_stream_rx_err(struct fw_card *card, struct fw_peer *peer, struct fw_pkt *pkt);
+int fw_stream_rx_rnr(struct fw_card *card, struct fw_peer *peer, struct fw_pkt *pkt);
+/* The one packet of an ERR, ABORT or RNR operation. */
+int fw_ctrl_build(struct fw_card *card, struct fw_peer *peer, struct fw_op *op,
+		  struct fw_pkt **out);
 struct fw_pkt *fw_pkt_new(struct fw_card *card, struct fw_peer *peer, u8 type, u32 lport,
 			  u32 rport, u32 len);
 /* CRC, count and hand to the fabric a packet outside the go-back-N stream. */
 void fw_pkt_send(struct fw_card *card, struct fw_pkt *pkt);
 
 /* msg.c */
-int fw_msg_send(struct fw_card *card, struct fw_port *port, const struct nicoff_cmd *cmd);
-int fw_msg_recv(struct fw_card *card, struct fw_port *port, const struct nicoff_cmd *cmd);
+int fw_msg_cmd(struct fw_card *card, struct fw_port *port, const struct nicoff_cmd *cmd);
 int fw_msg_build(struct fw_card *card, struct fw_peer *peer, struct fw_op *op,
 		 struct fw_pkt **out);
 int fw_msg_rx_data(struct fw_card *card, struct fw_peer *peer, struct fw_pkt *pkt);
-void fw_msg_rx_abort(struct fw_card *card, struct fw_peer *peer, const struct fw_pkt_hdr *h);
+int fw_msg_rx_abort(struct fw_card *card, struct fw_peer *peer, struct fw_pkt *pkt);
 void fw_msg_abort_peer(struct fw_card *card, struct fw_peer *peer, s32 status);
-void fw_msg_port_detach(struct fw_card *card, struct fw_port *port);
+void fw_msg_port_detach(struct fw_card *card, u32 port);
 void fw_msg_rx_rnr(struct fw_card *card, struct fw_peer *peer, const struct fw_pkt_hdr *h);
 bool fw_msg_rnr_hold(struct fw_card *card, struct fw_peer *peer, struct fw_op *op);
 void fw_msg_rnr_run(struct fw_card *card, struct fw_peer *peer, u64 now);
@@ -273,11 +328,12 @@ void fw_msg_op_detach(struct fw_card *card, struct fw_op *op);
 void fw_msg_peer_reset(struct fw_card *card, struct fw_peer *peer);
 
 /* rma.c */
-int fw_rma_put(struct fw_card *card, struct fw_port *port, const struct nicoff_cmd *cmd);
-int fw_rma_get(struct fw_card *card, struct fw_port *port, const struct nicoff_cmd *cmd);
+int fw_rma_cmd(struct fw_card *card, struct fw_port *port, const struct nicoff_cmd *cmd);
 int fw_rma_build(struct fw_card *card, struct fw_peer *peer, struct fw_op *op,
 		 struct fw_pkt **out);
-int fw_rma_rx(struct fw_card *card, struct fw_peer *peer, struct fw_pkt *pkt);
+int fw_rma_rx_put(struct fw_card *card, struct fw_peer *peer, struct fw_pkt *pkt);
+int fw_rma_rx_get_req(struct fw_card *card, struct fw_peer *peer, struct fw_pkt *pkt);
+int fw_rma_rx_get_resp(struct fw_card *card, struct fw_peer *peer, struct fw_pkt *pkt);
 
 /* barrier.c: process groups and their barriers (see barrier.h) */
 int fw_barrier_cmd(struct fw_card *card, struct fw_port *port, const struct nicoff_cmd *cmd);

@@ -87,7 +87,12 @@ void fw_card_destroy(struct fw_card *card);
 int fw_port_attach(struct fw_card *card, u32 port);
 void fw_port_detach(struct fw_card *card, u32 port);
 
-void fw_cmd(struct fw_card *card, u32 port, const struct nicoff_cmd *cmd);
+/*
+ * 0: the command is taken (or the port is detached: no completion then);
+ * else the negative errno of its completion, posted already: -EOPNOTSUPP
+ * when no engine has its opcode.
+ */
+int fw_cmd(struct fw_card *card, u32 port, const struct nicoff_cmd *cmd);
 /*
  * Change cfg.max_group_size of a running card (clamped to its range); it
  * applies to the GROUP_CREATEs given to fw_cmd() from then on.
@@ -112,6 +117,8 @@ struct fw_stats {
 	u64 conn_failures;		/* connections given up (-ETIMEDOUT) */
 	u64 stale;			/* packets of another connection epoch */
 	u64 err_replies;		/* ERR packets queued to peers */
+	u64 bad_opcodes;		/* commands refused: no engine has their opcode */
+	u64 bad_packets;		/* packets dropped: no engine has their type */
 	/* Remote atomics (atomic.c). */
 	u64 atomics;			/* executed here for peers (errors not counted) */
 	u64 atomic_replays;		/* duplicates answered from the reply table */

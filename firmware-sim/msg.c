@@ -65,30 +65,35 @@ static bool fw_same_pair(const struct fw_op *a, const struct fw_op *b)
 	return a->lport == b->lport && a->dst_port == b->dst_port;
 }
 
-int fw_msg_send(struct fw_card *card, struct fw_port *port, const struct nicoff_cmd *cmd)
+static int fw_msg_send(struct fw_card *card, struct fw_port *port,
+		       const struct nicoff_cmd *cmd)
 {
 	const struct nicoff_op_send *s = &cmd->send;
+	struct fw_send_op *so;
+	struct fw_cursor cur;
 	struct fw_op *op;
+	u64 span;
 	int ret;
 
 	if (s->reserved0 || s->reserved1 || s->dst_card >= card->cfg.num_nodes)
 		return -EINVAL;
 	if (s->len > card->cfg.max_msg)
 		return -EMSGSIZE;
-	if (s->off + s->len < s->off)
+	fw_cursor_init(&cur, s->off, s->len);
+	if (!fw_cursor_span(&cur, &span))
 		return -ERANGE;
 	/* Check the whole range now: a bad region sends nothing. */
-	ret = fwos_mem_read(card->host, port->id, s->mr, 0, s->off + s->len, NULL, 0);
+	ret = fwos_mem_read(card->host, port->id, s->mr, 0, span, NULL, 0);
 	if (ret)
 		return ret;
 	op = fw_op_start(card, port, s->dst_card, FW_OP_SEND, cmd->tag);
 	if (!op)
 		return -ENOMEM;
+	so = fw_send_op(op);
 	op->dst_port = s->dst_port;
-	op->key = s->mr;
-	op->off = s->off;
-	op->len = s->len;
-	op->msg_tag = s->msg_tag;
+	so->x.key = s->mr;
+	so->x.cur = cur;
+	so->msg_tag = s->msg_tag;
 	fw_op_go(card, op);
 	return 0;
 }
@@ -96,33 +101,35 @@ int fw_msg_send(struct fw_card *card, struct fw_port *port, const struct nicoff_
 int fw_msg_build(struct fw_card *card, struct fw_peer *peer, struct fw_op *op,
 		 struct fw_pkt **out)
 {
-	u32 frag = (u32)fw_min_u64(card->cfg.mtu, op->len - op->pos);
+	struct fw_send_op *so = fw_send_op(op);
+	struct fw_cursor *cur = &so->x.cur;
+	u64 at;
+	u32 frag = (u32)fw_cursor_next(cur, card->cfg.mtu, &at);
 	struct fw_pkt *pkt = fw_pkt_new(card, peer, FW_PKT_DATA, op->lport, op->dst_port, frag);
 	int ret = 0;
 
 	if (!pkt)
 		return FW_BUILD_NOMEM;
 	pkt->hdr.msg_id = op->msg_id;
-	pkt->hdr.offset = op->pos;
-	pkt->hdr.total = op->len;
-	pkt->hdr.tag = op->msg_tag;
+	pkt->hdr.offset = cur->pos;
+	pkt->hdr.total = cur->len;
+	pkt->hdr.tag = so->msg_tag;
 	if (frag)
-		ret = fwos_mem_read(card->host, op->lport, op->key, 0, op->off + op->pos,
-				    pkt->payload, frag);
+		ret = fwos_mem_read(card->host, op->lport, so->x.key, 0, at, pkt->payload, frag);
 	if (ret) {
 		fwos_pkt_free(card->host, pkt);
 		/*
 		 * The region went away half way: the peer drops what it has;
 		 * or the peer refused it and waits for it to come again.
 		 */
-		if (op->pos || op->rnr_named)
+		if (cur->pos || so->rnr_named)
 			fw_tx_queue_ctrl(card, peer, FW_OP_ABORT, op->lport, op->dst_port,
 					 op->msg_id, 0, &op->q_node);
 		fw_op_finish(card, op, ret, 0);
 		return FW_BUILD_GONE;
 	}
-	op->pos += frag;
-	op->all_sent = op->pos == op->len;
+	fw_cursor_advance(cur, frag);
+	op->all_sent = fw_cursor_done(cur);
 	*out = pkt;
 	return FW_BUILD_PKT;
 }
@@ -242,16 +249,17 @@ static void fw_msg_write(struct fw_card *card, struct fw_rmsg *rm, u64 foff, con
 			 u32 len)
 {
 	const struct fw_recv *r = rm->recv;
+	u64 at;
 	u32 n;
 	int ret;
 
-	if (rm->status || foff >= r->len)
+	if (rm->status || foff >= r->cur.len)
 		return;
-	n = (u32)fw_min_u64(len, r->len - foff);
+	n = (u32)fw_cursor_piece(&r->cur, foff, len, &at);
 	if (!n)
 		return;
-	ret = fwos_mem_write(card->host, rm->port->id, r->mr, NICOFF_ACCESS_LOCAL_WRITE,
-			     r->off + foff, data, n);
+	ret = fwos_mem_write(card->host, rm->port->id, r->mr, NICOFF_ACCESS_LOCAL_WRITE, at, data,
+			     n);
 	if (ret)
 		rm->status = ret;
 }
@@ -260,7 +268,7 @@ static void fw_msg_deliver(struct fw_card *card, struct fw_rmsg *rm)
 {
 	s32 status = rm->status;
 
-	if (!status && rm->total > rm->recv->len)
+	if (!status && rm->total > rm->recv->cur.len)
 		status = -EMSGSIZE;
 	fw_recv_complete(card, rm, status, rm->total);
 	fw_rmsg_free(card, rm);
@@ -293,19 +301,23 @@ static void fw_msg_bind(struct fw_card *card, struct fw_port *port, struct fw_rm
 		fw_list_add_tail(&rm->port_node, &port->bound);
 }
 
-int fw_msg_recv(struct fw_card *card, struct fw_port *port, const struct nicoff_cmd *cmd)
+static int fw_msg_recv(struct fw_card *card, struct fw_port *port,
+		       const struct nicoff_cmd *cmd)
 {
 	const struct nicoff_op_recv *r = &cmd->recv;
 	struct fw_recv *recv;
+	struct fw_cursor cur;
 	struct fw_list *n;
+	u64 span;
 	int ret;
 
 	if (r->reserved0 || (r->src_card != NICOFF_ANY && r->src_card >= card->cfg.num_nodes))
 		return -EINVAL;
-	if (r->off + r->len < r->off)
+	fw_cursor_init(&cur, r->off, r->len);
+	if (!fw_cursor_span(&cur, &span))
 		return -ERANGE;
-	ret = fwos_mem_write(card->host, port->id, r->mr, NICOFF_ACCESS_LOCAL_WRITE,
-			     r->off + r->len, NULL, 0);
+	ret = fwos_mem_write(card->host, port->id, r->mr, NICOFF_ACCESS_LOCAL_WRITE, span, NULL,
+			     0);
 	if (ret)
 		return ret;
 	recv = fwos_zalloc(card->host, sizeof(*recv));
@@ -316,8 +328,7 @@ int fw_msg_recv(struct fw_card *card, struct fw_port *port, const struct nicoff_
 	recv->mr = r->mr;
 	recv->src_card = r->src_card;
 	recv->src_port = r->src_port;
-	recv->off = r->off;
-	recv->len = r->len;
+	recv->cur = cur;
 	recv->tag = r->tag;
 	recv->tag_mask = r->tag_mask;
 	for (n = port->unexp.next; n != &port->unexp; n = n->next) {
@@ -330,6 +341,13 @@ int fw_msg_recv(struct fw_card *card, struct fw_port *port, const struct nicoff_
 	}
 	fw_list_add_tail(&recv->node, &port->posted);
 	return 0;
+}
+
+/* SEND or RECV: the engine table gives it no other opcode. */
+int fw_msg_cmd(struct fw_card *card, struct fw_port *port, const struct nicoff_cmd *cmd)
+{
+	return cmd->opcode == NICOFF_OP_SEND ? fw_msg_send(card, port, cmd) :
+					       fw_msg_recv(card, port, cmd);
 }
 
 static struct fw_recv *fw_msg_match(struct fw_port *port, u32 src, u32 sport, u64 tag)
@@ -534,8 +552,9 @@ int fw_msg_rx_data(struct fw_card *card, struct fw_peer *peer, struct fw_pkt *pk
 	return fw_msg_add(card, rm, pkt);
 }
 
-void fw_msg_rx_abort(struct fw_card *card, struct fw_peer *peer, const struct fw_pkt_hdr *h)
+int fw_msg_rx_abort(struct fw_card *card, struct fw_peer *peer, struct fw_pkt *pkt)
 {
+	const struct fw_pkt_hdr *h = &pkt->hdr;
 	struct fw_rmsg *rm = fw_rmsg_find(peer, h->msg_id);
 	struct fw_rblock *b = fw_rblock_find(peer, h->src_port, h->dst_port);
 
@@ -543,6 +562,7 @@ void fw_msg_rx_abort(struct fw_card *card, struct fw_peer *peer, const struct fw
 		fw_msg_abort(card, rm, -ECONNABORTED);
 	if (b && b->msg_id == h->msg_id)
 		fw_rblock_free(card, b);	/* its sender gave up the awaited message */
+	return FW_RX_DONE;
 }
 
 /* The peer's half-received messages will never be finished. */
@@ -565,8 +585,10 @@ void fw_msg_peer_reset(struct fw_card *card, struct fw_peer *peer)
 }
 
 /* The port closes: its receives and messages go, without completions. */
-void fw_msg_port_detach(struct fw_card *card, struct fw_port *port)
+void fw_msg_port_detach(struct fw_card *card, u32 id)
 {
+	struct fw_port *port = fw_port_find(card, id);
+
 	while (!fw_list_empty(&port->posted)) {
 		struct fw_recv *r = fw_list_entry(port->posted.next, struct fw_recv, node);
 
@@ -594,6 +616,7 @@ static u64 fw_rnr_budget(const struct fw_card *card)
 /* Onto rnrq: the ops of one port pair form one run, in message order. */
 static void fw_rnrq_add(struct fw_card *card, struct fw_peer *peer, struct fw_op *op, u64 now)
 {
+	struct fw_send_op *so = fw_send_op(op);
 	struct fw_list *n, *at = &peer->rnrq;
 	bool run = false;
 
@@ -614,9 +637,9 @@ static void fw_rnrq_add(struct fw_card *card, struct fw_peer *peer, struct fw_op
 	}
 	fw_list_insert(&op->q_node, at->prev, at);
 	op->queue = FW_OPQ_RNR;
-	if (!op->rnr_end) {
-		op->rnr_end = fw_add_sat(now, fw_rnr_budget(card));
-		op->rnr_wait = card->cfg.rto_ns;
+	if (!so->rnr_end) {
+		so->rnr_end = fw_add_sat(now, fw_rnr_budget(card));
+		so->rnr_wait = card->cfg.rto_ns;
 	}
 }
 
@@ -624,20 +647,22 @@ static void fw_rnrq_add(struct fw_card *card, struct fw_peer *peer, struct fw_op
 static bool fw_rnr_out(const struct fw_op *op)
 {
 	return op->queue == FW_OPQ_NONE || op->queue == FW_OPQ_PENDING ||
-	       (op->queue == FW_OPQ_TX && op->pos);
+	       (op->queue == FW_OPQ_TX && fw_op_sent(op));
 }
 
 /* Take back what was sent of @op: it goes again from its first byte. */
 static void fw_rnr_withdraw(struct fw_card *card, struct fw_peer *peer, struct fw_op *op,
 			    u64 now)
 {
+	struct fw_send_op *so = fw_send_op(op);
+
 	fw_op_unqueue(op);
-	op->pos = 0;
+	so->x.cur.pos = 0;
 	op->all_sent = false;
 	op->acked = false;
 	op->need_epoch = 0;
 	op->need_err = 0;
-	op->rnr_at = 0;
+	so->rnr_at = 0;
 	card->stats.rnr_resends++;
 	fw_rnrq_add(card, peer, op, now);
 }
@@ -668,10 +693,10 @@ static void fw_rnr_recall(struct fw_card *card, struct fw_peer *peer, u32 lport,
 /* Let the receiver stop waiting for @op, if it does. */
 static void fw_rnr_let_go(struct fw_card *card, struct fw_peer *peer, struct fw_op *op)
 {
-	if (op->rnr_named)
+	if (fw_send_op(op)->rnr_named)
 		fw_tx_queue_ctrl(card, peer, FW_OP_ABORT, op->lport, op->dst_port, op->msg_id, 0,
 				 peer->txq.next);
-	op->rnr_named = false;
+	fw_send_op(op)->rnr_named = false;
 }
 
 /*
@@ -686,10 +711,10 @@ static struct fw_list *fw_rnr_resend_point(struct fw_peer *peer, const struct fw
 	for (n = peer->txq.next; n != &peer->txq; n = n->next) {
 		struct fw_op *o = fw_list_entry(n, struct fw_op, q_node);
 
-		if (o->kind == FW_OP_ERR || o->kind == FW_OP_ABORT || o->kind == FW_OP_RNR ||
-		    o->pos)
+		if (!fw_op_is_xfer(o) || fw_op_sent(o))
 			continue;
-		if (!o->resend || (fw_same_pair(o, op) && o->msg_id > op->msg_id))
+		if (o->kind != FW_OP_SEND || !fw_send_op(o)->resend ||
+		    (fw_same_pair(o, op) && o->msg_id > op->msg_id))
 			break;
 	}
 	return n;
@@ -709,6 +734,7 @@ void fw_msg_rnr_run(struct fw_card *card, struct fw_peer *peer, u64 now)
 
 	for (n = peer->rnrq.next; n != &peer->rnrq; n = next) {
 		struct fw_op *op = fw_list_entry(n, struct fw_op, q_node);
+		struct fw_send_op *so = fw_send_op(op);
 		bool same = seen && op->lport == lport && op->dst_port == rport;
 
 		next = n->next;
@@ -718,19 +744,19 @@ void fw_msg_rnr_run(struct fw_card *card, struct fw_peer *peer, u64 now)
 		if (same && kept)
 			continue;	/* behind an earlier one of its pair */
 		kept = false;
-		if (op->rnr_end <= now) {
+		if (so->rnr_end <= now) {
 			card->stats.rnr_failures++;
 			fw_rnr_let_go(card, peer, op);
 			fw_op_finish(card, op, -ENOBUFS, 0);
-		} else if (op->rnr_at <= now) {
+		} else if (so->rnr_at <= now) {
 			at = fw_rnr_resend_point(peer, op);
 			fw_list_del(&op->q_node);
 			fw_list_insert(&op->q_node, at->prev, at);
 			op->queue = FW_OPQ_TX;
-			op->resend = true;
+			so->resend = true;
 		} else {
 			kept = true;
-			due = fw_min_u64(due, fw_min_u64(op->rnr_at, op->rnr_end));
+			due = fw_min_u64(due, fw_min_u64(so->rnr_at, so->rnr_end));
 		}
 	}
 	peer->rnr_at = due;
@@ -746,7 +772,7 @@ bool fw_msg_rnr_hold(struct fw_card *card, struct fw_peer *peer, struct fw_op *o
 
 		if (fw_same_pair(o, op) && o->msg_id < op->msg_id) {
 			fw_op_unqueue(op);
-			op->rnr_at = 0;
+			fw_send_op(op)->rnr_at = 0;
 			fw_rnrq_add(card, peer, op, fwos_now(card->host));
 			return true;
 		}
@@ -771,6 +797,7 @@ static struct fw_op *fw_rnr_find(struct fw_peer *peer, u64 msg_id)
 void fw_msg_rx_rnr(struct fw_card *card, struct fw_peer *peer, const struct fw_pkt_hdr *h)
 {
 	struct fw_op *op = fw_rnr_find(peer, h->msg_id);
+	struct fw_send_op *so = op ? fw_send_op(op) : NULL;
 	u64 now = fwos_now(card->host);
 
 	/*
@@ -787,9 +814,9 @@ void fw_msg_rx_rnr(struct fw_card *card, struct fw_peer *peer, const struct fw_p
 		 * let the receiver go on, and take back first what it refused
 		 * behind it.
 		 */
-		if (h->err == -ENOBUFS && (u32)h->roff == op->rnr_seq) {
+		if (h->err == -ENOBUFS && (u32)h->roff == so->rnr_seq) {
 			fw_rnr_recall(card, peer, op->lport, op->dst_port, op->msg_id, now);
-			op->rnr_named = true;
+			so->rnr_named = true;
 			fw_rnr_let_go(card, peer, op);
 			fw_op_unqueue(op);
 			fw_op_put(card, op);
@@ -797,7 +824,7 @@ void fw_msg_rx_rnr(struct fw_card *card, struct fw_peer *peer, const struct fw_p
 		}
 		return;
 	}
-	if ((u32)h->roff != op->rnr_seq)
+	if ((u32)h->roff != so->rnr_seq)
 		return;		/* about an earlier attempt */
 	if (fw_rnr_out(op))
 		fw_rnr_withdraw(card, peer, op, now);
@@ -810,11 +837,11 @@ void fw_msg_rx_rnr(struct fw_card *card, struct fw_peer *peer, const struct fw_p
 	if (h->err == -ENOBUFS) {
 		fw_rnr_recall(card, peer, op->lport, op->dst_port, op->msg_id, now);
 		/* No room: the receiver waits for it; it goes again after a backoff. */
-		op->rnr_named = true;
+		so->rnr_named = true;
 		if (op->queue == FW_OPQ_RNR) {
-			op->rnr_at = fw_add_sat(now, op->rnr_wait);
-			op->rnr_wait = op->rnr_wait > card->cfg.rto_max_ns >> 1 ?
-				       card->cfg.rto_max_ns : op->rnr_wait << 1;
+			so->rnr_at = fw_add_sat(now, so->rnr_wait);
+			so->rnr_wait = so->rnr_wait > card->cfg.rto_max_ns >> 1 ?
+				       card->cfg.rto_max_ns : so->rnr_wait << 1;
 		}
 	}
 	fw_msg_rnr_run(card, peer, now);
@@ -828,6 +855,6 @@ void fw_msg_rx_rnr(struct fw_card *card, struct fw_peer *peer, const struct fw_p
 void fw_msg_op_detach(struct fw_card *card, struct fw_op *op)
 {
 	if (op->queue == FW_OPQ_NONE || op->queue == FW_OPQ_PENDING)
-		op->rnr_named = true;
+		fw_send_op(op)->rnr_named = true;
 	fw_rnr_let_go(card, op->peer, op);
 }

@@ -11,47 +11,42 @@
  */
 #include "card.h"
 
-static int fw_rma_cmd(struct fw_card *card, struct fw_port *port, const struct nicoff_cmd *cmd,
-		      u8 kind)
+/* PUT or GET: the engine table gives it no other opcode. */
+int fw_rma_cmd(struct fw_card *card, struct fw_port *port, const struct nicoff_cmd *cmd)
 {
 	const struct nicoff_op_rdma *d = &cmd->rdma;
+	u8 kind = cmd->opcode == NICOFF_OP_PUT ? FW_OP_PUT : FW_OP_GET;
+	struct fw_cursor cur;
+	struct fw_xfer_op *x;
 	struct fw_op *op;
+	u64 span;
 	int ret;
 
 	if (d->reserved || d->dst_card >= card->cfg.num_nodes)
 		return -EINVAL;
 	if (d->len > card->cfg.max_msg)
 		return -EMSGSIZE;
-	if (d->off + d->len < d->off || d->remote_off + d->len < d->remote_off)
+	fw_cursor_init(&cur, d->off, d->len);
+	if (!fw_cursor_span(&cur, &span) || d->remote_off + d->len < d->remote_off)
 		return -ERANGE;
 	if (kind == FW_OP_PUT)
-		ret = fwos_mem_read(card->host, port->id, d->mr, 0, d->off + d->len, NULL, 0);
+		ret = fwos_mem_read(card->host, port->id, d->mr, 0, span, NULL, 0);
 	else
-		ret = fwos_mem_write(card->host, port->id, d->mr, NICOFF_ACCESS_LOCAL_WRITE,
-				     d->off + d->len, NULL, 0);
+		ret = fwos_mem_write(card->host, port->id, d->mr, NICOFF_ACCESS_LOCAL_WRITE, span,
+				     NULL, 0);
 	if (ret)
 		return ret;
 	op = fw_op_start(card, port, d->dst_card, kind, cmd->tag);
 	if (!op)
 		return -ENOMEM;
+	x = fw_xfer_op(op);
 	op->dst_port = d->dst_port;
-	op->key = d->mr;
-	op->rkey = d->rkey;
-	op->off = d->off;
-	op->roff = d->remote_off;
-	op->len = d->len;
+	x->key = d->mr;
+	x->rkey = d->rkey;
+	x->cur = cur;
+	x->roff = d->remote_off;
 	fw_op_go(card, op);
 	return 0;
-}
-
-int fw_rma_put(struct fw_card *card, struct fw_port *port, const struct nicoff_cmd *cmd)
-{
-	return fw_rma_cmd(card, port, cmd, FW_OP_PUT);
-}
-
-int fw_rma_get(struct fw_card *card, struct fw_port *port, const struct nicoff_cmd *cmd)
-{
-	return fw_rma_cmd(card, port, cmd, FW_OP_GET);
 }
 
 static void fw_rma_count(struct fw_card *card, struct fw_port *port, u32 src_card,
@@ -74,31 +69,54 @@ static void fw_rma_refuse(struct fw_card *card, struct fw_peer *peer, struct fw_
 	fw_reply_err(card, peer, h, err);
 }
 
+/*
+ * Write @len bytes of @data at message bytes [@pos, @pos + @len) of @cur
+ * in region @key, piece by piece: the caller checked the range.
+ */
+static int fw_rma_place(struct fw_card *card, u32 port, u32 key, u32 flags,
+			const struct fw_cursor *cur, u64 pos, const u8 *data, u32 len)
+{
+	while (len) {
+		u64 at;
+		u32 n = (u32)fw_cursor_piece(cur, pos, len, &at);
+		int ret = fwos_mem_write(card->host, port, key, flags, at, data, n);
+
+		if (ret)
+			return ret;
+		pos += n;
+		data += n;
+		len -= n;
+	}
+	return 0;
+}
+
 /* The next fragment of a PUT or of a GET answer: header and data. */
 static int fw_rma_build_data(struct fw_card *card, struct fw_peer *peer, struct fw_op *op,
 			     struct fw_pkt **out)
 {
+	struct fw_xfer_op *x = fw_xfer_op(op);
 	bool put = op->kind == FW_OP_PUT;
-	u32 frag = (u32)fw_min_u64(card->cfg.mtu, op->len - op->pos);
-	struct fw_pkt *pkt = fw_pkt_new(card, peer, put ? FW_PKT_PUT : FW_PKT_GET_RESP, op->lport,
+	u64 at;
+	u32 frag = (u32)fw_cursor_next(&x->cur, card->cfg.mtu, &at);
+	struct fw_pkt *pkt = fw_pkt_new(card, peer, fw_op_info_of(op->kind)->pkt_type, op->lport,
 					op->dst_port, frag);
 	int ret = 0;
 
 	if (!pkt)
 		return FW_BUILD_NOMEM;
 	pkt->hdr.msg_id = op->msg_id;
-	pkt->hdr.offset = op->pos;
-	pkt->hdr.total = op->len;
+	pkt->hdr.offset = x->cur.pos;
+	pkt->hdr.total = x->cur.len;
 	if (put) {
-		pkt->hdr.rkey = op->rkey;
-		pkt->hdr.roff = op->roff;
+		pkt->hdr.rkey = x->rkey;
+		pkt->hdr.roff = x->roff;
 		if (frag)
-			ret = fwos_mem_read(card->host, op->lport, op->key, 0, op->off + op->pos,
-					    pkt->payload, frag);
+			ret = fwos_mem_read(card->host, op->lport, x->key, 0, at, pkt->payload,
+					    frag);
 	} else if (frag) {
-		ret = fwos_mem_read(card->host, op->lport, op->rkey,
-				    FWOS_MEM_REMOTE | NICOFF_ACCESS_REMOTE_READ,
-				    op->roff + op->pos, pkt->payload, frag);
+		ret = fwos_mem_read(card->host, op->lport, x->rkey,
+				    FWOS_MEM_REMOTE | NICOFF_ACCESS_REMOTE_READ, at, pkt->payload,
+				    frag);
 	}
 	if (ret) {
 		fwos_pkt_free(card->host, pkt);
@@ -111,8 +129,8 @@ static int fw_rma_build_data(struct fw_card *card, struct fw_peer *peer, struct 
 		fw_op_finish(card, op, ret, 0);
 		return FW_BUILD_GONE;
 	}
-	op->pos += frag;
-	op->all_sent = op->pos == op->len;
+	fw_cursor_advance(&x->cur, frag);
+	op->all_sent = fw_cursor_done(&x->cur);
 	*out = pkt;
 	return FW_BUILD_PKT;
 }
@@ -120,65 +138,71 @@ static int fw_rma_build_data(struct fw_card *card, struct fw_peer *peer, struct 
 int fw_rma_build(struct fw_card *card, struct fw_peer *peer, struct fw_op *op,
 		 struct fw_pkt **out)
 {
+	struct fw_xfer_op *x = fw_xfer_op(op);
 	struct fw_pkt *pkt;
 
 	if (op->kind != FW_OP_GET)
 		return fw_rma_build_data(card, peer, op, out);
-	pkt = fw_pkt_new(card, peer, FW_PKT_GET_REQ, op->lport, op->dst_port, 0);
+	pkt = fw_pkt_new(card, peer, fw_op_info_of(op->kind)->pkt_type, op->lport, op->dst_port, 0);
 	if (!pkt)
 		return FW_BUILD_NOMEM;
 	pkt->hdr.msg_id = op->msg_id;
-	pkt->hdr.total = op->len;
-	pkt->hdr.rkey = op->rkey;
-	pkt->hdr.roff = op->roff;
+	pkt->hdr.total = x->cur.len;
+	pkt->hdr.rkey = x->rkey;
+	pkt->hdr.roff = x->roff;
 	op->all_sent = true;
 	*out = pkt;
 	return FW_BUILD_PKT;
 }
 
-static int fw_rma_rx_put(struct fw_card *card, struct fw_peer *peer, struct fw_pkt *pkt)
+int fw_rma_rx_put(struct fw_card *card, struct fw_peer *peer, struct fw_pkt *pkt)
 {
 	const u32 flags = FWOS_MEM_REMOTE | NICOFF_ACCESS_REMOTE_WRITE;
 	const struct fw_pkt_hdr *h = &pkt->hdr;
 	struct fw_port *port = fw_port_find(card, h->dst_port);
+	struct fw_cursor cur;
+	u64 span;
 	int err = 0;
 
 	if (h->msg_id == peer->err_msg_id)
 		return FW_RX_DONE;	/* refused already: the rest goes too */
 	if (h->len > h->total || h->offset > h->total - h->len)
 		return FW_RX_DONE;	/* malformed: ignored */
+	fw_cursor_init(&cur, h->roff, h->total);
 	if (!port)
 		err = -ECONNREFUSED;
-	else if (h->roff + h->total < h->roff)
+	else if (!fw_cursor_span(&cur, &span))
 		err = -ERANGE;
 	else if (!h->offset)	/* all or nothing, as far as checks go */
-		err = fwos_mem_write(card->host, port->id, h->rkey, flags, h->roff + h->total,
-				     NULL, 0);
-	if (!err && h->len)
-		err = fwos_mem_write(card->host, port->id, h->rkey, flags, h->roff + h->offset,
-				     pkt->payload, h->len);
+		err = fwos_mem_write(card->host, port->id, h->rkey, flags, span, NULL, 0);
+	if (!err)
+		err = fw_rma_place(card, port->id, h->rkey, flags, &cur, h->offset, pkt->payload,
+				   h->len);
 	if (err)
 		fw_rma_refuse(card, peer, port, h, err, NICOFF_OP_PUT);
 	return FW_RX_DONE;
 }
 
-static int fw_rma_rx_get_req(struct fw_card *card, struct fw_peer *peer,
-			     const struct fw_pkt_hdr *h)
+int fw_rma_rx_get_req(struct fw_card *card, struct fw_peer *peer, struct fw_pkt *pkt)
 {
+	const struct fw_pkt_hdr *h = &pkt->hdr;
 	struct fw_port *port = fw_port_find(card, h->dst_port);
+	struct fw_cursor cur;
+	struct fw_xfer_op *x;
 	struct fw_op *op;
+	u64 span;
 	int err;
 
+	fw_cursor_init(&cur, h->roff, h->total);
 	if (!port)
 		err = -ECONNREFUSED;
 	else if (h->total > card->cfg.max_msg)
 		err = -EMSGSIZE;
-	else if (h->roff + h->total < h->roff)
+	else if (!fw_cursor_span(&cur, &span))
 		err = -ERANGE;
 	else
 		err = fwos_mem_read(card->host, port->id, h->rkey,
-				    FWOS_MEM_REMOTE | NICOFF_ACCESS_REMOTE_READ,
-				    h->roff + h->total, NULL, 0);
+				    FWOS_MEM_REMOTE | NICOFF_ACCESS_REMOTE_READ, span, NULL, 0);
 	if (err) {
 		fw_rma_refuse(card, peer, port, h, err, NICOFF_OP_GET);
 		return FW_RX_DONE;
@@ -186,11 +210,11 @@ static int fw_rma_rx_get_req(struct fw_card *card, struct fw_peer *peer,
 	op = fw_op_new(card, peer, port, FW_OP_GETRESP, 0);
 	if (!op)
 		return FW_RX_RNR;
+	x = fw_xfer_op(op);
 	op->done = true;	/* nothing to complete here */
 	op->dst_port = h->src_port;
-	op->rkey = h->rkey;
-	op->roff = h->roff;
-	op->len = h->total;
+	x->rkey = h->rkey;
+	x->cur = cur;
 	op->msg_id = h->msg_id;
 	fw_tx_enqueue(peer, op);
 	return FW_RX_DONE;
@@ -209,35 +233,21 @@ static struct fw_op *fw_rma_find_get(struct fw_peer *peer, u64 msg_id)
 	return NULL;
 }
 
-static int fw_rma_rx_get_resp(struct fw_card *card, struct fw_peer *peer, struct fw_pkt *pkt)
+int fw_rma_rx_get_resp(struct fw_card *card, struct fw_peer *peer, struct fw_pkt *pkt)
 {
 	const struct fw_pkt_hdr *h = &pkt->hdr;
 	struct fw_op *op = fw_rma_find_get(peer, h->msg_id);
+	struct fw_xfer_op *x = op ? fw_xfer_op(op) : NULL;
+	u64 len = x ? x->cur.len : 0;
 
 	/* Not (or no longer) waited for, or malformed: ignored. */
-	if (!op || h->total != op->len || h->offset != op->rcvd || h->len > op->len - op->rcvd)
+	if (!op || h->total != len || h->offset != x->rcvd || h->len > len - x->rcvd)
 		return FW_RX_DONE;
-	if (h->len && !op->err) {
-		int ret = fwos_mem_write(card->host, op->lport, op->key, NICOFF_ACCESS_LOCAL_WRITE,
-					 op->off + h->offset, pkt->payload, h->len);
-
-		if (ret)
-			op->err = ret;
-	}
-	op->rcvd += h->len;
-	if (op->rcvd == op->len)
-		fw_op_finish(card, op, op->err, op->err ? 0 : op->len);
+	if (!x->err)
+		x->err = fw_rma_place(card, op->lport, x->key, NICOFF_ACCESS_LOCAL_WRITE, &x->cur,
+				      h->offset, pkt->payload, h->len);
+	x->rcvd += h->len;
+	if (x->rcvd == len)
+		fw_op_finish(card, op, x->err, x->err ? 0 : len);
 	return FW_RX_DONE;
-}
-
-int fw_rma_rx(struct fw_card *card, struct fw_peer *peer, struct fw_pkt *pkt)
-{
-	switch (pkt->hdr.type) {
-	case FW_PKT_PUT:
-		return fw_rma_rx_put(card, peer, pkt);
-	case FW_PKT_GET_REQ:
-		return fw_rma_rx_get_req(card, peer, &pkt->hdr);
-	default:
-		return fw_rma_rx_get_resp(card, peer, pkt);
-	}
 }

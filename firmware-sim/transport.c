@@ -215,12 +215,28 @@ static struct fw_list *fw_reply_point(struct fw_peer *peer)
 
 		if (fw_op_reply(o))
 			at = n->next;
-		else if (o->kind != FW_OP_ABORT && (cut || !o->pos))
+		else if (o->kind != FW_OP_ABORT && (cut || !fw_op_sent(o)))
 			break;
 		else if (o->kind != FW_OP_ABORT)
 			cut = true;
 	}
 	return at;
+}
+
+/* A one-packet operation, owing no completion, not queued yet; NULL without memory. */
+static struct fw_ctrl_op *fw_ctrl_new(struct fw_card *card, struct fw_peer *peer, u8 kind,
+				      u32 lport, u32 rport, u64 msg_id, s32 err)
+{
+	struct fw_op *op = fw_op_new(card, peer, NULL, kind, 0);
+
+	if (!op)
+		return NULL;
+	op->done = true;
+	op->lport = lport;
+	op->dst_port = rport;
+	op->msg_id = msg_id;
+	fw_ctrl_op(op)->err = err;
+	return fw_ctrl_op(op);
 }
 
 /*
@@ -230,15 +246,10 @@ static struct fw_list *fw_reply_point(struct fw_peer *peer)
 void fw_tx_queue_ctrl(struct fw_card *card, struct fw_peer *peer, u8 kind, u32 lport,
 		      u32 rport, u64 msg_id, s32 err, struct fw_list *before)
 {
-	struct fw_op *op = fw_op_new(card, peer, NULL, kind, 0);
+	struct fw_ctrl_op *c = fw_ctrl_new(card, peer, kind, lport, rport, msg_id, err);
 
-	if (!op)
+	if (!c)
 		return;		/* the peer's operation will time out instead */
-	op->done = true;
-	op->lport = lport;
-	op->dst_port = rport;
-	op->msg_id = msg_id;
-	op->err = err;
 	if (kind == FW_OP_ERR) {
 		peer->err_tx++;
 		card->stats.err_replies++;
@@ -246,8 +257,8 @@ void fw_tx_queue_ctrl(struct fw_card *card, struct fw_peer *peer, u8 kind, u32 l
 	}
 	if (!before)
 		before = &peer->txq;
-	fw_list_insert(&op->q_node, before->prev, before);
-	op->queue = FW_OPQ_TX;
+	fw_list_insert(&c->op.q_node, before->prev, before);
+	c->op.queue = FW_OPQ_TX;
 }
 
 /*
@@ -273,54 +284,34 @@ void fw_reply_err(struct fw_card *card, struct fw_peer *peer, const struct fw_pk
 bool fw_reply_rnr(struct fw_card *card, struct fw_peer *peer, const struct fw_pkt_hdr *h,
 		  s32 why)
 {
-	struct fw_op *op = fw_op_new(card, peer, NULL, FW_OP_RNR, 0);
+	struct fw_ctrl_op *c = fw_ctrl_new(card, peer, FW_OP_RNR, h->dst_port, h->src_port,
+					   h->msg_id, why);
 	struct fw_list *at;
 
-	if (!op)
+	if (!c)
 		return false;
-	op->done = true;
-	op->lport = h->dst_port;
-	op->dst_port = h->src_port;
-	op->msg_id = h->msg_id;
-	op->err = why;
-	op->roff = (u64)h->epoch << 32 | h->seq;
+	c->seq = (u64)h->epoch << 32 | h->seq;
 	peer->err_tx++;
 	at = fw_reply_point(peer);
-	fw_list_insert(&op->q_node, at->prev, at);
-	op->queue = FW_OPQ_TX;
+	fw_list_insert(&c->op.q_node, at->prev, at);
+	c->op.queue = FW_OPQ_TX;
 	return true;
 }
 
-static int fw_ctrl_build(struct fw_card *card, struct fw_peer *peer, struct fw_op *op,
-			 struct fw_pkt **out)
+int fw_ctrl_build(struct fw_card *card, struct fw_peer *peer, struct fw_op *op,
+		  struct fw_pkt **out)
 {
-	u8 type = op->kind == FW_OP_ERR ? FW_PKT_ERR :
-		  op->kind == FW_OP_RNR ? FW_PKT_RNR : FW_PKT_ABORT;
-	struct fw_pkt *pkt = fw_pkt_new(card, peer, type, op->lport, op->dst_port, 0);
+	struct fw_pkt *pkt = fw_pkt_new(card, peer, fw_op_info_of(op->kind)->pkt_type, op->lport,
+					op->dst_port, 0);
 
 	if (!pkt)
 		return FW_BUILD_NOMEM;
 	pkt->hdr.msg_id = op->msg_id;
-	pkt->hdr.err = op->err;
-	pkt->hdr.roff = op->roff;
+	pkt->hdr.err = fw_ctrl_op(op)->err;
+	pkt->hdr.roff = fw_ctrl_op(op)->seq;
 	op->all_sent = true;
 	*out = pkt;
 	return FW_BUILD_PKT;
-}
-
-static int fw_op_build(struct fw_card *card, struct fw_peer *peer, struct fw_op *op,
-		       struct fw_pkt **out)
-{
-	switch (op->kind) {
-	case FW_OP_SEND:
-		return fw_msg_build(card, peer, op, out);
-	case FW_OP_PUT:
-	case FW_OP_GET:
-	case FW_OP_GETRESP:
-		return fw_rma_build(card, peer, op, out);
-	default:
-		return fw_ctrl_build(card, peer, op, out);
-	}
 }
 
 /* Build and send packets while the window has room. */
@@ -336,10 +327,11 @@ void fw_tx_flush(struct fw_card *card, struct fw_peer *peer)
 		int r;
 
 		/* A new message waits behind a refused one of its port pair. */
-		if (op->kind == FW_OP_SEND && !op->pos && !fw_list_empty(&peer->rnrq) &&
+		if (op->kind == FW_OP_SEND && !fw_op_sent(op) && !fw_list_empty(&peer->rnrq) &&
 		    fw_msg_rnr_hold(card, peer, op))
 			continue;
-		r = fw_recs_room(card, peer) ? fw_op_build(card, peer, op, &pkt) : FW_BUILD_NOMEM;
+		r = fw_recs_room(card, peer) ?
+		    fw_op_info_of(op->kind)->build(card, peer, op, &pkt) : FW_BUILD_NOMEM;
 		if (r == FW_BUILD_NOMEM) {
 			/* The retransmission timer tries again. */
 			if (peer->rto_at == FW_NEVER)
@@ -362,8 +354,8 @@ void fw_tx_flush(struct fw_card *card, struct fw_peer *peer)
 		op->nrec++;
 		if (op->kind == FW_OP_SEND && !pkt->hdr.offset) {
 			/* A new attempt: it ends any refusal of the last one. */
-			op->rnr_seq = pkt->hdr.seq;
-			op->rnr_named = false;
+			fw_send_op(op)->rnr_seq = pkt->hdr.seq;
+			fw_send_op(op)->rnr_named = false;
 		}
 		if (!peer->rtt_timing && !card->cfg.rto_fixed) {
 			peer->rtt_timing = true;
@@ -411,7 +403,7 @@ static void fw_pending_settle(struct fw_card *card, struct fw_peer *peer)
 
 		next = n->next;
 		if (op->kind != FW_OP_GET && fw_op_settled(peer, op))
-			fw_op_finish(card, op, 0, op->len);
+			fw_op_finish(card, op, 0, fw_xfer_op(op)->cur.len);
 	}
 }
 
@@ -428,7 +420,7 @@ static void fw_op_acked(struct fw_card *card, struct fw_peer *peer, struct fw_op
 	op->need_err = h->err_count;
 	if (!op->done && (op->kind == FW_OP_SEND || op->kind == FW_OP_PUT)) {
 		if (fw_op_settled(peer, op))
-			fw_op_finish(card, op, 0, op->len);
+			fw_op_finish(card, op, 0, fw_xfer_op(op)->cur.len);
 		else
 			fw_peer_pending_add(card, peer, op);
 		return;
@@ -541,8 +533,9 @@ static void fw_ack_rx(struct fw_card *card, struct fw_peer *peer, const struct f
 	fw_fast_retransmit(card, peer, h, now);
 }
 
-static int fw_rx_err(struct fw_card *card, struct fw_peer *peer, const struct fw_pkt_hdr *h)
+int fw_stream_rx_err(struct fw_card *card, struct fw_peer *peer, struct fw_pkt *pkt)
 {
+	const struct fw_pkt_hdr *h = &pkt->hdr;
 	struct fw_list *n;
 
 	peer->err_rx++;
@@ -616,25 +609,13 @@ static void fw_rx_sync(struct fw_card *card, struct fw_peer *peer, u32 epoch, u3
 	fw_pending_settle(card, peer);
 }
 
-static int fw_rx_content(struct fw_card *card, struct fw_peer *peer, struct fw_pkt *pkt)
+int fw_stream_rx_rnr(struct fw_card *card, struct fw_peer *peer, struct fw_pkt *pkt)
 {
-	switch (pkt->hdr.type) {
-	case FW_PKT_DATA:
-		return fw_msg_rx_data(card, peer, pkt);
-	case FW_PKT_ABORT:
-		fw_msg_rx_abort(card, peer, &pkt->hdr);
-		return FW_RX_DONE;
-	case FW_PKT_ERR:
-		return fw_rx_err(card, peer, &pkt->hdr);
-	case FW_PKT_RNR:
-		/* Before settling: the op it refuses must not complete. */
-		peer->err_rx++;
-		fw_msg_rx_rnr(card, peer, &pkt->hdr);
-		fw_pending_settle(card, peer);
-		return FW_RX_DONE;
-	default:
-		return fw_rma_rx(card, peer, pkt);
-	}
+	peer->err_rx++;
+	/* Before settling: the op it refuses must not complete. */
+	fw_msg_rx_rnr(card, peer, &pkt->hdr);
+	fw_pending_settle(card, peer);
+	return FW_RX_DONE;
 }
 
 /* A sequenced packet: accept it in order or drop it.  Whether to ack now. */
@@ -663,7 +644,7 @@ static bool fw_rx_seq(struct fw_card *card, struct fw_peer *peer, struct fw_pkt 
 		peer->ack_pending = true;	/* tell the sender where we are */
 		return true;
 	}
-	verdict = fw_rx_content(card, peer, pkt);
+	verdict = fw_pkt_info_of(h->type)->deliver(card, peer, pkt);
 	if (verdict == FW_RX_RNR) {
 		/* No room: no ack, the sender's retransmission retries. */
 		card->stats.rnr_drops++;
@@ -684,29 +665,35 @@ static bool fw_rx_seq(struct fw_card *card, struct fw_peer *peer, struct fw_pkt 
 
 void fw_rx(struct fw_card *card, struct fw_pkt *pkt, u32 size)
 {
-	struct fw_peer *peer;
-	bool ack_now = false;
-	u64 now;
+	const struct fw_pkt_info *pt;
 
 	if (!fw_pkt_check(pkt, size)) {
 		card->stats.crc_errors++;
 		fwos_pkt_free(card->host, pkt);
 		return;
 	}
-	if (fw_atomic_rx(card, pkt, size))
-		return;
-	if (pkt->hdr.type >= FW_PKT_BARRIER && pkt->hdr.type <= FW_PKT_BARRIER_STATE &&
-	    pkt->hdr.dst_node == card->cfg.node) {
-		fw_barrier_rx(card, pkt);
-		return;
-	}
-	if (pkt->hdr.dst_node != card->cfg.node || pkt->hdr.type < FW_PKT_ACK ||
-	    (pkt->hdr.type > FW_PKT_ABORT && pkt->hdr.type != FW_PKT_RNR)) {
+	pt = fw_pkt_info_of(pkt->hdr.type);
+	if (!pt) {
+		card->stats.bad_packets++;
 		fwos_pkt_free(card->host, pkt);
 		return;
 	}
+	if (pkt->hdr.dst_node != card->cfg.node) {
+		fwos_pkt_free(card->host, pkt);
+		return;
+	}
+	pt->engine->rx(card, pkt);
+}
+
+/* A packet of the go-back-N stream (or an ACK of it) for this card. */
+void fw_stream_rx(struct fw_card *card, struct fw_pkt *pkt)
+{
+	struct fw_peer *peer;
+	bool ack_now = false;
+	u64 now;
+
 	card->stats.rx_pkts++;
-	card->stats.rx_bytes += size;
+	card->stats.rx_bytes += fw_pkt_size(pkt);
 	peer = fw_peer_get(card, pkt->hdr.src_node);
 	if (!peer) {
 		fwos_pkt_free(card->host, pkt);

@@ -236,7 +236,10 @@ static s32 nicoff_exec_copy(struct nicoff_port *port, const struct nicoff_op_cop
 	return 0;
 }
 
-/* NOP, COPY and malformed commands are the host's; the rest the firmware's. */
+/*
+ * NOP, COPY and malformed commands are the host's; every other opcode goes
+ * to the firmware, whose engine table refuses those it does not know.
+ */
 static bool nicoff_exec_local(struct nicoff_port *port, const struct nicoff_cmd *cmd,
 			      s32 *status, u64 *result)
 {
@@ -251,20 +254,8 @@ static bool nicoff_exec_local(struct nicoff_port *port, const struct nicoff_cmd 
 	case NICOFF_OP_COPY:
 		*status = nicoff_exec_copy(port, &cmd->copy, result);
 		return true;
-	case NICOFF_OP_SEND:
-	case NICOFF_OP_RECV:
-	case NICOFF_OP_PUT:
-	case NICOFF_OP_GET:
-	case NICOFF_OP_FETCH_ADD:
-	case NICOFF_OP_FETCH_WRITE:
-	case NICOFF_OP_COMPARE_SWAP:
-	case NICOFF_OP_GROUP_CREATE:
-	case NICOFF_OP_GROUP_DESTROY:
-	case NICOFF_OP_BARRIER:
-		return false;
 	default:
-		*status = -EOPNOTSUPP;
-		return true;
+		return false;
 	}
 }
 
@@ -399,7 +390,9 @@ unsigned int nicoff_port_service(struct nicoff_port *port, unsigned int budget, 
 			}
 			port->cq_pending++;
 			port->cmds++;
-			fw_cmd(port->card->fw, port->num, &c);
+			/* An opcode nobody runs is a bad command, as the host's refusals are. */
+			if (fw_cmd(port->card->fw, port->num, &c) == -EOPNOTSUPP)
+				port->bad_cmds++;
 			continue;
 		}
 		if (status)

@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The firmware's engines and the one table that routes to them
+ * (engine.c).  An engine (messages, put and get, atomics, barriers, the
+ * reliable stream they share) is a set of operations; the table says
+ * which engine takes each command opcode and each packet type, what each
+ * kind of operation sends, and in which order the card's lifecycle calls
+ * the engines.  An opcode or a packet type the table does not name is
+ * refused and counted (fw_stats bad_opcodes, bad_packets), never handed
+ * to an engine.
+ */
+#ifndef NICOFF_FW_ENGINE_H
+#define NICOFF_FW_ENGINE_H
+
+#include "fw_util.h"
+
+struct fw_card;
+struct fw_peer;
+struct fw_port;
+struct fw_pkt;
+struct fw_op;
+struct nicoff_cmd;
+
+/* What an engine does for the card; an operation it has no use for is NULL. */
+struct fw_engine_ops {
+	const char *name;
+	/* A new card: set up the engine's state (it cannot fail). */
+	void (*init)(struct fw_card *card);
+	/*
+	 * A command of one of its opcodes, its common fields checked: 0 (the
+	 * engine owes its completion) or the negative errno to complete it with.
+	 */
+	int (*cmd)(struct fw_card *card, struct fw_port *port, const struct nicoff_cmd *cmd);
+	/* A packet of one of its types for this card, CRC and length checked: the engine's now. */
+	void (*rx)(struct fw_card *card, struct fw_pkt *pkt);
+	/* Run the timers due by @now; the engine's next deadline, FW_NEVER if none. */
+	u64 (*poll)(struct fw_card *card, u64 now);
+	/* Port @port closes: what it has in the engine goes, completing nothing. */
+	void (*port_detach)(struct fw_card *card, u32 port);
+	/* The card goes: everything goes, completing nothing. */
+	void (*destroy)(struct fw_card *card);
+};
+
+/* The receiver of one packet type. */
+struct fw_pkt_info {
+	const struct fw_engine_ops *engine;	/* takes the packet (its rx) */
+	/*
+	 * In the reliable stream, but for ACK: takes the packet once the
+	 * stream has accepted it in order.  enum fw_rx_verdict.
+	 */
+	int (*deliver)(struct fw_card *card, struct fw_peer *peer, struct fw_pkt *pkt);
+};
+
+/* One kind of the card's operations (enum fw_op_kind). */
+struct fw_op_info {
+	u8 pkt_type;		/* the packets it sends (enum fw_pkt_type) */
+	u8 opcode;		/* of the completion it owes: SEND, PUT, GET; else none is owed */
+	u32 size;		/* of its struct, which embeds struct fw_op first */
+	/* Its next packet: enum fw_build. */
+	int (*build)(struct fw_card *card, struct fw_peer *peer, struct fw_op *op,
+		     struct fw_pkt **out);
+};
+
+/* The engine of @opcode, or NULL: no engine runs it. */
+const struct fw_engine_ops *fw_engine_of_opcode(u8 opcode);
+/* The receiver of packet type @type, or NULL: no such type. */
+const struct fw_pkt_info *fw_pkt_info_of(u8 type);
+/* The kind @kind of operation (enum fw_op_kind: always one). */
+const struct fw_op_info *fw_op_info_of(u8 kind);
+
+/* The card's lifecycle, on every engine in the table's order. */
+void fw_engines_init(struct fw_card *card);
+u64 fw_engines_poll(struct fw_card *card, u64 now);
+void fw_engines_port_detach(struct fw_card *card, u32 port);
+void fw_engines_destroy(struct fw_card *card);
+
+#endif
