@@ -41,17 +41,36 @@ LIBNICOFF_DEPFLAGS = -MMD -MP -MF $(@:.o=.d)
 LIBNICOFF_LIB_SRCS := $(addprefix $(LIBNICOFF_DIR)/src/, \
 	capi.cpp device.cpp job.cpp memory_region.cpp port.cpp region_map.cpp shared_port.cpp \
 	group.cpp atomic.cpp lock.cpp)
-LIBNICOFF_LIB_OBJS := $(patsubst $(LIBNICOFF_DIR)/%.cpp,$(LIBNICOFF_OBJDIR)/%.o,$(LIBNICOFF_LIB_SRCS))
+# The card's barrier schedules, built from the firmware's own source
+# (src/barrier_sched.c is its door; firmware-sim/host gives it fw_compat.h).
+LIBNICOFF_FW_SRCS := $(TOP)/firmware-sim/barrier_alg.c
+LIBNICOFF_LIB_C_SRCS := $(LIBNICOFF_DIR)/src/barrier_sched.c
+LIBNICOFF_FW_OBJS := $(patsubst $(TOP)/firmware-sim/%.c,$(LIBNICOFF_OBJDIR)/fw/%.o,$(LIBNICOFF_FW_SRCS))
+LIBNICOFF_LIB_OBJS := $(patsubst $(LIBNICOFF_DIR)/%.cpp,$(LIBNICOFF_OBJDIR)/%.o,$(LIBNICOFF_LIB_SRCS)) \
+	$(patsubst $(LIBNICOFF_DIR)/%.c,$(LIBNICOFF_OBJDIR)/%.o,$(LIBNICOFF_LIB_C_SRCS)) \
+	$(LIBNICOFF_FW_OBJS)
+LIBNICOFF_FW_CPPFLAGS := -I$(TOP)/firmware-sim/host -I$(TOP)/firmware-sim -I$(TOP)/include
 
 $(LIBNICOFF_ABI_H): $(TOP)/include/uapi/nicoff.h
 	@mkdir -p $(@D)
 	cp $< $@
 
-$(LIBNICOFF_LIB_OBJS): $(LIBNICOFF_OBJDIR)/%.o: $(LIBNICOFF_DIR)/%.cpp | $(LIBNICOFF_ABI_H)
+$(filter %.o,$(patsubst $(LIBNICOFF_DIR)/%.cpp,$(LIBNICOFF_OBJDIR)/%.o,$(LIBNICOFF_LIB_SRCS))): \
+		$(LIBNICOFF_OBJDIR)/%.o: $(LIBNICOFF_DIR)/%.cpp | $(LIBNICOFF_ABI_H)
 	@mkdir -p $(@D)
 	$(CXX) $(CXXFLAGS_USER) $(LIBNICOFF_CPPFLAGS) -fvisibility=hidden \
 		-fvisibility-inlines-hidden -DNICOFF_BUILDING_LIB \
 		-DNICOFF_VERSION_STRING='"$(NICOFF_VERSION)"' $(LIBNICOFF_DEPFLAGS) -c -o $@ $<
+
+$(LIBNICOFF_OBJDIR)/src/%.o: $(LIBNICOFF_DIR)/src/%.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_USER) $(LIBNICOFF_FW_CPPFLAGS) -fvisibility=hidden $(LIBNICOFF_DEPFLAGS) \
+		-c -o $@ $<
+
+$(LIBNICOFF_FW_OBJS): $(LIBNICOFF_OBJDIR)/fw/%.o: $(TOP)/firmware-sim/%.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_USER) $(LIBNICOFF_FW_CPPFLAGS) -fvisibility=hidden $(LIBNICOFF_DEPFLAGS) \
+		-c -o $@ $<
 
 $(LIBNICOFF_SHARED): $(LIBNICOFF_LIB_OBJS)
 	@mkdir -p $(@D)

@@ -1,5 +1,6 @@
 // nicoff::Group (barriers run by the card) and nicoff::HostBarrier (the
 // same algorithms run by the process over SEND/RECV).
+#include "barrier_sched.h"
 #include "common.hpp"
 
 #include <nicoff/group.hpp>
@@ -16,8 +17,6 @@ namespace {
 
 constexpr std::string_view alg_names[] = {"auto",    "pairwise",  "dissemination", "tree",
                                           "central", "combining", "tournament"};
-constexpr std::uint32_t default_tree_degree = 4;     // firmware-sim/barrier.h
-constexpr std::uint32_t default_combining_fanin = 4; // the same
 
 std::atomic<std::uint32_t> job_groups{0};
 
@@ -60,125 +59,6 @@ std::vector<nicoff_member> job_members(const Job &job) {
         m[r] = nicoff_member{p.card, p.port};
     }
     return m;
-}
-
-// --- the schedules, as firmware-sim/barrier_alg.c builds them -------------
-
-struct Builder {
-    std::vector<BarrierStep> steps{1};
-    bool used = false;
-    void send(std::uint64_t r) {
-        steps.back().send.push_back(static_cast<std::uint32_t>(r));
-        used = true;
-    }
-    void recv(std::uint64_t r) {
-        steps.back().recv.push_back(static_cast<std::uint32_t>(r));
-        used = true;
-    }
-    void next() {
-        if (used) {
-            steps.emplace_back();
-            used = false;
-        }
-    }
-    std::vector<BarrierStep> done() {
-        if (!used)
-            steps.pop_back();
-        return std::move(steps);
-    }
-};
-
-void sched_dissemination(Builder &b, std::uint64_t r, std::uint64_t n) {
-    for (std::uint64_t d = 1; d < n; d <<= 1) {
-        b.send((r + d) % n);
-        b.recv((r + n - d) % n);
-        b.next();
-    }
-}
-
-void sched_pairwise(Builder &b, std::uint64_t r, std::uint64_t n) {
-    std::uint64_t m = 1;
-    while (m * 2 <= n)
-        m *= 2;
-    if (r >= m) {
-        b.send(r - m);
-        b.next();
-        b.recv(r - m);
-        b.next();
-        return;
-    }
-    if (r + m < n) {
-        b.recv(r + m);
-        b.next();
-    }
-    for (std::uint64_t k = 1; k < m; k <<= 1) {
-        b.send(r ^ k);
-        b.recv(r ^ k);
-        b.next();
-    }
-    if (r + m < n) {
-        b.send(r + m);
-        b.next();
-    }
-}
-
-void sched_tree(Builder &b, std::uint64_t r, std::uint64_t n, std::uint64_t d) {
-    const std::uint64_t c0 = r * d + 1;
-    for (std::uint64_t c = c0; c < c0 + d && c < n; c++)
-        b.recv(c);
-    b.next();
-    if (r) {
-        b.send((r - 1) / d);
-        b.recv((r - 1) / d);
-        b.next();
-    }
-    for (std::uint64_t c = c0; c < c0 + d && c < n; c++)
-        b.send(c);
-    b.next();
-}
-
-void sched_central(Builder &b, std::uint64_t r, std::uint64_t n) {
-    if (r) {
-        b.send(0);
-        b.recv(0);
-        b.next();
-        return;
-    }
-    for (std::uint64_t i = 1; i < n; i++)
-        b.recv(i);
-    b.next();
-    for (std::uint64_t i = 1; i < n; i++)
-        b.send(i);
-    b.next();
-}
-
-void sched_combining(Builder &b, std::uint64_t r, std::uint64_t n, std::uint64_t k) {
-    for (std::uint64_t s = 1; s < n;) {
-        const std::uint64_t grp = s * k;
-        if (r % grp) {
-            b.send(r - r % grp);
-            break;
-        }
-        for (std::uint64_t j = 1; j < k && r + j * s < n; j++)
-            b.recv(r + j * s);
-        b.next();
-        s = grp;
-    }
-    if (r)
-        b.recv(r - (r & (~r + 1)));
-    b.next();
-    std::uint64_t mask = 0;
-    if (r) {
-        mask = (r & (~r + 1)) >> 1;
-    } else if (n >= 2) {
-        mask = 1;
-        while (mask * 2 < n)
-            mask *= 2;
-    }
-    for (; mask; mask >>= 1)
-        if (r + mask < n)
-            b.send(r + mask);
-    b.next();
 }
 
 std::uint64_t run_tag(std::uint64_t epoch) { return 0xb0ull << 56 | (epoch & 0xffffffffffffull); }
@@ -226,34 +106,35 @@ std::vector<BarrierStep> barrier_schedule(std::uint32_t algorithm, std::uint32_t
                                           std::uint32_t rank, std::uint32_t size) {
     if (!size || rank >= size)
         fail(EINVAL, "nicoff: barrier_schedule: rank outside the group");
-    Builder b;
     switch (algorithm) {
-    case NICOFF_BARRIER_PAIRWISE:
-        sched_pairwise(b, rank, size);
-        break;
-    case NICOFF_BARRIER_DISSEMINATION:
-        sched_dissemination(b, rank, size);
-        break;
     case NICOFF_BARRIER_TREE:
         if (param == 1)
             fail(EINVAL, "nicoff: a tree needs a degree of at least 2");
-        sched_tree(b, rank, size, param ? param : default_tree_degree);
-        break;
-    case NICOFF_BARRIER_CENTRAL:
-        sched_central(b, rank, size);
         break;
     case NICOFF_BARRIER_COMBINING:
-        if (param == 1) // checked first: a fan-in of 1 never combines anything
+        if (param == 1) // a fan-in of 1 never combines anything
             fail(EINVAL, "nicoff: a combining tree needs a fan-in of at least 2");
-        sched_combining(b, rank, size, param ? param : default_combining_fanin);
         break;
+    case NICOFF_BARRIER_PAIRWISE:
+    case NICOFF_BARRIER_DISSEMINATION:
+    case NICOFF_BARRIER_CENTRAL:
     case NICOFF_BARRIER_TOURNAMENT:
-        sched_combining(b, rank, size, 2);
         break;
     default:
         fail(EINVAL, "nicoff: no such barrier algorithm");
     }
-    return b.done();
+    std::vector<BarrierStep> steps;
+    auto msg = [](void *ctx, int recv, std::uint32_t r, std::uint32_t step) {
+        auto &v = *static_cast<std::vector<BarrierStep> *>(ctx);
+        if (v.size() <= step)
+            v.resize(step + 1);
+        (recv ? v[step].recv : v[step].send).push_back(r);
+    };
+    const int n = nicoff_bsched_walk(algorithm, param, rank, size, msg, &steps);
+    if (n < 0)
+        fail(-n, "nicoff: barrier_schedule");
+    steps.resize(static_cast<std::size_t>(n));
+    return steps;
 }
 
 // --------------------------------------------------------------- Group --
