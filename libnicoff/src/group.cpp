@@ -193,11 +193,7 @@ Group &Group::operator=(Group &&o) noexcept {
         done_ = o.done_;
         next_tag_ = o.next_tag_;
         pending_ = std::exchange(o.pending_, false);
-        want_ = o.want_;
-        barrier_tag_ = o.barrier_tag_;
-        reply_ = o.reply_;
-        barrier_done_ = o.barrier_done_;
-        stray_ = o.stray_;
+        waits_ = o.waits_;
         if (port_)
             port_->dispatcher().set(owner_, [this](const nicoff_cqe &c) { on_completion(c); });
     }
@@ -216,19 +212,20 @@ Group::~Group() {
 // The reply to run()'s command, the running barrier's completion (also
 // when DESTROY cancels it), or an error.
 void Group::on_completion(const nicoff_cqe &c) noexcept {
-    if (want_ && c.tag == want_ && !reply_)
-        reply_ = c;
-    else if (pending_ && c.tag == barrier_tag_ && c.opcode == NICOFF_OP_BARRIER && !barrier_done_)
-        barrier_done_ = c;
+    if (waits_.want && c.tag == waits_.want && !waits_.reply)
+        waits_.reply = c;
+    else if (pending_ && c.tag == waits_.barrier_tag && c.opcode == NICOFF_OP_BARRIER &&
+             !waits_.barrier_done)
+        waits_.barrier_done = c;
     else
-        stray_ = true;
+        waits_.stray = true;
 }
 
 void Group::await(const std::function<bool()> &done) {
     const bool ok = nicoff::await(*port_, cfg_, detail::Deadline::after(cfg_.timeout), false,
-                                  [&] { return stray_ || done(); });
-    if (stray_) {
-        stray_ = false;
+                                  [&] { return waits_.stray || done(); });
+    if (waits_.stray) {
+        waits_.stray = false;
         fail(EPROTO, "nicoff: Group: a completion of none of its operations");
     }
     if (!ok)
@@ -247,12 +244,12 @@ void Group::post(const nicoff_cmd &cmd) {
 nicoff_cqe Group::run(const nicoff_cmd &cmd) {
     nicoff_cmd c = cmd;
     c.tag = Dispatcher::tag(owner_, next_tag_++);
-    want_ = c.tag;
-    reply_.reset();
+    waits_.want = c.tag;
+    waits_.reply.reset();
     post(c);
-    await([this] { return reply_.has_value(); });
-    want_ = 0;
-    return *reply_;
+    await([this] { return waits_.reply.has_value(); });
+    waits_.want = 0;
+    return *waits_.reply;
 }
 
 void Group::start_barrier() {
@@ -264,8 +261,8 @@ void Group::start_barrier() {
     c.opcode = NICOFF_OP_BARRIER;
     c.group.group_id = id_;
     c.tag = Dispatcher::tag(owner_, next_tag_++);
-    barrier_tag_ = c.tag;
-    barrier_done_.reset();
+    waits_.barrier_tag = c.tag;
+    waits_.barrier_done.reset();
     post(c);
     pending_ = true;
 }
@@ -273,9 +270,9 @@ void Group::start_barrier() {
 void Group::wait_barrier() {
     if (!pending_)
         fail(EINVAL, "nicoff: Group: no barrier running");
-    await([this] { return barrier_done_.has_value(); });
+    await([this] { return waits_.barrier_done.has_value(); });
     pending_ = false;
-    check_status(*barrier_done_, "BARRIER");
+    check_status(*waits_.barrier_done, "BARRIER");
     done_++;
 }
 

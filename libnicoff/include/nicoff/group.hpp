@@ -120,11 +120,14 @@ private:
     std::uint64_t done_ = 0;
     std::uint64_t next_tag_ = 1;
     bool pending_ = false; // a barrier runs
-    std::uint64_t barrier_tag_ = 0;
-    std::optional<nicoff_cqe> barrier_done_;
-    std::uint64_t want_ = 0; // run()'s command
-    std::optional<nicoff_cqe> reply_;
-    bool stray_ = false; // a completion of ours that nobody expects
+    // What on_completion() found for the waits.
+    struct Waits {
+        std::uint64_t barrier_tag = 0; // the running barrier's
+        std::optional<nicoff_cqe> barrier_done;
+        std::uint64_t want = 0; // run()'s command's
+        std::optional<nicoff_cqe> reply;
+        bool stray = false; // a completion of ours that nobody expects
+    } waits_;
 };
 
 // The same algorithms run by the process over SEND/RECV: every message a
