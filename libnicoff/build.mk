@@ -40,18 +40,37 @@ LIBNICOFF_DEPFLAGS = -MMD -MP -MF $(@:.o=.d)
 # ---------------------------------------------------------------- library --
 LIBNICOFF_LIB_SRCS := $(addprefix $(LIBNICOFF_DIR)/src/, \
 	capi.cpp device.cpp job.cpp memory_region.cpp port.cpp region_map.cpp shared_port.cpp \
-	group.cpp atomic.cpp lock.cpp)
-LIBNICOFF_LIB_OBJS := $(patsubst $(LIBNICOFF_DIR)/%.cpp,$(LIBNICOFF_OBJDIR)/%.o,$(LIBNICOFF_LIB_SRCS))
+	group.cpp atomic.cpp lock.cpp dispatch.cpp)
+# The card's barrier schedules, built from the firmware's own source
+# (src/barrier_sched.c is its door; firmware-sim/host gives it fw_compat.h).
+LIBNICOFF_FW_SRCS := $(TOP)/firmware-sim/barrier_alg.c
+LIBNICOFF_LIB_C_SRCS := $(LIBNICOFF_DIR)/src/barrier_sched.c
+LIBNICOFF_FW_OBJS := $(patsubst $(TOP)/firmware-sim/%.c,$(LIBNICOFF_OBJDIR)/fw/%.o,$(LIBNICOFF_FW_SRCS))
+LIBNICOFF_LIB_OBJS := $(patsubst $(LIBNICOFF_DIR)/%.cpp,$(LIBNICOFF_OBJDIR)/%.o,$(LIBNICOFF_LIB_SRCS)) \
+	$(patsubst $(LIBNICOFF_DIR)/%.c,$(LIBNICOFF_OBJDIR)/%.o,$(LIBNICOFF_LIB_C_SRCS)) \
+	$(LIBNICOFF_FW_OBJS)
+LIBNICOFF_FW_CPPFLAGS := -I$(TOP)/firmware-sim/host -I$(TOP)/firmware-sim -I$(TOP)/include
 
 $(LIBNICOFF_ABI_H): $(TOP)/include/uapi/nicoff.h
 	@mkdir -p $(@D)
 	cp $< $@
 
-$(LIBNICOFF_LIB_OBJS): $(LIBNICOFF_OBJDIR)/%.o: $(LIBNICOFF_DIR)/%.cpp | $(LIBNICOFF_ABI_H)
+$(filter %.o,$(patsubst $(LIBNICOFF_DIR)/%.cpp,$(LIBNICOFF_OBJDIR)/%.o,$(LIBNICOFF_LIB_SRCS))): \
+		$(LIBNICOFF_OBJDIR)/%.o: $(LIBNICOFF_DIR)/%.cpp | $(LIBNICOFF_ABI_H)
 	@mkdir -p $(@D)
 	$(CXX) $(CXXFLAGS_USER) $(LIBNICOFF_CPPFLAGS) -fvisibility=hidden \
 		-fvisibility-inlines-hidden -DNICOFF_BUILDING_LIB \
 		-DNICOFF_VERSION_STRING='"$(NICOFF_VERSION)"' $(LIBNICOFF_DEPFLAGS) -c -o $@ $<
+
+$(LIBNICOFF_OBJDIR)/src/%.o: $(LIBNICOFF_DIR)/src/%.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_USER) $(LIBNICOFF_FW_CPPFLAGS) -fvisibility=hidden $(LIBNICOFF_DEPFLAGS) \
+		-c -o $@ $<
+
+$(LIBNICOFF_FW_OBJS): $(LIBNICOFF_OBJDIR)/fw/%.o: $(TOP)/firmware-sim/%.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_USER) $(LIBNICOFF_FW_CPPFLAGS) -fvisibility=hidden $(LIBNICOFF_DEPFLAGS) \
+		-c -o $@ $<
 
 $(LIBNICOFF_SHARED): $(LIBNICOFF_LIB_OBJS)
 	@mkdir -p $(@D)
@@ -127,7 +146,7 @@ $(BUILD)/bin/nicoffrun: $(filter $(LIBNICOFF_OBJDIR)/tools/nicoffrun/%,$(LIBNICO
 LIBNICOFF_UNIT_DIR := $(BUILD)/tests/unit
 LIBNICOFF_UNIT_CXX_SRCS := $(addprefix $(LIBNICOFF_DIR)/tests/unit/, \
 	test_ring.cpp test_ringpair.cpp test_regionmap.cpp test_bench.cpp test_job.cpp \
-	test_nicoffrun.cpp test_lock.cpp test_group.cpp)
+	test_nicoffrun.cpp test_lock.cpp test_group.cpp test_dispatch.cpp)
 LIBNICOFF_UNIT_C_SRCS := $(LIBNICOFF_DIR)/tests/unit/test_capi.c
 LIBNICOFF_UNIT_CXX_OBJS := $(patsubst $(LIBNICOFF_DIR)/%.cpp,$(LIBNICOFF_OBJDIR)/%.o,$(LIBNICOFF_UNIT_CXX_SRCS))
 LIBNICOFF_UNIT_C_OBJS := $(patsubst $(LIBNICOFF_DIR)/%.c,$(LIBNICOFF_OBJDIR)/%.o,$(LIBNICOFF_UNIT_C_SRCS))

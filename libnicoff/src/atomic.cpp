@@ -16,21 +16,16 @@ namespace detail {
 
 namespace {
 
-constexpr std::uint64_t kind_shift = 56;
+// An Endpoint's tags (below its owner id): the kind of operation, then a
+// sequence number or slot.
+constexpr unsigned kind_shift = 40;
 constexpr std::uint64_t kind_atomic = 1;
 constexpr std::uint64_t kind_put = 2;
 constexpr std::uint64_t kind_send = 3;
 constexpr std::uint64_t kind_recv = 4;
 constexpr std::uint64_t kind_wake = 5;
 
-constexpr std::uint64_t make_tag(std::uint64_t kind, std::uint64_t n) {
-    return kind << kind_shift | n;
-}
-
-constexpr std::uint64_t tag_kind(std::uint64_t tag) { return tag >> kind_shift; }
-constexpr std::uint64_t tag_index(std::uint64_t tag) {
-    return tag & ((std::uint64_t{1} << kind_shift) - 1);
-}
+constexpr std::uint64_t index_mask = (std::uint64_t{1} << kind_shift) - 1;
 
 // Scratch layout, in 8-byte words: put sources, request slots, the reply.
 constexpr std::size_t put_base = 0;
@@ -38,6 +33,12 @@ constexpr std::size_t send_base = put_base + Endpoint::put_slots;
 constexpr std::size_t recv_base = send_base + Endpoint::send_slots * 4;
 constexpr std::size_t scratch_words = 512; // one page
 static_assert(recv_base + 8 <= scratch_words);
+
+// While an atomic's completion is on the way: spin, then sleep in poll(2),
+// looking at least every 10 ms.
+constexpr Pacing reply_pacing{.max_sleep = std::chrono::milliseconds(10)};
+// While waiting for a slot or for puts in flight: spin, then nap.
+constexpr Pacing slot_pacing{.sleep = Pacing::Sleep::nap};
 
 } // namespace
 
@@ -49,26 +50,9 @@ void PageDeleter::operator()(std::uint64_t *p) const noexcept {
     ::operator delete (p, std::align_val_t{4096});
 }
 
-bool Waiter::spinning() {
-    if (!start_)
-        start_ = Endpoint::now_ns();
-    return Endpoint::now_ns() - start_ < spin_ns_;
-}
-
-void Waiter::pause() {
-    if (++spins_ < 64) {
-        relax_cpu();
-    } else if (spinning()) {
-        sched_yield();
-    } else {
-        const timespec ts{0, static_cast<long>(sleep_ns_)};
-        nanosleep(&ts, nullptr);
-    }
-}
-
 Endpoint::Endpoint(Port &port, std::chrono::milliseconds timeout, bool host)
-    : port_(port), timeout_ns_(static_cast<std::uint64_t>(timeout.count()) * 1000000ull),
-      host_(host), scratch_(alloc_page()) {
+    : port_(port), reg_(port.dispatcher(), [this](const nicoff_cqe &c) { on_completion(c); }),
+      timeout_(timeout), host_(host), scratch_(alloc_page()) {
     std::memset(scratch_.get(), 0, scratch_words * 8);
     mr_ = port.register_memory(
         std::span<std::byte>(reinterpret_cast<std::byte *>(scratch_.get()), scratch_words * 8),
@@ -84,45 +68,33 @@ Endpoint::~Endpoint() {
     }
 }
 
-std::uint64_t Endpoint::now_ns() noexcept {
-    return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                          std::chrono::steady_clock::now().time_since_epoch())
-                                          .count());
+std::uint64_t Endpoint::make_tag(std::uint64_t kind, std::uint64_t n) const noexcept {
+    return reg_.tag(kind << kind_shift | (n & index_mask));
 }
 
-// One look at the completion ring: bookkeeping for puts and sends, and
-// the completion tagged `want` (if any) into *out.
-bool Endpoint::pump(std::uint64_t want, nicoff_cqe *out) {
-    nicoff_cqe cqes[16];
-    const std::size_t n = port_.poll(cqes);
-    bool found = false;
-    if (n == 0 && port_.in_error())
-        throw_errno(EIO, "nicoff: port is in the error state");
-    for (std::size_t i = 0; i < n; i++) {
-        const nicoff_cqe &c = cqes[i];
-        const std::uint64_t kind = tag_kind(c.tag), idx = tag_index(c.tag);
-        if (c.tag == want) {
-            *out = c;
-            found = true;
-        } else if (kind == kind_put && idx < put_slots && put_busy_[idx]) {
-            put_busy_[idx] = false;
-            puts_out_--;
-            if (c.status && !error_)
-                error_ = -c.status;
-        } else if (kind == kind_wake && wakes_posted_) {
-            wakes_posted_--;
-            if (c.status && !error_)
-                error_ = -c.status;
-        } else if (kind == kind_send && idx < send_slots && send_busy_[idx]) {
-            send_busy_[idx] = false;
-            if (c.status && !error_)
-                error_ = -c.status;
-        } else if (!error_) {
-            error_ = EPROTO; // not ours: someone else uses the port
-        }
-        last_progress_ = now_ns();
+// Bookkeeping for puts and sends, and the completion wait() waits for.
+void Endpoint::on_completion(const nicoff_cqe &c) noexcept {
+    const std::uint64_t local = Dispatcher::local(c.tag);
+    const std::uint64_t kind = local >> kind_shift, idx = local & index_mask;
+    if (have_ == false && c.tag == want_) {
+        got_ = c;
+        have_ = true;
+    } else if (kind == kind_put && idx < put_slots && put_busy_[idx]) {
+        put_busy_[idx] = false;
+        puts_out_--;
+        if (c.status && !error_)
+            error_ = -c.status;
+    } else if (kind == kind_wake && wakes_posted_) {
+        wakes_posted_--;
+        if (c.status && !error_)
+            error_ = -c.status;
+    } else if (kind == kind_send && idx < send_slots && send_busy_[idx]) {
+        send_busy_[idx] = false;
+        if (c.status && !error_)
+            error_ = -c.status;
+    } else if (!error_) {
+        error_ = EPROTO; // a late reply after a failed wait
     }
-    return found;
 }
 
 void Endpoint::check_error() {
@@ -133,37 +105,25 @@ void Endpoint::check_error() {
     }
 }
 
-void Endpoint::check_timeout(const char *what) {
-    if (now_ns() - last_progress_ > timeout_ns_)
+void Endpoint::await(const std::function<bool()> &done, const Pacing &pacing, const char *what) {
+    if (!reg_.dispatcher().wait_until(done, Deadline::after_silence(timeout_), pacing))
         throw_errno(ETIMEDOUT, std::string("nicoff: no completion while waiting for ") + what);
 }
 
 void Endpoint::post(const nicoff_cmd &c) {
-    nicoff_cqe dummy;
-    Waiter w;
-    last_progress_ = now_ns();
-    while (!port_.try_post(c)) {
-        if (port_.in_error())
-            throw_errno(EIO, "nicoff: port is in the error state");
-        pump(~0ull, &dummy);
-        check_timeout("room in the command ring");
-        w.pause();
-    }
+    if (port_.try_post(c))
+        return;
+    await([&] { return port_.try_post(c); }, slot_pacing, "room in the command ring");
 }
 
 // Spins, then sleeps in poll(2) until the card posts a completion.
 nicoff_cqe Endpoint::wait(std::uint64_t tag, const char *what) {
-    nicoff_cqe c{};
-    Waiter w;
-    last_progress_ = now_ns();
-    while (!pump(tag, &c)) {
-        check_timeout(what);
-        if (w.spinning())
-            w.pause();
-        else
-            port_.wait(std::chrono::milliseconds(10));
-    }
-    return c;
+    want_ = tag;
+    have_ = false;
+    await([this] { return have_; }, reply_pacing, what);
+    want_ = 0;
+    have_ = false;
+    return got_;
 }
 
 std::uint64_t Endpoint::atomic(std::uint8_t opcode, const RemoteWord &w, std::uint64_t operand,
@@ -171,7 +131,7 @@ std::uint64_t Endpoint::atomic(std::uint8_t opcode, const RemoteWord &w, std::ui
     check_error();
     if (host_)
         return host_atomic(opcode, w, operand, compare);
-    const std::uint64_t tag = make_tag(kind_atomic, ++seq_ & 0xffffffffffffull);
+    const std::uint64_t tag = make_tag(kind_atomic, ++seq_);
     post(make_atomic(opcode, w, operand, compare, tag));
     const nicoff_cqe c = wait(tag, "an atomic");
     if (c.status)
@@ -209,24 +169,18 @@ std::uint64_t Endpoint::host_atomic(std::uint8_t opcode, const RemoteWord &w, st
     return rep.old;
 }
 
-// A request to the AtomicServer at (w.card, w.port), from the next free
-// request slot; its SEND completes (and frees the slot) in pump().
 // The next send slot, once its last SEND has completed; marked busy.
 unsigned Endpoint::take_send_slot() {
-    Waiter wt;
-    last_progress_ = now_ns();
-    while (send_busy_[send_next_]) {
-        nicoff_cqe dummy;
-        pump(~0ull, &dummy);
-        check_timeout("a send slot");
-        wt.pause();
-    }
+    if (send_busy_[send_next_])
+        await([this] { return !send_busy_[send_next_]; }, slot_pacing, "a send slot");
     const unsigned slot = send_next_;
     send_next_ = (send_next_ + 1) % send_slots;
     send_busy_[slot] = true;
     return slot;
 }
 
+// A request to the AtomicServer at (w.card, w.port), from the next free
+// request slot; its SEND completes (and frees the slot) in on_completion().
 void Endpoint::send_request(std::uint8_t opcode, const RemoteWord &w, std::uint64_t operand,
                             std::uint64_t compare, std::uint16_t flags) {
     const unsigned slot = take_send_slot();
@@ -250,14 +204,8 @@ void Endpoint::put64(const RemoteWord &dst, std::uint64_t value) {
         send_request(NICOFF_OP_FETCH_WRITE, dst, value, 0, host_flag_no_reply);
         return;
     }
-    Waiter w;
-    last_progress_ = now_ns();
-    while (put_busy_[put_next_]) {
-        nicoff_cqe dummy;
-        pump(~0ull, &dummy);
-        check_timeout("a put slot");
-        w.pause();
-    }
+    if (put_busy_[put_next_])
+        await([this] { return !put_busy_[put_next_]; }, slot_pacing, "a put slot");
     const unsigned slot = put_next_;
     put_next_ = (put_next_ + 1) % put_slots;
     scratch_.get()[put_base + slot] = value;
@@ -281,17 +229,15 @@ void Endpoint::prepare_wait() {
 // Without a prepared wake-up (nothing can complete to wake us) it only
 // spins and looks every 50 us, as RemoteMemory's.
 void Endpoint::wait_while(const std::uint64_t *word, std::uint64_t value) {
-    Waiter w(20'000);
-    nicoff_cqe dummy;
     while (load_acquire(word) == value) {
-        pump(~0ull, &dummy);
+        const bool woken = wakes_posted_ != 0;
+        Pacing p{.spin = std::chrono::microseconds(20), .max_sleep = std::chrono::milliseconds(10)};
+        if (!woken)
+            p.sleep = Pacing::Sleep::nap;
+        reg_.dispatcher().wait_until(
+            [&] { return error_ || load_acquire(word) != value || (woken && !wakes_posted_); },
+            Deadline::never(), p);
         check_error();
-        if (load_acquire(word) != value)
-            break;
-        if (w.spinning() || !wakes_posted_)
-            w.pause();
-        else
-            port_.wait(std::chrono::milliseconds(10));
     }
 }
 
@@ -300,18 +246,15 @@ void Endpoint::wake(std::uint32_t card, std::uint32_t port) {
     post(make_send(card, port, mr_.handle(), 0, 0, wake_msg_tag, make_tag(kind_send, slot)));
 }
 
+// Wake-up RECVs too: their SENDs are on the way, and a completion left
+// behind would reach the port's next user.
 void Endpoint::flush() {
-    Waiter w;
-    last_progress_ = now_ns();
-    // Wake-up RECVs too: their SENDs are on the way, and a completion
-    // left behind would reach the port's next user.
-    while (puts_out_ || wakes_posted_ ||
-           std::any_of(send_busy_.begin(), send_busy_.end(), [](bool b) { return b; })) {
-        nicoff_cqe dummy;
-        pump(~0ull, &dummy);
-        check_timeout("puts to complete");
-        w.pause();
-    }
+    auto idle = [this] {
+        return !puts_out_ && !wakes_posted_ &&
+               std::none_of(send_busy_.begin(), send_busy_.end(), [](bool b) { return b; });
+    };
+    if (!idle())
+        await(idle, slot_pacing, "puts to complete");
     check_error();
 }
 
@@ -376,10 +319,16 @@ struct AtomicServer::Impl {
     std::span<std::byte> mem;
     ServerMode mode;
     std::chrono::microseconds spin;
+    // Tags: slot i's receive i, its reply's send reply_bit | i.
+    static constexpr std::uint64_t reply_bit = std::uint64_t{1} << 32;
+    detail::Registration reg{port.dispatcher(), [this](const nicoff_cqe &c) {
+                                 on_completion(c);
+                             }};
     std::unique_ptr<std::uint64_t, detail::PageDeleter> buf{detail::alloc_page()};
     MemoryRegion mr;
     unsigned slots = 0; // request i arrives in slot i and is answered from slot i
     Stats stats;
+    bool stray = false; // a completion of ours that no slot expects
 
     static constexpr std::size_t slot_bytes = 64;
 
@@ -416,7 +365,7 @@ struct AtomicServer::Impl {
 
     void post_recv(unsigned i) {
         post(make_recv(mr.handle(), req_off(i), slot_bytes, NICOFF_ANY, NICOFF_ANY,
-                       detail::host_req_tag, ~0ull, i));
+                       detail::host_req_tag, ~0ull, reg.tag(i)));
     }
 
     // The operation on our memory, with CPU atomics.
@@ -468,8 +417,7 @@ struct AtomicServer::Impl {
 
     // A request arrived in slot i: answer it from slot i.  A malformed one
     // gets -EINVAL; a receive that failed otherwise has nobody to answer.
-    void on_request(const nicoff_cqe &c) {
-        const unsigned i = static_cast<unsigned>(c.tag);
+    void on_request(const nicoff_cqe &c, unsigned i) {
         detail::HostReply rep{};
         if (c.status == 0 && c.result == sizeof(detail::HostReq)) {
             detail::HostReq req{};
@@ -488,25 +436,28 @@ struct AtomicServer::Impl {
         }
         std::memcpy(at(rep_off(i)), &rep, sizeof(rep));
         post(make_send(c.src_card, c.src_port, mr.handle(), rep_off(i), sizeof(rep),
-                       detail::host_reply_tag, std::uint64_t{1} << 32 | i));
+                       detail::host_reply_tag, reg.tag(reply_bit | i)));
     }
 
-    std::size_t serve_ready() {
-        nicoff_cqe cqes[32];
-        const std::size_t n = port.poll(cqes);
-        if (n == 0 && port.in_error())
-            detail::throw_errno(EIO, "nicoff: AtomicServer port is in the error state");
-        for (std::size_t k = 0; k < n; k++) {
-            const nicoff_cqe &c = cqes[k];
-            const std::uint64_t i = c.tag & 0xffffffffu;
-            if (i >= slots)
-                continue; // not ours
-            if (c.opcode == NICOFF_OP_RECV)
-                on_request(c);
-            else if (c.opcode == NICOFF_OP_SEND)
-                post_recv(static_cast<unsigned>(i)); // the reply went out: the slot is free
+    void on_completion(const nicoff_cqe &c) {
+        const std::uint64_t local = detail::Dispatcher::local(c.tag);
+        const std::uint64_t i = local & ~reply_bit;
+        if (i >= slots)
+            stray = true;
+        else if (c.opcode == NICOFF_OP_RECV && !(local & reply_bit))
+            on_request(c, static_cast<unsigned>(i));
+        else if (c.opcode == NICOFF_OP_SEND && (local & reply_bit))
+            post_recv(static_cast<unsigned>(i)); // the reply went out: the slot is free
+        else
+            stray = true;
+    }
+
+    void check() {
+        reg.dispatcher().check();
+        if (stray) {
+            stray = false;
+            detail::throw_errno(EPROTO, "nicoff: AtomicServer: a completion no slot expects");
         }
-        return n;
     }
 };
 
@@ -516,30 +467,35 @@ AtomicServer::AtomicServer(Port &port, std::span<std::byte> memory, ServerMode m
 
 AtomicServer::~AtomicServer() = default;
 
-std::size_t AtomicServer::serve_ready() { return impl_->serve_ready(); }
+std::size_t AtomicServer::serve_ready() {
+    const std::size_t n = impl_->reg.dispatcher().reap();
+    impl_->check();
+    return n;
+}
 
-// poll never sleeps, but yields the CPU between looks once idle for a while
-// (detail::Waiter), so that on few CPUs the card threads it waits for run.
+// poll never sleeps, but yields the CPU between looks once idle for a while,
+// so that on few CPUs the card threads it waits for run; spin_block spins
+// for `spin` after each request and each sleep.
 void AtomicServer::serve(const std::function<bool()> &stop) {
-    using clock = std::chrono::steady_clock;
-    clock::time_point last = clock::now();
-    detail::Waiter idle(~0ull); // spins and yields, never sleeps
-    while (!stop()) {
-        if (impl_->serve_ready()) {
-            idle = detail::Waiter(~0ull);
-            if (impl_->mode == ServerMode::spin_block)
-                last = clock::now();
-            continue;
-        }
-        if (impl_->mode == ServerMode::poll ||
-            (impl_->mode == ServerMode::spin_block && clock::now() - last < impl_->spin)) {
-            idle.pause();
-            continue;
-        }
-        impl_->stats.sleeps++;
-        impl_->port.wait(std::chrono::milliseconds(10));
-        last = clock::now();
+    detail::Pacing p{
+        .max_sleep = std::chrono::milliseconds(10), .respin = true, .sleeps = &impl_->stats.sleeps};
+    switch (impl_->mode) {
+    case ServerMode::poll:
+        p.spin = detail::Clock::duration::max();
+        break;
+    case ServerMode::spin_block:
+        p.spin = impl_->spin;
+        break;
+    case ServerMode::block:
+        p.spin = detail::Clock::duration::zero();
+        break;
     }
+    impl_->reg.dispatcher().wait_until(
+        [&] {
+            impl_->check();
+            return stop();
+        },
+        detail::Deadline::never(), p);
 }
 
 AtomicServer::Stats AtomicServer::stats() const noexcept { return impl_->stats; }

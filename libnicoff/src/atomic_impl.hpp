@@ -4,6 +4,7 @@
 #define NICOFF_SRC_ATOMIC_IMPL_HPP
 
 #include "common.hpp"
+#include "dispatch.hpp"
 
 #include <nicoff/atomic.hpp>
 
@@ -11,6 +12,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 
 namespace nicoff::detail {
@@ -43,37 +45,12 @@ struct HostReply {
 };
 static_assert(sizeof(HostReply) == 16);
 
-inline void relax_cpu() noexcept { __builtin_ia32_pause(); }
-
 // A word of this process's memory that others (the card, a server thread)
 // write concurrently.
 inline std::uint64_t load_acquire(const std::uint64_t *p) noexcept {
     return std::atomic_ref<std::uint64_t>(*const_cast<std::uint64_t *>(p))
         .load(std::memory_order_acquire);
 }
-
-// How a waiter waits between looks: it spins (with PAUSE, then yielding
-// the CPU) for spin_ns, then sleeps sleep_ns per look.  On few CPUs, and
-// in this emulation the card threads share the CPUs with the processes,
-// a waiter that keeps spinning starves what it waits for.
-class Waiter {
-public:
-    static constexpr std::uint64_t default_spin_ns = 50'000;
-    static constexpr std::uint64_t default_sleep_ns = 50'000;
-
-    explicit Waiter(std::uint64_t spin_ns = default_spin_ns,
-                    std::uint64_t sleep_ns = default_sleep_ns)
-        : spin_ns_(spin_ns), sleep_ns_(sleep_ns) {}
-    void pause();
-    // Still within the spinning budget (a caller with an event to sleep on
-    // sleeps on it instead of calling pause() once this is false).
-    bool spinning();
-
-private:
-    std::uint64_t spin_ns_, sleep_ns_;
-    std::uint64_t start_ = 0;
-    unsigned spins_ = 0;
-};
 
 std::uint64_t *alloc_page();
 struct PageDeleter {
@@ -102,22 +79,24 @@ public:
     void wait_while(const std::uint64_t *word, std::uint64_t value);
     void wake(std::uint32_t card, std::uint32_t port);
 
-    static std::uint64_t now_ns() noexcept;
-
 private:
     std::uint64_t host_atomic(std::uint8_t opcode, const RemoteWord &w, std::uint64_t operand,
                               std::uint64_t compare);
-    bool pump(std::uint64_t want, nicoff_cqe *out);
+    void on_completion(const nicoff_cqe &c) noexcept;
+    // Dispatches until done() holds; ETIMEDOUT after `timeout` without a
+    // completion on the port.
+    void await(const std::function<bool()> &done, const Pacing &pacing, const char *what);
     unsigned take_send_slot();
     void send_request(std::uint8_t opcode, const RemoteWord &w, std::uint64_t operand,
                       std::uint64_t compare, std::uint16_t flags);
     void post(const nicoff_cmd &c);
     nicoff_cqe wait(std::uint64_t tag, const char *what);
     void check_error();
-    void check_timeout(const char *what);
+    std::uint64_t make_tag(std::uint64_t kind, std::uint64_t n) const noexcept;
 
     Port &port_;
-    std::uint64_t timeout_ns_;
+    Registration reg_;
+    std::chrono::milliseconds timeout_;
     bool host_;
     std::unique_ptr<std::uint64_t, PageDeleter> scratch_; // before mr_: freed after it
     MemoryRegion mr_;
@@ -128,7 +107,9 @@ private:
     bool reply_lost_ = false;   // a wait for a reply failed: replies may be off by one
     unsigned wakes_posted_ = 0; // wake-up RECVs not completed yet
     std::uint64_t seq_ = 0;
-    std::uint64_t last_progress_;
+    std::uint64_t want_ = 0; // the tag wait() waits for
+    bool have_ = false;      // ... and its completion, in got_
+    nicoff_cqe got_{};
     int error_ = 0; // errno of a failed put or send, reported by the next call
 };
 

@@ -1,13 +1,13 @@
 // nicoff::Group (barriers run by the card) and nicoff::HostBarrier (the
 // same algorithms run by the process over SEND/RECV).
-#include "common.hpp"
+#include "barrier_sched.h"
+#include "dispatch.hpp"
 
 #include <nicoff/group.hpp>
 
 #include <atomic>
 #include <charconv>
 #include <new>
-#include <thread>
 #include <utility>
 
 namespace nicoff {
@@ -16,12 +16,10 @@ namespace {
 
 constexpr std::string_view alg_names[] = {"auto",    "pairwise",  "dissemination", "tree",
                                           "central", "combining", "tournament"};
-constexpr std::uint32_t default_tree_degree = 4;     // firmware-sim/barrier.h
-constexpr std::uint32_t default_combining_fanin = 4; // the same
 
 std::atomic<std::uint32_t> job_groups{0};
 
-using clock = std::chrono::steady_clock;
+using detail::Dispatcher;
 
 [[noreturn]] void fail(int err, const std::string &what) { detail::throw_errno(err, what); }
 
@@ -30,27 +28,13 @@ void check_status(const nicoff_cqe &c, const char *what) {
         fail(-c.status, std::string("nicoff: ") + what + " failed");
 }
 
-// Polls port for one completion: spins for spin, then sleeps in poll(2);
-// ETIME once timeout (if not negative) has passed since start.
-nicoff_cqe next_cqe(Port &port, const GroupConfig &cfg, clock::time_point start) {
-    nicoff_cqe c{};
-    const clock::time_point spin_end = start + cfg.spin;
-    for (;;) {
-        if (port.poll(std::span<nicoff_cqe>(&c, 1)) == 1)
-            return c;
-        const clock::time_point now = clock::now();
-        if (now < spin_end) {
-            std::this_thread::yield();
-            continue;
-        }
-        std::chrono::milliseconds left{-1};
-        if (cfg.timeout.count() >= 0) {
-            left = std::chrono::duration_cast<std::chrono::milliseconds>(start + cfg.timeout - now);
-            if (left.count() <= 0)
-                fail(ETIME, "nicoff: no completion within the group's timeout");
-        }
-        port.wait(left);
-    }
+// Waits for a completion as the group's configuration says: polls the
+// ring for cfg.spin (yielding the CPU between looks), then sleeps in
+// poll(2); false once the deadline has passed.
+bool await(Port &port, const GroupConfig &cfg, detail::Deadline deadline, bool respin,
+           const std::function<bool()> &done) {
+    const detail::Pacing p{.spin = cfg.spin, .pause_looks = 0, .respin = respin};
+    return port.dispatcher().wait_until(done, deadline, p);
 }
 
 std::vector<nicoff_member> job_members(const Job &job) {
@@ -62,129 +46,11 @@ std::vector<nicoff_member> job_members(const Job &job) {
     return m;
 }
 
-// --- the schedules, as firmware-sim/barrier_alg.c builds them -------------
-
-struct Builder {
-    std::vector<BarrierStep> steps{1};
-    bool used = false;
-    void send(std::uint64_t r) {
-        steps.back().send.push_back(static_cast<std::uint32_t>(r));
-        used = true;
-    }
-    void recv(std::uint64_t r) {
-        steps.back().recv.push_back(static_cast<std::uint32_t>(r));
-        used = true;
-    }
-    void next() {
-        if (used) {
-            steps.emplace_back();
-            used = false;
-        }
-    }
-    std::vector<BarrierStep> done() {
-        if (!used)
-            steps.pop_back();
-        return std::move(steps);
-    }
-};
-
-void sched_dissemination(Builder &b, std::uint64_t r, std::uint64_t n) {
-    for (std::uint64_t d = 1; d < n; d <<= 1) {
-        b.send((r + d) % n);
-        b.recv((r + n - d) % n);
-        b.next();
-    }
-}
-
-void sched_pairwise(Builder &b, std::uint64_t r, std::uint64_t n) {
-    std::uint64_t m = 1;
-    while (m * 2 <= n)
-        m *= 2;
-    if (r >= m) {
-        b.send(r - m);
-        b.next();
-        b.recv(r - m);
-        b.next();
-        return;
-    }
-    if (r + m < n) {
-        b.recv(r + m);
-        b.next();
-    }
-    for (std::uint64_t k = 1; k < m; k <<= 1) {
-        b.send(r ^ k);
-        b.recv(r ^ k);
-        b.next();
-    }
-    if (r + m < n) {
-        b.send(r + m);
-        b.next();
-    }
-}
-
-void sched_tree(Builder &b, std::uint64_t r, std::uint64_t n, std::uint64_t d) {
-    const std::uint64_t c0 = r * d + 1;
-    for (std::uint64_t c = c0; c < c0 + d && c < n; c++)
-        b.recv(c);
-    b.next();
-    if (r) {
-        b.send((r - 1) / d);
-        b.recv((r - 1) / d);
-        b.next();
-    }
-    for (std::uint64_t c = c0; c < c0 + d && c < n; c++)
-        b.send(c);
-    b.next();
-}
-
-void sched_central(Builder &b, std::uint64_t r, std::uint64_t n) {
-    if (r) {
-        b.send(0);
-        b.recv(0);
-        b.next();
-        return;
-    }
-    for (std::uint64_t i = 1; i < n; i++)
-        b.recv(i);
-    b.next();
-    for (std::uint64_t i = 1; i < n; i++)
-        b.send(i);
-    b.next();
-}
-
-void sched_combining(Builder &b, std::uint64_t r, std::uint64_t n, std::uint64_t k) {
-    for (std::uint64_t s = 1; s < n;) {
-        const std::uint64_t grp = s * k;
-        if (r % grp) {
-            b.send(r - r % grp);
-            break;
-        }
-        for (std::uint64_t j = 1; j < k && r + j * s < n; j++)
-            b.recv(r + j * s);
-        b.next();
-        s = grp;
-    }
-    if (r)
-        b.recv(r - (r & (~r + 1)));
-    b.next();
-    std::uint64_t mask = 0;
-    if (r) {
-        mask = (r & (~r + 1)) >> 1;
-    } else if (n >= 2) {
-        mask = 1;
-        while (mask * 2 < n)
-            mask *= 2;
-    }
-    for (; mask; mask >>= 1)
-        if (r + mask < n)
-            b.send(r + mask);
-    b.next();
-}
+// HostBarrier's tags, below its owner id: a SEND, or a RECV of a step.
+constexpr std::uint64_t tag_send = 1ull << 47;
+constexpr std::uint64_t tag_recv = 1ull << 46;
 
 std::uint64_t run_tag(std::uint64_t epoch) { return 0xb0ull << 56 | (epoch & 0xffffffffffffull); }
-
-constexpr std::uint64_t tag_send = 1ull << 62;
-constexpr std::uint64_t tag_recv = 1ull << 61;
 
 } // namespace
 
@@ -226,34 +92,35 @@ std::vector<BarrierStep> barrier_schedule(std::uint32_t algorithm, std::uint32_t
                                           std::uint32_t rank, std::uint32_t size) {
     if (!size || rank >= size)
         fail(EINVAL, "nicoff: barrier_schedule: rank outside the group");
-    Builder b;
     switch (algorithm) {
-    case NICOFF_BARRIER_PAIRWISE:
-        sched_pairwise(b, rank, size);
-        break;
-    case NICOFF_BARRIER_DISSEMINATION:
-        sched_dissemination(b, rank, size);
-        break;
     case NICOFF_BARRIER_TREE:
         if (param == 1)
             fail(EINVAL, "nicoff: a tree needs a degree of at least 2");
-        sched_tree(b, rank, size, param ? param : default_tree_degree);
-        break;
-    case NICOFF_BARRIER_CENTRAL:
-        sched_central(b, rank, size);
         break;
     case NICOFF_BARRIER_COMBINING:
-        if (param == 1) // checked first: a fan-in of 1 never combines anything
+        if (param == 1) // a fan-in of 1 never combines anything
             fail(EINVAL, "nicoff: a combining tree needs a fan-in of at least 2");
-        sched_combining(b, rank, size, param ? param : default_combining_fanin);
         break;
+    case NICOFF_BARRIER_PAIRWISE:
+    case NICOFF_BARRIER_DISSEMINATION:
+    case NICOFF_BARRIER_CENTRAL:
     case NICOFF_BARRIER_TOURNAMENT:
-        sched_combining(b, rank, size, 2);
         break;
     default:
         fail(EINVAL, "nicoff: no such barrier algorithm");
     }
-    return b.done();
+    std::vector<BarrierStep> steps;
+    auto msg = [](void *ctx, int recv, std::uint32_t r, std::uint32_t step) {
+        auto &v = *static_cast<std::vector<BarrierStep> *>(ctx);
+        if (v.size() <= step)
+            v.resize(step + 1);
+        (recv ? v[step].recv : v[step].send).push_back(r);
+    };
+    const int n = nicoff_bsched_walk(algorithm, param, rank, size, msg, &steps);
+    if (n < 0)
+        fail(-n, "nicoff: barrier_schedule");
+    steps.resize(static_cast<std::size_t>(n));
+    return steps;
 }
 
 // --------------------------------------------------------------- Group --
@@ -274,29 +141,35 @@ Group::Group(Port &port, const Job &job, const GroupConfig &cfg)
 }
 
 void Group::create(std::span<const nicoff_member> members) {
+    owner_ = port_->dispatcher().add([this](const nicoff_cqe &c) { on_completion(c); });
     std::vector<nicoff_member> table(members.begin(), members.end());
-    MemoryRegion mr(*port_, std::as_writable_bytes(std::span<nicoff_member>(table)), 0);
-    nicoff_cmd c{};
-    c.opcode = NICOFF_OP_GROUP_CREATE;
-    c.group.group_id = id_;
-    c.group.rank = rank_;
-    c.group.size = size_;
-    c.group.mr = mr.handle();
-    c.group.algorithm = cfg_.algorithm;
-    c.group.param = cfg_.param;
     nicoff_cqe q;
     try {
+        MemoryRegion mr(*port_, std::as_writable_bytes(std::span<nicoff_member>(table)), 0);
+        nicoff_cmd c{};
+        c.opcode = NICOFF_OP_GROUP_CREATE;
+        c.group.group_id = id_;
+        c.group.rank = rank_;
+        c.group.size = size_;
+        c.group.mr = mr.handle();
+        c.group.algorithm = cfg_.algorithm;
+        c.group.param = cfg_.param;
         q = run(c);
-    } catch (...) {
-        port_ = nullptr;
-        throw;
-    }
-    if (q.status < 0) {
-        port_ = nullptr;
         check_status(q, "GROUP_CREATE");
+    } catch (...) {
+        release();
+        throw;
     }
     alg_ = static_cast<std::uint32_t>(q.result);
     param_ = static_cast<std::uint32_t>(q.result >> 32);
+}
+
+// The port's dispatcher no longer knows the group.
+void Group::release() noexcept {
+    if (port_)
+        port_->dispatcher().remove(owner_);
+    port_ = nullptr;
+    pending_ = false;
 }
 
 Group::Group(Group &&o) noexcept { *this = std::move(o); }
@@ -310,6 +183,7 @@ Group &Group::operator=(Group &&o) noexcept {
             }
         }
         port_ = std::exchange(o.port_, nullptr);
+        owner_ = o.owner_;
         cfg_ = o.cfg_;
         id_ = o.id_;
         rank_ = o.rank_;
@@ -319,6 +193,9 @@ Group &Group::operator=(Group &&o) noexcept {
         done_ = o.done_;
         next_tag_ = o.next_tag_;
         pending_ = std::exchange(o.pending_, false);
+        waits_ = o.waits_;
+        if (port_)
+            port_->dispatcher().set(owner_, [this](const nicoff_cqe &c) { on_completion(c); });
     }
     return *this;
 }
@@ -332,32 +209,47 @@ Group::~Group() {
     }
 }
 
-void Group::post(const nicoff_cmd &cmd) {
-    while (!port_->try_post(cmd)) {
-        if (port_->in_error())
-            fail(EIO, "nicoff: port is in the error state");
-        std::this_thread::yield();
-    }
+// The reply to run()'s command, the running barrier's completion (also
+// when DESTROY cancels it), or an error.
+void Group::on_completion(const nicoff_cqe &c) noexcept {
+    if (waits_.want && c.tag == waits_.want && !waits_.reply)
+        waits_.reply = c;
+    else if (pending_ && c.tag == waits_.barrier_tag && c.opcode == NICOFF_OP_BARRIER &&
+             !waits_.barrier_done)
+        waits_.barrier_done = c;
+    else
+        waits_.stray = true;
 }
 
-nicoff_cqe Group::wait_tag(std::uint64_t tag) {
-    const clock::time_point start = clock::now();
-    for (;;) {
-        const nicoff_cqe c = next_cqe(*port_, cfg_, start);
-        if (c.tag == tag)
-            return c;
-        // A barrier cancelled by DESTROY completes too.
-        if (!(pending_ && c.tag == next_tag_ - 1 && c.opcode == NICOFF_OP_BARRIER))
-            fail(EPROTO, "nicoff: Group: a completion of another operation on its port");
-        pending_ = false;
+void Group::await(const std::function<bool()> &done) {
+    const bool ok = nicoff::await(*port_, cfg_, detail::Deadline::after(cfg_.timeout), false,
+                                  [&] { return waits_.stray || done(); });
+    if (waits_.stray) {
+        waits_.stray = false;
+        fail(EPROTO, "nicoff: Group: a completion of none of its operations");
     }
+    if (!ok)
+        fail(ETIME, "nicoff: no completion within the group's timeout");
+}
+
+// Posts, taking completions while the ring is full (yielding as it waits).
+void Group::post(const nicoff_cmd &cmd) {
+    if (port_->try_post(cmd))
+        return;
+    const detail::Pacing p{.spin = detail::Clock::duration::max(), .pause_looks = 0};
+    port_->dispatcher().wait_until([&] { return port_->try_post(cmd); }, detail::Deadline::never(),
+                                   p);
 }
 
 nicoff_cqe Group::run(const nicoff_cmd &cmd) {
     nicoff_cmd c = cmd;
-    c.tag = next_tag_++;
+    c.tag = Dispatcher::tag(owner_, next_tag_++);
+    waits_.want = c.tag;
+    waits_.reply.reset();
     post(c);
-    return wait_tag(c.tag);
+    await([this] { return waits_.reply.has_value(); });
+    waits_.want = 0;
+    return *waits_.reply;
 }
 
 void Group::start_barrier() {
@@ -368,7 +260,9 @@ void Group::start_barrier() {
     nicoff_cmd c{};
     c.opcode = NICOFF_OP_BARRIER;
     c.group.group_id = id_;
-    c.tag = next_tag_++;
+    c.tag = Dispatcher::tag(owner_, next_tag_++);
+    waits_.barrier_tag = c.tag;
+    waits_.barrier_done.reset();
     post(c);
     pending_ = true;
 }
@@ -376,9 +270,9 @@ void Group::start_barrier() {
 void Group::wait_barrier() {
     if (!pending_)
         fail(EINVAL, "nicoff: Group: no barrier running");
-    const nicoff_cqe q = wait_tag(next_tag_ - 1);
+    await([this] { return waits_.barrier_done.has_value(); });
     pending_ = false;
-    check_status(q, "BARRIER");
+    check_status(*waits_.barrier_done, "BARRIER");
     done_++;
 }
 
@@ -397,11 +291,10 @@ void Group::destroy() {
     try {
         q = run(c);
     } catch (...) {
-        port_ = nullptr;
+        release();
         throw;
     }
-    port_ = nullptr;
-    pending_ = false;
+    release();
     check_status(q, "GROUP_DESTROY");
 }
 
@@ -409,8 +302,7 @@ void Group::destroy() {
 
 HostBarrier::HostBarrier(Port &port, std::span<const nicoff_member> members, std::uint32_t rank,
                          std::uint32_t algorithm, std::uint32_t param, const GroupConfig &cfg)
-    : port_(&port), cfg_(cfg), members_(members.begin(), members.end()), rank_(rank),
-      alg_(algorithm), buf_(64) {
+    : cfg_(cfg), members_(members.begin(), members.end()), rank_(rank), alg_(algorithm), buf_(64) {
     if (members.empty() || rank >= members.size())
         fail(EINVAL, "nicoff: HostBarrier: rank outside the member list");
     // As the card checks a group: this port at its rank, nobody twice.
@@ -433,7 +325,8 @@ HostBarrier::HostBarrier(Port &port, std::span<const nicoff_member> members, std
         need_[s] = static_cast<std::uint32_t>(steps[s].recv.size());
     }
     mr_ = MemoryRegion(port, buf_, NICOFF_ACCESS_LOCAL_WRITE);
-    cqes_.resize(32);
+    port_ = &port;
+    owner_ = port.dispatcher().add([this](const nicoff_cqe &c) { on_completion(c); });
 }
 
 HostBarrier::HostBarrier(Port &port, const Job &job, std::uint32_t algorithm, std::uint32_t param,
@@ -441,11 +334,14 @@ HostBarrier::HostBarrier(Port &port, const Job &job, std::uint32_t algorithm, st
     : HostBarrier(port, job_members(job), job.rank(), algorithm, param, cfg) {}
 
 HostBarrier::HostBarrier(HostBarrier &&o) noexcept
-    : port_(std::exchange(o.port_, nullptr)), cfg_(o.cfg_), members_(std::move(o.members_)),
-      rank_(o.rank_), alg_(o.alg_), sends_(std::move(o.sends_)), recvs_(std::move(o.recvs_)),
-      need_(std::move(o.need_)), nsteps_(o.nsteps_), buf_(std::move(o.buf_)), mr_(std::move(o.mr_)),
-      epoch_(o.epoch_), got_(std::move(o.got_)), sends_out_(std::exchange(o.sends_out_, 0)),
-      cqes_(std::move(o.cqes_)) {}
+    : port_(std::exchange(o.port_, nullptr)), owner_(o.owner_), cfg_(o.cfg_),
+      members_(std::move(o.members_)), rank_(o.rank_), alg_(o.alg_), sends_(std::move(o.sends_)),
+      recvs_(std::move(o.recvs_)), need_(std::move(o.need_)), nsteps_(o.nsteps_),
+      buf_(std::move(o.buf_)), mr_(std::move(o.mr_)), epoch_(o.epoch_), got_(std::move(o.got_)),
+      sends_out_(std::exchange(o.sends_out_, 0)), error_(o.error_), stray_(o.stray_) {
+    if (port_)
+        port_->dispatcher().set(owner_, [this](const nicoff_cqe &c) { on_completion(c); });
+}
 
 HostBarrier &HostBarrier::operator=(HostBarrier &&o) noexcept {
     if (this != &o) {
@@ -461,41 +357,50 @@ HostBarrier::~HostBarrier() {
     if (!port_)
         return;
     try {
-        while (sends_out_)
-            wait_some();
+        await([this] { return sends_out_ == 0; });
     } catch (...) {
+    }
+    port_->dispatcher().remove(owner_);
+}
+
+void HostBarrier::on_completion(const nicoff_cqe &c) noexcept {
+    const std::uint64_t local = Dispatcher::local(c.tag);
+    if (c.opcode == NICOFF_OP_SEND && (local & tag_send) && sends_out_) {
+        if (c.status < 0 && !error_.err)
+            error_ = {-c.status, "SEND"};
+        sends_out_--;
+    } else if (c.opcode == NICOFF_OP_RECV && (local & tag_recv) &&
+               static_cast<std::uint32_t>(local) < nsteps_) {
+        if (c.status < 0 && !error_.err)
+            error_ = {-c.status, "RECV"};
+        got_[static_cast<std::uint32_t>(local)]++;
+    } else {
+        stray_ = true;
     }
 }
 
-// Takes the completions there are (waiting for at least one).
-void HostBarrier::wait_some() {
-    const clock::time_point start = clock::now();
-    const nicoff_cqe first = next_cqe(*port_, cfg_, start);
-    std::size_t n = 1;
-    cqes_[0] = first;
-    n += port_->poll(std::span<nicoff_cqe>(cqes_).subspan(1));
-    for (std::size_t i = 0; i < n; i++) {
-        const nicoff_cqe &c = cqes_[i];
-        if (c.opcode == NICOFF_OP_SEND && (c.tag & tag_send)) {
-            check_status(c, "SEND");
-            sends_out_--;
-        } else if (c.opcode == NICOFF_OP_RECV && (c.tag & tag_recv)) {
-            check_status(c, "RECV");
-            got_[static_cast<std::uint32_t>(c.tag)]++;
-        } else {
-            fail(EPROTO, "nicoff: HostBarrier: a completion of another operation on its port");
-        }
+// Dispatches until done(); ETIME when no completion came for cfg.timeout,
+// and the first error a completion brought.
+void HostBarrier::await(const std::function<bool()> &done) {
+    const bool ok = nicoff::await(*port_, cfg_, detail::Deadline::after_silence(cfg_.timeout), true,
+                                  [&] { return stray_ || error_.err || done(); });
+    if (stray_) {
+        stray_ = false;
+        fail(EPROTO, "nicoff: HostBarrier: a completion of none of its operations");
     }
+    if (error_.err) {
+        const Error e = std::exchange(error_, {});
+        fail(e.err, std::string("nicoff: ") + e.what + " failed");
+    }
+    if (!ok)
+        fail(ETIME, "nicoff: no completion within the group's timeout");
 }
 
 void HostBarrier::barrier() {
     const std::uint64_t e = ++epoch_;
     auto post = [this](const nicoff_cmd &c) {
-        while (!port_->try_post(c)) {
-            if (port_->in_error())
-                fail(EIO, "nicoff: port is in the error state");
-            wait_some();
-        }
+        if (!port_->try_post(c))
+            await([&] { return port_->try_post(c); });
     };
     std::fill(got_.begin(), got_.end(), 0);
     // Receive tokens for the whole barrier first (messages that came early
@@ -503,17 +408,18 @@ void HostBarrier::barrier() {
     for (const Msg &m : recvs_) {
         const nicoff_member &src = members_[m.rank];
         post(make_recv(mr_.handle(), 0, 0, src.card, src.port, run_tag(e), ~0ull,
-                       tag_recv | m.step));
+                       Dispatcher::tag(owner_, tag_recv | m.step)));
     }
     std::size_t next_send = 0;
     for (std::uint32_t s = 0; s < nsteps_; s++) {
         for (; next_send < sends_.size() && sends_[next_send].step == s; next_send++) {
             const nicoff_member &dst = members_[sends_[next_send].rank];
-            post(make_send(dst.card, dst.port, mr_.handle(), 0, 0, run_tag(e), tag_send | s));
+            post(make_send(dst.card, dst.port, mr_.handle(), 0, 0, run_tag(e),
+                           Dispatcher::tag(owner_, tag_send | s)));
             sends_out_++;
         }
-        while (got_[s] < need_[s])
-            wait_some();
+        if (got_[s] < need_[s])
+            await([this, s] { return got_[s] >= need_[s]; });
     }
 }
 

@@ -92,10 +92,12 @@ Port::~Port() = default;
 
 // Both sides may ring the doorbell (see detail::cq_side_needs_kick), so the
 // count is a real atomic increment; it is paid only next to a system call.
-void Port::kick() noexcept {
-    if (detail::do_ioctl(impl_->fd->fd, NICOFF_IOC_KICK, 0) == 0)
-        impl_->kicks.fetch_add(1, std::memory_order_relaxed);
+void Port::Impl::kick() noexcept {
+    if (detail::do_ioctl(fd->fd, NICOFF_IOC_KICK, 0) == 0)
+        kicks.fetch_add(1, std::memory_order_relaxed);
 }
+
+void Port::kick() noexcept { impl_->kick(); }
 
 std::size_t Port::try_post_batch(std::span<const nicoff_cmd> cmds) noexcept {
     Impl &p = *impl_;
@@ -178,25 +180,27 @@ std::uint32_t Port::free_slots() noexcept {
 
 // --------------------------------------------------------- completion side --
 
-std::size_t Port::poll(std::span<nicoff_cqe> out) noexcept {
-    Impl &p = *impl_;
-    const std::uint32_t n = p.cq.drain(out.data(), clamp_u32(out.size()));
-    if (p.cq.broken())
-        p.broken.store(true, std::memory_order_relaxed);
-    else if (n && detail::cq_side_needs_kick(p.cmd_hdr))
+std::size_t Port::Impl::poll(std::span<nicoff_cqe> out) noexcept {
+    const std::uint32_t n = cq.drain(out.data(), clamp_u32(out.size()));
+    if (cq.broken())
+        broken.store(true, std::memory_order_relaxed);
+    else if (n && detail::cq_side_needs_kick(cmd_hdr))
         kick();
     return n;
 }
 
-bool Port::ready() noexcept {
-    Impl &p = *impl_;
-    const bool r = p.cq.available() != 0;
-    if (p.cq.broken())
-        p.broken.store(true, std::memory_order_relaxed);
+std::size_t Port::poll(std::span<nicoff_cqe> out) noexcept { return impl_->poll(out); }
+
+bool Port::Impl::ready() noexcept {
+    const bool r = cq.available() != 0;
+    if (cq.broken())
+        broken.store(true, std::memory_order_relaxed);
     return r;
 }
 
-bool Port::wait(std::chrono::milliseconds timeout) {
+bool Port::ready() noexcept { return impl_->ready(); }
+
+bool Port::Impl::wait(std::chrono::milliseconds timeout) {
     if (ready())
         return true;
     if (in_error())
@@ -204,9 +208,13 @@ bool Port::wait(std::chrono::milliseconds timeout) {
     return wait_fd(timeout);
 }
 
+bool Port::wait(std::chrono::milliseconds timeout) { return impl_->wait(timeout); }
+
+detail::Dispatcher &Port::dispatcher() noexcept { return impl_->dispatcher; }
+
 // -------------------------------------------------------------- any thread --
 
-bool Port::wait_fd(std::chrono::milliseconds timeout) const {
+bool Port::Impl::wait_fd(std::chrono::milliseconds timeout) const {
     using clock = std::chrono::steady_clock;
     const bool forever = timeout.count() < 0;
     const clock::time_point deadline = forever ? clock::time_point::max() : clock::now() + timeout;
@@ -217,7 +225,7 @@ bool Port::wait_fd(std::chrono::milliseconds timeout) const {
                 std::chrono::ceil<std::chrono::milliseconds>(deadline - clock::now()).count();
             ms = static_cast<int>(std::clamp<decltype(left)>(left, 0, INT_MAX));
         }
-        pollfd pfd{impl_->fd->fd, POLLIN, 0};
+        pollfd pfd{fd->fd, POLLIN, 0};
         const int r = ::poll(&pfd, 1, ms);
         if (r < 0) {
             if (errno == EINTR)
@@ -236,12 +244,15 @@ bool Port::wait_fd(std::chrono::milliseconds timeout) const {
     }
 }
 
-bool Port::in_error() const noexcept {
-    const Impl &p = *impl_;
-    return p.broken.load(std::memory_order_relaxed) ||
-           ((detail::load_relaxed(&p.cq_hdr->flags) | detail::load_relaxed(&p.cmd_hdr->flags)) &
+bool Port::wait_fd(std::chrono::milliseconds timeout) const { return impl_->wait_fd(timeout); }
+
+bool Port::Impl::in_error() const noexcept {
+    return broken.load(std::memory_order_relaxed) ||
+           ((detail::load_relaxed(&cq_hdr->flags) | detail::load_relaxed(&cmd_hdr->flags)) &
             NICOFF_RING_ERROR) != 0;
 }
+
+bool Port::in_error() const noexcept { return impl_->in_error(); }
 
 std::uint64_t Port::kicks() const noexcept { return impl_->kicks.load(std::memory_order_relaxed); }
 

@@ -3,6 +3,7 @@
 #define NICOFF_SRC_PORT_IMPL_HPP
 
 #include "common.hpp"
+#include "dispatch.hpp"
 #include "ring.hpp"
 
 #include <atomic>
@@ -40,7 +41,7 @@ private:
 
 } // namespace detail
 
-struct Port::Impl {
+struct Port::Impl final : detail::CompletionSource {
     // Declared first so that it is released last, after both unmaps.
     std::shared_ptr<detail::FileDesc> fd;
     detail::Mapping cmd_map;
@@ -60,6 +61,14 @@ struct Port::Impl {
 
     // Completion side.
     alignas(64) detail::CqConsumer cq;
+    detail::Dispatcher dispatcher{*this};
+
+    void kick() noexcept;
+    std::size_t poll(std::span<nicoff_cqe> out) noexcept override;
+    bool ready() noexcept;
+    bool in_error() const noexcept override;
+    bool wait(std::chrono::milliseconds timeout) override;
+    bool wait_fd(std::chrono::milliseconds timeout) const;
 };
 
 } // namespace nicoff

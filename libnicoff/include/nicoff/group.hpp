@@ -21,11 +21,13 @@
 // HostBarrier runs the same algorithms in the process instead, over the
 // card's SEND/RECV (the host-based barriers the seed papers compare with).
 //
-// Completions: while a Group or HostBarrier waits, it takes every
-// completion of its port; one that is not its own throws EPROTO.  Keep
-// other operations off the port while they run (or give them a port of
-// their own).  Errors: std::system_error in std::generic_category() with
-// the errno of the completion (ETIMEDOUT: a member fell silent;
+// Completions: a Group or HostBarrier tags its commands with an owner id of
+// its port's dispatcher (Port::dispatcher()); while it waits, it takes
+// every completion of the port and hands each to its owner, so Groups,
+// HostBarriers and the atomics (nicoff/atomic.hpp) may share a port.  A
+// completion of no such owner (an application's own command) throws
+// EPROTO: keep those off the port while they run.  Errors: std::system_error in
+// std::generic_category() with the errno of the completion (ETIMEDOUT: a member fell silent;
 // ECONNRESET: a member's group failed or went away; EINVAL, ENODEV,
 // EEXIST, ENOSPC at creation, see abi.md), or ETIME when the caller's own
 // timeout passed.
@@ -36,6 +38,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -100,11 +103,14 @@ public:
 
 private:
     void create(std::span<const nicoff_member> members);
+    void release() noexcept;
+    void on_completion(const nicoff_cqe &c) noexcept;
+    void await(const std::function<bool()> &done);
     nicoff_cqe run(const nicoff_cmd &cmd);
     void post(const nicoff_cmd &cmd);
-    nicoff_cqe wait_tag(std::uint64_t tag);
 
     Port *port_ = nullptr;
+    std::uint16_t owner_ = 0; // in the port's dispatcher
     GroupConfig cfg_;
     std::uint32_t id_ = 0;
     std::uint32_t rank_ = 0;
@@ -113,7 +119,15 @@ private:
     std::uint32_t param_ = 0;
     std::uint64_t done_ = 0;
     std::uint64_t next_tag_ = 1;
-    bool pending_ = false;
+    bool pending_ = false; // a barrier runs
+    // What on_completion() found for the waits.
+    struct Waits {
+        std::uint64_t barrier_tag = 0; // the running barrier's
+        std::optional<nicoff_cqe> barrier_done;
+        std::uint64_t want = 0; // run()'s command's
+        std::optional<nicoff_cqe> reply;
+        bool stray = false; // a completion of ours that nobody expects
+    } waits_;
 };
 
 // The same algorithms run by the process over SEND/RECV: every message a
@@ -139,9 +153,15 @@ private:
         std::uint32_t rank;
         std::uint32_t step;
     };
-    void wait_some();
+    struct Error {
+        int err = 0;
+        const char *what = nullptr;
+    };
+    void on_completion(const nicoff_cqe &c) noexcept;
+    void await(const std::function<bool()> &done);
 
     Port *port_ = nullptr;
+    std::uint16_t owner_ = 0; // in the port's dispatcher
     GroupConfig cfg_;
     std::vector<nicoff_member> members_;
     std::uint32_t rank_ = 0;
@@ -154,7 +174,8 @@ private:
     std::uint64_t epoch_ = 0;
     std::vector<std::uint32_t> got_; // receives completed per step, this barrier
     std::uint64_t sends_out_ = 0;    // SENDs not completed yet
-    std::vector<nicoff_cqe> cqes_;
+    Error error_;                    // the first failed completion
+    bool stray_ = false;             // a completion of ours that nobody expects
 };
 
 // The schedule of one member (what Group's card and HostBarrier both

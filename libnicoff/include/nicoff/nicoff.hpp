@@ -207,6 +207,7 @@ inline nicoff_cmd make_compare_swap(const RemoteWord &w, std::uint64_t compare, 
 
 namespace detail {
 struct FileDesc;
+class Dispatcher;
 } // namespace detail
 
 class Port;
@@ -313,6 +314,15 @@ public:
     std::uint32_t cq_entries() const noexcept;
 
     MemoryRegion register_memory(std::span<std::byte> bytes, std::uint32_t access);
+
+    // The completion side's dispatcher (the library's own, in
+    // src/dispatch.hpp): Group, HostBarrier, CardMemory, HostMemory and
+    // AtomicServer tag their commands with an owner id and take their
+    // completions through it, so several of them can share the port.
+    // Completions of tags the application chose come out of it as
+    // unknown (EPROTO): keep the application's own commands off a port
+    // while those helpers wait on it.
+    detail::Dispatcher &dispatcher() noexcept;
 
 private:
     friend class MemoryRegion;

@@ -2,6 +2,8 @@
 // every algorithm's schedule, run abstractly for every member of groups of
 // 1 to 70, is a barrier (everyone ends up having heard of everyone, every
 // message is expected once); the step counts of seed 000.
+#include "test_errors.hpp"
+
 #include <nicoff/nicoff.hpp>
 
 #include <cerrno>
@@ -19,15 +21,7 @@ namespace {
 
 using nicoff::barrier_schedule;
 using nicoff::BarrierStep;
-
-int error_of(const std::function<void()> &f) {
-    try {
-        f();
-    } catch (const std::system_error &e) {
-        return e.code().value();
-    }
-    return 0;
-}
+using nicoff::test::error_of;
 
 // Run the schedules of n members; messages carry what their sender knows.
 void check_barrier(std::uint32_t alg, std::uint32_t param, std::uint32_t n) {
