@@ -60,7 +60,6 @@ struct fw_bpeer {
 
 struct fw_group {
 	struct fw_group *hnext;		/* bcard hash chain */
-	struct fw_list tnode;		/* bcard->timed while a timer is armed */
 	u32 port;
 	u32 id;
 	u32 rank;
@@ -99,7 +98,7 @@ struct fw_group {
 	u64 last_val;			/* value of the last epoch done */
 
 	/* Timers. */
-	u64 deadline;			/* earliest of the below, FW_NEVER if none */
+	struct fw_timer timer;		/* earliest of the below, in card->timers */
 	u64 nack_at;
 	u64 nack_ivl;
 	u64 life_at;			/* last sign of life of whom it waits for */
@@ -114,9 +113,7 @@ struct fw_group {
 
 struct fw_bcard {
 	struct fw_group *hash[1u << FW_GRP_HASH_BITS];
-	struct fw_list timed;		/* groups with a timer armed */
 	u64 members;			/* sizes of the groups in the hash, summed */
-	u64 next;			/* earliest deadline among them (or earlier) */
 };
 
 static u32 fw_grp_hash(u32 port, u32 id)
@@ -126,13 +123,8 @@ static u32 fw_grp_hash(u32 port, u32 id)
 
 static struct fw_bcard *fw_bcard(struct fw_card *card)
 {
-	if (!card->bar) {
+	if (!card->bar)
 		card->bar = fwos_zalloc(card->host, sizeof(*card->bar));
-		if (card->bar) {
-			fw_list_init(&card->bar->timed);
-			card->bar->next = FW_NEVER;
-		}
-	}
 	return card->bar;
 }
 
@@ -162,7 +154,7 @@ static void fw_grp_free(struct fw_card *card, struct fw_group *g)
 		pp = &(*pp)->hnext;
 	*pp = g->hnext;
 	card->bar->members -= g->size;
-	fw_list_del(&g->tnode);
+	fw_timer_del(&card->timers, &g->timer);
 	for (i = 0; i < FW_BAR_NALG; i++)
 		fw_bsched_free(card, g->sched[i]);
 	for (i = 0; i < 2; i++) {
@@ -180,14 +172,7 @@ static void fw_grp_free(struct fw_card *card, struct fw_group *g)
 
 static void fw_grp_arm(struct fw_card *card, struct fw_group *g, u64 when)
 {
-	g->deadline = when;
-	if (when == FW_NEVER) {
-		fw_list_del(&g->tnode);
-		return;
-	}
-	if (!fw_list_linked(&g->tnode))
-		fw_list_add_tail(&g->tnode, &card->bar->timed);
-	card->bar->next = fw_min_u64(card->bar->next, when);
+	fw_timer_set(&card->timers, &g->timer, when);
 }
 
 static const struct fw_bpeer *fw_grp_peer(const struct fw_group *g, u32 rank)
@@ -631,6 +616,8 @@ static int fw_grp_check(struct fw_card *card, u32 port, const struct nicoff_op_g
 	       card->bar->members > card->cfg.card_group_members - op->size ? -ENOSPC : 0;
 }
 
+static void fw_grp_timer(struct fw_card *card, struct fw_timer *t, u64 now);
+
 static int fw_grp_create(struct fw_card *card, struct fw_port *port, const struct nicoff_cmd *cmd)
 {
 	const struct nicoff_op_group *op = &cmd->group;
@@ -644,7 +631,10 @@ static int fw_grp_create(struct fw_card *card, struct fw_port *port, const struc
 	g = fwos_zalloc(card->host, sizeof(*g));
 	if (!g)
 		return -ENOMEM;
-	fw_list_init(&g->tnode);
+	if (fw_timer_add(card->host, &card->timers, &g->timer, fw_grp_timer, FW_TIMER_GROUP)) {
+		fwos_free(card->host, g);
+		return -ENOMEM;
+	}
 	g->port = port->id;
 	g->id = op->group_id;
 	g->rank = op->rank;
@@ -653,7 +643,6 @@ static int fw_grp_create(struct fw_card *card, struct fw_port *port, const struc
 	g->tree_d = op->param ? op->param : FW_BAR_TREE_DEGREE;
 	g->comb_k = op->param ? op->param : FW_BAR_COMBINING_FANIN;
 	g->rounds = card->cfg.barrier_rounds;
-	g->deadline = FW_NEVER;
 	ret = -ENOMEM;
 	if (alg == NICOFF_BARRIER_AUTO) {
 		g->round_ns = fwos_zalloc(card->host, g->rounds * sizeof(*g->round_ns));
@@ -723,6 +712,7 @@ fail:
 		fwos_free(card->host, g->peers);
 	if (g->round_ns)
 		fwos_free(card->host, g->round_ns);
+	fw_timer_del(&card->timers, &g->timer);
 	fwos_free(card->host, g);
 	return ret;
 }
@@ -949,8 +939,9 @@ out:
 
 /* -------------------------------------------------------------- timers -- */
 
-static void fw_grp_timer(struct fw_card *card, struct fw_group *g, u64 now)
+static void fw_grp_timer(struct fw_card *card, struct fw_timer *t, u64 now)
 {
+	struct fw_group *g = fw_container_of(t, struct fw_group, timer);
 	const struct fw_bsched *s;
 	u64 limit;
 	u32 i;
@@ -988,26 +979,4 @@ static void fw_grp_timer(struct fw_card *card, struct fw_group *g, u64 now)
 		g->nack_rounds++;
 	}
 	fw_grp_arm(card, g, now >= limit ? g->nack_at : fw_min_u64(g->nack_at, limit));
-}
-
-u64 fw_barrier_poll(struct fw_card *card, u64 now)
-{
-	struct fw_bcard *bc = card->bar;
-	struct fw_list *n, *next;
-	u64 min = FW_NEVER;
-
-	if (!bc || bc->next > now)
-		return bc ? bc->next : FW_NEVER;
-	for (n = bc->timed.next; n != &bc->timed; n = next) {
-		struct fw_group *g = fw_list_entry(n, struct fw_group, tnode);
-
-		next = n->next;
-		if (g->deadline <= now)
-			fw_grp_timer(card, g, now);
-	}
-	/* Timers run above may have armed others: take the minimum afresh. */
-	for (n = bc->timed.next; n != &bc->timed; n = n->next)
-		min = fw_min_u64(min, fw_list_entry(n, struct fw_group, tnode)->deadline);
-	bc->next = min;
-	return min;
 }

@@ -615,7 +615,7 @@ static void test_many_peers(void **state)
 	assert_int_equal(got, n - 1);
 	assert_true(sim_run_idle(s, sim_now(s) + T_SEC));
 	assert_int_equal(sim_card(s, 0)->npeers, n - 1);
-	assert_int_equal(sim_card(s, 0)->nheap, 0);
+	assert_int_equal(sim_card(s, 0)->timers.n, 0);
 	assert_int_equal(sim_card(s, 7)->npeers, 1);
 	for (i = 1; i < n; i++) {
 		struct nicoff_cqe q;
