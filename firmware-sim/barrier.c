@@ -238,9 +238,9 @@ static void fw_bar_send(struct fw_card *card, struct fw_group *g, u8 type, u32 t
 	g->tmpl.type = type;
 	g->tmpl.dst_node = p->node;
 	g->tmpl.dst_port = p->port;
-	g->tmpl.rkey = to;
-	g->tmpl.tag = epoch;
-	g->tmpl.roff = val;
+	g->tmpl.bar.to = to;
+	g->tmpl.bar.epoch = epoch;
+	g->tmpl.bar.value = val;
 	g->tmpl.err = err;
 	if (type == FW_PKT_BARRIER)
 		card->stats.bar_msgs++;
@@ -680,9 +680,9 @@ static int fw_grp_create(struct fw_card *card, struct fw_port *port, const struc
 	}
 	g->tmpl.src_node = card->cfg.node;
 	g->tmpl.src_port = port->id;
-	g->tmpl.msg_id = g->id;
-	g->tmpl.offset = g->rank;
-	g->tmpl.total = g->size;
+	g->tmpl.bar.group = g->id;
+	g->tmpl.bar.from = g->rank;
+	g->tmpl.bar.size = g->size;
 
 	/* A new incarnation replaces a lingering one of the same name. */
 	z = fw_grp_find(card, port->id, g->id, true);
@@ -812,11 +812,11 @@ static void fw_bar_reply_nogroup(struct fw_card *card, const struct fw_pkt_hdr *
 	r.src_port = h->dst_port;
 	r.dst_port = h->src_port;
 	r.type = FW_PKT_BARRIER_STATE;
-	r.msg_id = h->msg_id;
-	r.tag = h->tag;
-	r.offset = h->rkey;
-	r.rkey = (u32)h->offset;
-	r.total = h->total;
+	r.bar.group = h->bar.group;
+	r.bar.epoch = h->bar.epoch;
+	r.bar.from = h->bar.to;
+	r.bar.to = h->bar.from;
+	r.bar.size = h->bar.size;
 	r.err = -ENOENT;
 	fw_bar_xmit(card, &r);
 }
@@ -825,14 +825,14 @@ static void fw_bar_rx_msg(struct fw_card *card, struct fw_group *g, const struct
 			  u64 now)
 {
 	const struct fw_bsched *s;
-	u64 e = h->tag;
+	u64 e = h->bar.epoch;
 	u32 i = e & 1;
 	int slot;
 
 	if (g->zombie || g->state == FW_G_FAILED || e < g->epoch || e > g->epoch + 1)
 		return;
 	s = fw_grp_sched(g, e);
-	slot = s ? fw_bsched_recv_slot(s, (u32)h->offset) : -1;
+	slot = s ? fw_bsched_recv_slot(s, h->bar.from) : -1;
 	if (slot < 0)
 		return;
 	if (g->bits[i][slot / 64] & (1ull << (slot % 64))) {
@@ -841,7 +841,7 @@ static void fw_bar_rx_msg(struct fw_card *card, struct fw_group *g, const struct
 	}
 	g->bits[i][slot / 64] |= 1ull << (slot % 64);
 	g->got[i][s->recv[slot].step]++;
-	g->acc[i] |= h->roff;
+	g->acc[i] |= h->bar.value;
 	if (e == g->epoch && g->running) {
 		g->life_at = now;
 		g->nack_rounds = 0;
@@ -849,13 +849,13 @@ static void fw_bar_rx_msg(struct fw_card *card, struct fw_group *g, const struct
 	}
 }
 
-/* Member h->offset misses our message of epoch h->tag. */
+/* Member h->bar.from misses our message of epoch h->bar.epoch. */
 static void fw_bar_rx_nack(struct fw_card *card, struct fw_group *g, const struct fw_pkt_hdr *h)
 {
-	u32 who = (u32)h->offset;
+	u32 who = h->bar.from;
 	const struct fw_bsched *s;
 	const struct fw_bmsg *m;
-	u64 e = h->tag;
+	u64 e = h->bar.epoch;
 	s32 err;
 
 	if (e + 1 < g->epoch || e > g->epoch + 1)
@@ -880,17 +880,17 @@ static void fw_bar_rx_nack(struct fw_card *card, struct fw_group *g, const struc
 	fw_bar_send(card, g, FW_PKT_BARRIER_STATE, who, e, 0, err);
 }
 
-/* Member h->offset answered our NACK: not there yet, or gone. */
+/* Member h->bar.from answered our NACK: not there yet, or gone. */
 static void fw_bar_rx_state(struct fw_card *card, struct fw_group *g, const struct fw_pkt_hdr *h,
 			    u64 now)
 {
 	const struct fw_bsched *s;
 	int slot;
 
-	if (g->zombie || !g->running || h->tag != g->epoch)
+	if (g->zombie || !g->running || h->bar.epoch != g->epoch)
 		return;
 	s = fw_grp_sched(g, g->epoch);
-	slot = s ? fw_bsched_recv_slot(s, (u32)h->offset) : -1;
+	slot = s ? fw_bsched_recv_slot(s, h->bar.from) : -1;
 	if (slot < 0 || (g->bits[g->epoch & 1][slot / 64] & (1ull << (slot % 64))))
 		return;
 	if (h->err == -EAGAIN || (h->err == -ENOENT && g->state == FW_G_CREATING)) {
@@ -911,16 +911,16 @@ void fw_barrier_rx(struct fw_card *card, struct fw_pkt *pkt)
 	card->stats.rx_bytes += FW_PKT_HDR_SIZE;
 	if (h->len)
 		goto out;
-	g = fw_grp_find(card, h->dst_port, (u32)h->msg_id, true);
+	g = fw_grp_find(card, h->dst_port, h->bar.group, true);
 	if (!g) {
 		if (h->type == FW_PKT_BARRIER_NACK)
 			fw_bar_reply_nogroup(card, h);
 		goto out;
 	}
 	/* Only from the member it claims to be, about this group. */
-	p = h->offset < g->size ? fw_grp_peer(g, (u32)h->offset) : NULL;
-	if (!p || p->node != h->src_node || p->port != h->src_port || h->total != g->size ||
-	    h->rkey != g->rank || h->msg_id != g->id)
+	p = h->bar.from < g->size ? fw_grp_peer(g, h->bar.from) : NULL;
+	if (!p || p->node != h->src_node || p->port != h->src_port || h->bar.size != g->size ||
+	    h->bar.to != g->rank)
 		goto out;
 	switch (h->type) {
 	case FW_PKT_BARRIER:
