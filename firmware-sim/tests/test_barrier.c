@@ -517,12 +517,10 @@ static void test_faults(void **state)
 
 			sim_cfg_default(&cfg, ns[i]);
 			cfg.seed = 11 + a * 7 + i;
-			cfg.faults.drop_ppm = 100000;
-			cfg.faults.dup_ppm = 100000;
-			cfg.faults.reorder_ppm = 100000;
-			cfg.faults.corrupt_ppm = 20000;
-			cfg.faults.delay_ppm = 50000;
-			cfg.faults.delay_ns = 30000;
+			cfg.faults = (struct fw_fault_cfg){ .drop_ppm = 100000, .dup_ppm = 100000,
+							    .reorder_ppm = 100000,
+							    .corrupt_ppm = 20000,
+							    .delay_ppm = 50000, .delay_ns = 30000 };
 			b = b_new(ns[i], &cfg);
 			b->alg = b_algs[a];
 			b->barriers = 300;

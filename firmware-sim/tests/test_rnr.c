@@ -340,12 +340,9 @@ static void rf_run(u64 seed)
 	cfg.fw.window = 16;
 	cfg.fw.max_retries = 30;
 	cfg.fw.unexpected_bytes = 8000;
-	cfg.faults.drop_ppm = 50000;
-	cfg.faults.dup_ppm = 30000;
-	cfg.faults.corrupt_ppm = 10000;
-	cfg.faults.reorder_ppm = 30000;
-	cfg.faults.delay_ppm = 30000;
-	cfg.faults.delay_ns = 20000;
+	cfg.faults = (struct fw_fault_cfg){ .drop_ppm = 50000, .dup_ppm = 30000,
+					    .corrupt_ppm = 10000, .reorder_ppm = 30000,
+					    .delay_ppm = 30000, .delay_ns = 20000 };
 	s = sim_create(&cfg);
 	t_fill(src, sizeof(src), 77);
 	memset(next, 0, sizeof(next));
@@ -413,11 +410,8 @@ static void rf_run(u64 seed)
 
 static void test_order_under_faults(void **state)
 {
-	u64 seed;
-
 	(void)state;
-	for (seed = 1; seed <= 6; seed++)
-		rf_run(seed);
+	t_seeds(rf_run, 1, 6);
 }
 
 /*
@@ -558,11 +552,9 @@ static void rc_run(u64 seed)
 	cfg.fw.mtu = 1500;
 	cfg.fw.window = 24;
 	cfg.fw.unexpected_bytes = 20000;
-	cfg.faults.drop_ppm = 20000;
-	cfg.faults.dup_ppm = 20000;
-	cfg.faults.corrupt_ppm = 5000;
-	cfg.faults.reorder_ppm = 20000;
-	cfg.faults.delay_ns = 10000;
+	cfg.faults = (struct fw_fault_cfg){ .drop_ppm = 20000, .dup_ppm = 20000,
+					    .corrupt_ppm = 5000, .reorder_ppm = 20000,
+					    .delay_ns = 10000 };
 	w->s = sim_create(&cfg);
 	w->rng = seed * 0x9e3779b97f4a7c15ull + 7;
 	for (ep = 0; ep < RC_EP; ep++) {
@@ -654,11 +646,8 @@ static void rc_run(u64 seed)
 
 static void test_chaos(void **state)
 {
-	u64 seed;
-
 	(void)state;
-	for (seed = 1; seed <= 4; seed++)
-		rc_run(seed);
+	t_seeds(rc_run, 1, 4);
 }
 
 /*

@@ -17,6 +17,12 @@ static const u32 tr_sizes[] = { 0, 1, 100, TR_MTU - 1, TR_MTU, TR_MTU + 1, 3 * T
 				20000 };
 #define TR_NSIZES	(T_ARRAY_SIZE(tr_sizes))
 
+/* Every fault at once: the runs that want them all. */
+static const struct fw_fault_cfg tr_all_faults = {
+	.drop_ppm = 100000, .dup_ppm = 50000, .reorder_ppm = 50000, .corrupt_ppm = 10000,
+	.delay_ns = 10000,
+};
+
 static void tr_cfg(struct sim_cfg *cfg, u32 nodes, u64 seed)
 {
 	sim_cfg_default(cfg, nodes);
@@ -235,11 +241,7 @@ static void test_all_faults(void **state)
 
 	(void)state;
 	tr_cfg(&cfg, 4, 2024);
-	cfg.faults.drop_ppm = 100000;
-	cfg.faults.dup_ppm = 50000;
-	cfg.faults.reorder_ppm = 50000;
-	cfg.faults.corrupt_ppm = 10000;
-	cfg.faults.delay_ns = 10000;
+	cfg.faults = tr_all_faults;
 	s = sim_create(&cfg);
 	tr_traffic(s, 32, 60 * T_SEC);
 	tr_consistent(s, &sum);
@@ -270,11 +272,7 @@ static void test_determinism(void **state)
 		struct sim *s;
 
 		tr_cfg(&cfg, 3, 77);
-		cfg.faults.drop_ppm = 100000;
-		cfg.faults.dup_ppm = 50000;
-		cfg.faults.reorder_ppm = 50000;
-		cfg.faults.corrupt_ppm = 10000;
-		cfg.faults.delay_ns = 10000;
+		cfg.faults = tr_all_faults;
 		s = sim_create(&cfg);
 		tr_traffic(s, 8, 10 * T_SEC);
 		t_stats_sum(s, run ? &b : &a);
