@@ -6,7 +6,7 @@
 #include "fw.h"
 #include "fw_os.h"
 
-#define FW_TIMER_HEAP_MIN	8
+#define FW_TIMER_HEAP_MIN	2
 
 /* @a runs before @b: earlier, or as early and of an earlier class. */
 static bool fw_timer_before(const struct fw_timer *a, const struct fw_timer *b)
