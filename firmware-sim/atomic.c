@@ -46,7 +46,6 @@ void fw_atomic_init(struct fw_card *card)
 	while (credit <= per >> 1)
 		credit <<= 1;
 	fw_list_init(&card->atomic.peers);
-	card->atomic.next_timer = FW_NEVER;
 	card->atomic.credit = credit;
 }
 
@@ -55,11 +54,14 @@ u32 fw_atomic_credit(const struct fw_card *card)
 	return card->atomic.credit;
 }
 
+/* The peer's timer runs by @at, maybe early: it then finds what is due. */
 static void fw_atomic_arm(struct fw_card *card, struct fw_apeer *ap, u64 at)
 {
-	ap->deadline = fw_min_u64(ap->deadline, at);
-	card->atomic.next_timer = fw_min_u64(card->atomic.next_timer, at);
+	if (at < ap->timer.deadline)
+		fw_timer_set(&card->timers, &ap->timer, at);
 }
+
+static void fw_atomic_peer_timer(struct fw_card *card, struct fw_timer *t, u64 now);
 
 static struct fw_apeer *fw_apeer_get(struct fw_card *card, struct fw_peer *peer)
 {
@@ -70,10 +72,14 @@ static struct fw_apeer *fw_apeer_get(struct fw_card *card, struct fw_peer *peer)
 	ap = fwos_zalloc(card->host, sizeof(*ap));
 	if (!ap)
 		return NULL;
+	if (fw_timer_add(card->host, &card->timers, &ap->timer, fw_atomic_peer_timer,
+			 FW_TIMER_ATOMIC)) {
+		fwos_free(card->host, ap);
+		return NULL;
+	}
 	ap->peer = peer;
 	ap->next = card->cfg.initial_seq;
 	ap->low = card->cfg.initial_seq;
-	ap->deadline = FW_NEVER;
 	ap->ack_at = FW_NEVER;
 	fw_list_init(&ap->waitq);
 	fw_list_add_tail(&ap->node, &card->atomic.peers);
@@ -101,6 +107,7 @@ static void fw_apeer_free(struct fw_card *card, struct fw_apeer *ap)
 		card->stats.atomic_live -= ap->live;
 		fwos_free(card->host, ap->ents);
 	}
+	fw_timer_del(&card->timers, &ap->timer);
 	fw_list_del(&ap->node);
 	ap->peer->atomic = NULL;
 	fwos_free(card->host, ap);
@@ -274,8 +281,9 @@ static void fw_atomic_rx_reply(struct fw_card *card, struct fw_peer *peer,
 }
 
 /* Retransmit what is due, give up on what ran out of tries, send the ACK. */
-static void fw_atomic_peer_timer(struct fw_card *card, struct fw_apeer *ap, u64 now)
+static void fw_atomic_peer_timer(struct fw_card *card, struct fw_timer *t, u64 now)
 {
+	struct fw_apeer *ap = fw_container_of(t, struct fw_apeer, timer);
 	u32 mask = fw_atomic_mask(card), s, end = ap->next;
 	u64 d = FW_NEVER;
 
@@ -312,28 +320,9 @@ static void fw_atomic_peer_timer(struct fw_card *card, struct fw_apeer *ap, u64 
 			fw_pkt_send(card, pkt);
 		}
 	}
-	ap->deadline = fw_min_u64(d, ap->ack_at);
+	fw_timer_set(&card->timers, &ap->timer, fw_min_u64(d, ap->ack_at));
 	if (ap->win)
 		fw_atomic_pump(card, ap, now);
-}
-
-u64 fw_atomic_poll(struct fw_card *card, u64 now)
-{
-	struct fw_atomic_card *ac = &card->atomic;
-	struct fw_list *n;
-	u64 next = FW_NEVER;
-
-	if (ac->next_timer > now)
-		return ac->next_timer;
-	for (n = ac->peers.next; n != &ac->peers; n = n->next) {
-		struct fw_apeer *ap = fw_list_entry(n, struct fw_apeer, node);
-
-		if (ap->deadline <= now)
-			fw_atomic_peer_timer(card, ap, now);
-		next = fw_min_u64(next, ap->deadline);
-	}
-	ac->next_timer = next;
-	return next;
 }
 
 /* The port is closing: its atomics go without completions. */

@@ -9,6 +9,7 @@
 
 #include "fw_util.h"
 #include "fw_list.h"
+#include "timer.h"
 
 struct fw_card;
 struct fw_peer;
@@ -69,7 +70,7 @@ struct fw_apeer {
 	u64 ack_at;			/* when to tell the target our mark, FW_NEVER */
 	u64 ack_rto;			/* then how long to wait for its confirmation */
 	u32 ack_tries;
-	u64 deadline;			/* earliest of the timers above (may be early) */
+	struct fw_timer timer;		/* earliest of the timers above (may be early) */
 
 	/* Target: the replies kept for the peer's requests. */
 	u32 epoch;			/* the peer's card epoch; 0 before its first */
@@ -81,7 +82,6 @@ struct fw_apeer {
 
 struct fw_atomic_card {
 	struct fw_list peers;		/* struct fw_apeer */
-	u64 next_timer;			/* earliest apeer deadline, FW_NEVER if none */
 	u32 credit;			/* outstanding atomics per (requester, target) */
 };
 
@@ -90,8 +90,6 @@ void fw_atomic_destroy(struct fw_card *card);
 int fw_atomic_cmd(struct fw_card *card, struct fw_port *port, const struct nicoff_cmd *cmd);
 /* A packet of the atomics' types for this card (engine.c routes them). */
 void fw_atomic_rx(struct fw_card *card, struct fw_pkt *pkt);
-/* Retransmissions due by @now; the next atomic deadline. */
-u64 fw_atomic_poll(struct fw_card *card, u64 now);
 void fw_atomic_port_detach(struct fw_card *card, u32 port);
 
 #endif

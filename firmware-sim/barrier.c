@@ -60,7 +60,6 @@ struct fw_bpeer {
 
 struct fw_group {
 	struct fw_group *hnext;		/* bcard hash chain */
-	struct fw_list tnode;		/* bcard->timed while a timer is armed */
 	u32 port;
 	u32 id;
 	u32 rank;
@@ -99,7 +98,7 @@ struct fw_group {
 	u64 last_val;			/* value of the last epoch done */
 
 	/* Timers. */
-	u64 deadline;			/* earliest of the below, FW_NEVER if none */
+	struct fw_timer timer;		/* earliest of the below, in card->timers */
 	u64 nack_at;
 	u64 nack_ivl;
 	u64 life_at;			/* last sign of life of whom it waits for */
@@ -114,9 +113,7 @@ struct fw_group {
 
 struct fw_bcard {
 	struct fw_group *hash[1u << FW_GRP_HASH_BITS];
-	struct fw_list timed;		/* groups with a timer armed */
 	u64 members;			/* sizes of the groups in the hash, summed */
-	u64 next;			/* earliest deadline among them (or earlier) */
 };
 
 static u32 fw_grp_hash(u32 port, u32 id)
@@ -126,13 +123,8 @@ static u32 fw_grp_hash(u32 port, u32 id)
 
 static struct fw_bcard *fw_bcard(struct fw_card *card)
 {
-	if (!card->bar) {
+	if (!card->bar)
 		card->bar = fwos_zalloc(card->host, sizeof(*card->bar));
-		if (card->bar) {
-			fw_list_init(&card->bar->timed);
-			card->bar->next = FW_NEVER;
-		}
-	}
 	return card->bar;
 }
 
@@ -162,7 +154,7 @@ static void fw_grp_free(struct fw_card *card, struct fw_group *g)
 		pp = &(*pp)->hnext;
 	*pp = g->hnext;
 	card->bar->members -= g->size;
-	fw_list_del(&g->tnode);
+	fw_timer_del(&card->timers, &g->timer);
 	for (i = 0; i < FW_BAR_NALG; i++)
 		fw_bsched_free(card, g->sched[i]);
 	for (i = 0; i < 2; i++) {
@@ -180,14 +172,7 @@ static void fw_grp_free(struct fw_card *card, struct fw_group *g)
 
 static void fw_grp_arm(struct fw_card *card, struct fw_group *g, u64 when)
 {
-	g->deadline = when;
-	if (when == FW_NEVER) {
-		fw_list_del(&g->tnode);
-		return;
-	}
-	if (!fw_list_linked(&g->tnode))
-		fw_list_add_tail(&g->tnode, &card->bar->timed);
-	card->bar->next = fw_min_u64(card->bar->next, when);
+	fw_timer_set(&card->timers, &g->timer, when);
 }
 
 static const struct fw_bpeer *fw_grp_peer(const struct fw_group *g, u32 rank)
@@ -253,9 +238,9 @@ static void fw_bar_send(struct fw_card *card, struct fw_group *g, u8 type, u32 t
 	g->tmpl.type = type;
 	g->tmpl.dst_node = p->node;
 	g->tmpl.dst_port = p->port;
-	g->tmpl.rkey = to;
-	g->tmpl.tag = epoch;
-	g->tmpl.roff = val;
+	g->tmpl.bar.to = to;
+	g->tmpl.bar.epoch = epoch;
+	g->tmpl.bar.value = val;
 	g->tmpl.err = err;
 	if (type == FW_PKT_BARRIER)
 		card->stats.bar_msgs++;
@@ -631,6 +616,8 @@ static int fw_grp_check(struct fw_card *card, u32 port, const struct nicoff_op_g
 	       card->bar->members > card->cfg.card_group_members - op->size ? -ENOSPC : 0;
 }
 
+static void fw_grp_timer(struct fw_card *card, struct fw_timer *t, u64 now);
+
 static int fw_grp_create(struct fw_card *card, struct fw_port *port, const struct nicoff_cmd *cmd)
 {
 	const struct nicoff_op_group *op = &cmd->group;
@@ -644,7 +631,10 @@ static int fw_grp_create(struct fw_card *card, struct fw_port *port, const struc
 	g = fwos_zalloc(card->host, sizeof(*g));
 	if (!g)
 		return -ENOMEM;
-	fw_list_init(&g->tnode);
+	if (fw_timer_add(card->host, &card->timers, &g->timer, fw_grp_timer, FW_TIMER_GROUP)) {
+		fwos_free(card->host, g);
+		return -ENOMEM;
+	}
 	g->port = port->id;
 	g->id = op->group_id;
 	g->rank = op->rank;
@@ -653,7 +643,6 @@ static int fw_grp_create(struct fw_card *card, struct fw_port *port, const struc
 	g->tree_d = op->param ? op->param : FW_BAR_TREE_DEGREE;
 	g->comb_k = op->param ? op->param : FW_BAR_COMBINING_FANIN;
 	g->rounds = card->cfg.barrier_rounds;
-	g->deadline = FW_NEVER;
 	ret = -ENOMEM;
 	if (alg == NICOFF_BARRIER_AUTO) {
 		g->round_ns = fwos_zalloc(card->host, g->rounds * sizeof(*g->round_ns));
@@ -691,9 +680,9 @@ static int fw_grp_create(struct fw_card *card, struct fw_port *port, const struc
 	}
 	g->tmpl.src_node = card->cfg.node;
 	g->tmpl.src_port = port->id;
-	g->tmpl.msg_id = g->id;
-	g->tmpl.offset = g->rank;
-	g->tmpl.total = g->size;
+	g->tmpl.bar.group = g->id;
+	g->tmpl.bar.from = g->rank;
+	g->tmpl.bar.size = g->size;
 
 	/* A new incarnation replaces a lingering one of the same name. */
 	z = fw_grp_find(card, port->id, g->id, true);
@@ -723,6 +712,7 @@ fail:
 		fwos_free(card->host, g->peers);
 	if (g->round_ns)
 		fwos_free(card->host, g->round_ns);
+	fw_timer_del(&card->timers, &g->timer);
 	fwos_free(card->host, g);
 	return ret;
 }
@@ -822,11 +812,11 @@ static void fw_bar_reply_nogroup(struct fw_card *card, const struct fw_pkt_hdr *
 	r.src_port = h->dst_port;
 	r.dst_port = h->src_port;
 	r.type = FW_PKT_BARRIER_STATE;
-	r.msg_id = h->msg_id;
-	r.tag = h->tag;
-	r.offset = h->rkey;
-	r.rkey = (u32)h->offset;
-	r.total = h->total;
+	r.bar.group = h->bar.group;
+	r.bar.epoch = h->bar.epoch;
+	r.bar.from = h->bar.to;
+	r.bar.to = h->bar.from;
+	r.bar.size = h->bar.size;
 	r.err = -ENOENT;
 	fw_bar_xmit(card, &r);
 }
@@ -835,14 +825,14 @@ static void fw_bar_rx_msg(struct fw_card *card, struct fw_group *g, const struct
 			  u64 now)
 {
 	const struct fw_bsched *s;
-	u64 e = h->tag;
+	u64 e = h->bar.epoch;
 	u32 i = e & 1;
 	int slot;
 
 	if (g->zombie || g->state == FW_G_FAILED || e < g->epoch || e > g->epoch + 1)
 		return;
 	s = fw_grp_sched(g, e);
-	slot = s ? fw_bsched_recv_slot(s, (u32)h->offset) : -1;
+	slot = s ? fw_bsched_recv_slot(s, h->bar.from) : -1;
 	if (slot < 0)
 		return;
 	if (g->bits[i][slot / 64] & (1ull << (slot % 64))) {
@@ -851,7 +841,7 @@ static void fw_bar_rx_msg(struct fw_card *card, struct fw_group *g, const struct
 	}
 	g->bits[i][slot / 64] |= 1ull << (slot % 64);
 	g->got[i][s->recv[slot].step]++;
-	g->acc[i] |= h->roff;
+	g->acc[i] |= h->bar.value;
 	if (e == g->epoch && g->running) {
 		g->life_at = now;
 		g->nack_rounds = 0;
@@ -859,13 +849,13 @@ static void fw_bar_rx_msg(struct fw_card *card, struct fw_group *g, const struct
 	}
 }
 
-/* Member h->offset misses our message of epoch h->tag. */
+/* Member h->bar.from misses our message of epoch h->bar.epoch. */
 static void fw_bar_rx_nack(struct fw_card *card, struct fw_group *g, const struct fw_pkt_hdr *h)
 {
-	u32 who = (u32)h->offset;
+	u32 who = h->bar.from;
 	const struct fw_bsched *s;
 	const struct fw_bmsg *m;
-	u64 e = h->tag;
+	u64 e = h->bar.epoch;
 	s32 err;
 
 	if (e + 1 < g->epoch || e > g->epoch + 1)
@@ -890,17 +880,17 @@ static void fw_bar_rx_nack(struct fw_card *card, struct fw_group *g, const struc
 	fw_bar_send(card, g, FW_PKT_BARRIER_STATE, who, e, 0, err);
 }
 
-/* Member h->offset answered our NACK: not there yet, or gone. */
+/* Member h->bar.from answered our NACK: not there yet, or gone. */
 static void fw_bar_rx_state(struct fw_card *card, struct fw_group *g, const struct fw_pkt_hdr *h,
 			    u64 now)
 {
 	const struct fw_bsched *s;
 	int slot;
 
-	if (g->zombie || !g->running || h->tag != g->epoch)
+	if (g->zombie || !g->running || h->bar.epoch != g->epoch)
 		return;
 	s = fw_grp_sched(g, g->epoch);
-	slot = s ? fw_bsched_recv_slot(s, (u32)h->offset) : -1;
+	slot = s ? fw_bsched_recv_slot(s, h->bar.from) : -1;
 	if (slot < 0 || (g->bits[g->epoch & 1][slot / 64] & (1ull << (slot % 64))))
 		return;
 	if (h->err == -EAGAIN || (h->err == -ENOENT && g->state == FW_G_CREATING)) {
@@ -921,16 +911,16 @@ void fw_barrier_rx(struct fw_card *card, struct fw_pkt *pkt)
 	card->stats.rx_bytes += FW_PKT_HDR_SIZE;
 	if (h->len)
 		goto out;
-	g = fw_grp_find(card, h->dst_port, (u32)h->msg_id, true);
+	g = fw_grp_find(card, h->dst_port, h->bar.group, true);
 	if (!g) {
 		if (h->type == FW_PKT_BARRIER_NACK)
 			fw_bar_reply_nogroup(card, h);
 		goto out;
 	}
 	/* Only from the member it claims to be, about this group. */
-	p = h->offset < g->size ? fw_grp_peer(g, (u32)h->offset) : NULL;
-	if (!p || p->node != h->src_node || p->port != h->src_port || h->total != g->size ||
-	    h->rkey != g->rank || h->msg_id != g->id)
+	p = h->bar.from < g->size ? fw_grp_peer(g, h->bar.from) : NULL;
+	if (!p || p->node != h->src_node || p->port != h->src_port || h->bar.size != g->size ||
+	    h->bar.to != g->rank)
 		goto out;
 	switch (h->type) {
 	case FW_PKT_BARRIER:
@@ -949,8 +939,9 @@ out:
 
 /* -------------------------------------------------------------- timers -- */
 
-static void fw_grp_timer(struct fw_card *card, struct fw_group *g, u64 now)
+static void fw_grp_timer(struct fw_card *card, struct fw_timer *t, u64 now)
 {
+	struct fw_group *g = fw_container_of(t, struct fw_group, timer);
 	const struct fw_bsched *s;
 	u64 limit;
 	u32 i;
@@ -988,26 +979,4 @@ static void fw_grp_timer(struct fw_card *card, struct fw_group *g, u64 now)
 		g->nack_rounds++;
 	}
 	fw_grp_arm(card, g, now >= limit ? g->nack_at : fw_min_u64(g->nack_at, limit));
-}
-
-u64 fw_barrier_poll(struct fw_card *card, u64 now)
-{
-	struct fw_bcard *bc = card->bar;
-	struct fw_list *n, *next;
-	u64 min = FW_NEVER;
-
-	if (!bc || bc->next > now)
-		return bc ? bc->next : FW_NEVER;
-	for (n = bc->timed.next; n != &bc->timed; n = next) {
-		struct fw_group *g = fw_list_entry(n, struct fw_group, tnode);
-
-		next = n->next;
-		if (g->deadline <= now)
-			fw_grp_timer(card, g, now);
-	}
-	/* Timers run above may have armed others: take the minimum afresh. */
-	for (n = bc->timed.next; n != &bc->timed; n = n->next)
-		min = fw_min_u64(min, fw_list_entry(n, struct fw_group, tnode)->deadline);
-	bc->next = min;
-	return min;
 }

@@ -103,6 +103,7 @@ void fw_card_destroy(struct fw_card *card)
 		if (card->ports[i])
 			fw_port_detach(card, i);
 	fw_engines_destroy(card);
+	fw_timer_heap_free(card->host, &card->timers);
 	if (card->ports)
 		fwos_free(card->host, card->ports);
 	fwos_free(card->host, card);
@@ -307,15 +308,7 @@ void fw_set_card_group_members(struct fw_card *card, u64 members)
 
 u64 fw_poll(struct fw_card *card, u64 now)
 {
-	/* Each due peer gets a later deadline; the bound only guards a host
-	 * whose @now runs ahead of fwos_now().
-	 */
-	u32 budget = 2 * card->npeers + 1;
-
-	while (card->nheap && card->heap[0]->deadline <= now && budget--)
-		fw_peer_timer(card, card->heap[0], now);
-	return fw_min_u64(card->nheap ? card->heap[0]->deadline : FW_NEVER,
-			  fw_engines_poll(card, now));
+	return fw_timer_run(card, &card->timers, now);
 }
 
 void fw_get_stats(const struct fw_card *card, struct fw_stats *st)

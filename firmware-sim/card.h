@@ -14,6 +14,7 @@
 #include "atomic.h"
 #include "engine.h"
 #include "cursor.h"
+#include "timer.h"
 #include <uapi/nicoff.h>
 
 /* The first four move data (struct fw_xfer_op), the rest send one packet (fw_ctrl_op). */
@@ -137,8 +138,7 @@ struct fw_srec {
 struct fw_peer {
 	struct fw_peer *hnext;		/* hash chain */
 	u32 node;
-	u32 heap_idx;			/* in card->heap, or FW_U32_MAX */
-	u64 deadline;			/* earliest timer, FW_NEVER if none */
+	struct fw_timer timer;		/* earliest of its deadlines, in card->timers */
 
 	/* Our stream to the peer. */
 	u32 epoch;
@@ -248,9 +248,7 @@ struct fw_card {
 	struct fw_peer **buckets;	/* peer hash table */
 	u32 hash_bits;
 	u32 npeers;
-	struct fw_peer **heap;		/* peers with timers, earliest first */
-	u32 nheap;
-	u32 heap_cap;
+	struct fw_timer_heap timers;	/* every armed deadline of the card */
 	struct fw_atomic_card atomic;	/* remote atomics (atomic.c) */
 	struct fw_bcard *bar;		/* process groups (barrier.c), from the first */
 };
@@ -281,7 +279,6 @@ void fw_post(struct fw_card *card, u32 port, const struct nicoff_cqe *cqe);
 struct fw_peer *fw_peer_find(struct fw_card *card, u32 node);
 struct fw_peer *fw_peer_get(struct fw_card *card, u32 node);
 void fw_peers_free(struct fw_card *card);
-void fw_timer_set(struct fw_card *card, struct fw_peer *peer, u64 deadline);
 
 /* transport.c */
 /* A new operation of @port towards card @dst for the command @tag, or NULL (-ENOMEM). */
@@ -340,6 +337,5 @@ int fw_barrier_cmd(struct fw_card *card, struct fw_port *port, const struct nico
 void fw_barrier_rx(struct fw_card *card, struct fw_pkt *pkt);
 void fw_barrier_port_detach(struct fw_card *card, u32 port);
 void fw_barrier_card_free(struct fw_card *card);
-u64 fw_barrier_poll(struct fw_card *card, u64 now);
 
 #endif

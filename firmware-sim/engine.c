@@ -11,11 +11,11 @@
 
 static const struct fw_engine_ops fw_atomic_engine = {
 	.name = "atomic", .init = fw_atomic_init, .cmd = fw_atomic_cmd, .rx = fw_atomic_rx,
-	.poll = fw_atomic_poll, .port_detach = fw_atomic_port_detach, .destroy = fw_atomic_destroy,
+	.port_detach = fw_atomic_port_detach, .destroy = fw_atomic_destroy,
 };
 
 static const struct fw_engine_ops fw_barrier_engine = {
-	.name = "barrier", .cmd = fw_barrier_cmd, .rx = fw_barrier_rx, .poll = fw_barrier_poll,
+	.name = "barrier", .cmd = fw_barrier_cmd, .rx = fw_barrier_rx,
 	.port_detach = fw_barrier_port_detach, .destroy = fw_barrier_card_free,
 };
 
@@ -107,17 +107,6 @@ void fw_engines_init(struct fw_card *card)
 	for (i = 0; i < FW_TABLE_SIZE(fw_engines); i++)
 		if (fw_engines[i]->init)
 			fw_engines[i]->init(card);
-}
-
-u64 fw_engines_poll(struct fw_card *card, u64 now)
-{
-	u64 next = FW_NEVER;
-	u32 i;
-
-	for (i = 0; i < FW_TABLE_SIZE(fw_engines); i++)
-		if (fw_engines[i]->poll)
-			next = fw_min_u64(next, fw_engines[i]->poll(card, now));
-	return next;
 }
 
 void fw_engines_port_detach(struct fw_card *card, u32 port)

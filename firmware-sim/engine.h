@@ -21,7 +21,11 @@ struct fw_pkt;
 struct fw_op;
 struct nicoff_cmd;
 
-/* What an engine does for the card; an operation it has no use for is NULL. */
+/*
+ * What an engine does for the card; an operation it has no use for is NULL.
+ * An engine's deadlines are timers on the card's one heap (timer.h), each
+ * registered with the function that runs it: the table has no poll.
+ */
 struct fw_engine_ops {
 	const char *name;
 	/* A new card: set up the engine's state (it cannot fail). */
@@ -33,8 +37,6 @@ struct fw_engine_ops {
 	int (*cmd)(struct fw_card *card, struct fw_port *port, const struct nicoff_cmd *cmd);
 	/* A packet of one of its types for this card, CRC and length checked: the engine's now. */
 	void (*rx)(struct fw_card *card, struct fw_pkt *pkt);
-	/* Run the timers due by @now; the engine's next deadline, FW_NEVER if none. */
-	u64 (*poll)(struct fw_card *card, u64 now);
 	/* Port @port closes: what it has in the engine goes, completing nothing. */
 	void (*port_detach)(struct fw_card *card, u32 port);
 	/* The card goes: everything goes, completing nothing. */
@@ -70,7 +72,6 @@ const struct fw_op_info *fw_op_info_of(u8 kind);
 
 /* The card's lifecycle, on every engine in the table's order. */
 void fw_engines_init(struct fw_card *card);
-u64 fw_engines_poll(struct fw_card *card, u64 now);
 void fw_engines_port_detach(struct fw_card *card, u32 port);
 void fw_engines_destroy(struct fw_card *card);
 

@@ -35,12 +35,11 @@ enum fw_pkt_type {
 	FW_PKT_ATOMIC_ACK = 10,
 	/*
 	 * Barriers of process groups (barrier.c), outside the go-back-N
-	 * stream, header only: msg_id is the group id, tag the barrier's
-	 * epoch, offset the sender's rank, rkey the receiver's, total the
-	 * group's size, roff a value (auto's choice).  BARRIER: one message
-	 * of a barrier.  NACK: the receiver misses the sender's message of
-	 * that epoch.  STATE: answer to a NACK that cannot be a resend: err
-	 * -EAGAIN (not there yet), -ENOENT (no such group), or why it failed.
+	 * stream, header only, with struct fw_barrier_body in its typed
+	 * part.  BARRIER: one message of a barrier.  NACK: the receiver
+	 * misses the sender's message of that epoch.  STATE: answer to a
+	 * NACK that cannot be a resend: err -EAGAIN (not there yet), -ENOENT
+	 * (no such group), or why it failed.
 	 */
 	FW_PKT_BARRIER = 11,
 	FW_PKT_BARRIER_NACK = 12,
@@ -69,6 +68,21 @@ enum fw_pkt_type {
  */
 #define FW_PKT_F_OOO		FW_BIT(2)
 
+/*
+ * The typed part of the barrier packets' header, where the stream's
+ * packets have msg_id to roff: header only, so a barrier message costs
+ * no more on the wire than an ACK.
+ */
+struct fw_barrier_body {
+	u64 epoch;		/* the barrier's */
+	u64 value;		/* BARRIER: OR of what the sender heard (auto's choice) */
+	u32 group;		/* the group's id */
+	u32 size;		/* the group's size */
+	u32 from;		/* the sender's rank */
+	u32 to;			/* the receiver's rank */
+	u64 reserved;		/* zero */
+};
+
 struct fw_pkt_hdr {
 	u32 src_node;
 	u32 dst_node;
@@ -84,17 +98,26 @@ struct fw_pkt_hdr {
 	u32 ack;		/* next sequence number expected from the receiver */
 	u32 err_count;		/* ERR and RNR packets the sender queued in its epoch so far */
 	u32 crc;		/* CRC-32 of header (this field zero) and payload */
-	u64 msg_id;		/* initiator's message number, unique per card */
-	u64 offset;		/* byte offset of this fragment in the message */
-	u64 total;		/* message, put or get length */
-	u64 tag;		/* DATA: message tag */
-	u64 roff;		/* PUT/GET: offset in the target's region */
+	/* The typed part: what it holds depends on type. */
+	union {
+		/* The go-back-N stream's types and the atomics. */
+		struct {
+			u64 msg_id;	/* initiator's message number, unique per card */
+			u64 offset;	/* byte offset of this fragment in the message */
+			u64 total;	/* message, put or get length */
+			u64 tag;	/* DATA: message tag */
+			u64 roff;	/* PUT/GET: offset in the target's region */
+		};
+		struct fw_barrier_body bar;	/* FW_PKT_BARRIER* */
+	};
 	u32 rkey;		/* PUT/GET: the target's region */
-	s32 err;		/* ERR: negative errno */
+	s32 err;		/* ERR, RNR, ATOMIC_REPLY, BARRIER_STATE: negative errno */
 };
 
 FW_STATIC_ASSERT(sizeof(struct fw_pkt_hdr) == 96, "fw_pkt_hdr must stay 96 bytes");
 FW_STATIC_ASSERT(offsetof(struct fw_pkt_hdr, msg_id) == 48, "fw_pkt_hdr: no hidden padding");
+FW_STATIC_ASSERT(sizeof(struct fw_barrier_body) == 40 &&
+		 offsetof(struct fw_pkt_hdr, rkey) == 88, "fw_barrier_body: only msg_id to roff");
 
 struct fw_pkt {
 	struct fw_pkt_hdr hdr;

@@ -1,14 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The peer table and the timer heap.  A card of a million-node fabric
- * talks to few peers, so peers are created on first use, found through a
- * hash table that grows with them, and only peers with a timer armed sit
- * in a binary min-heap: fw_poll() never walks the whole table.
+ * The peer table.  A card of a million-node fabric talks to few peers, so
+ * peers are created on first use, found through a hash table that grows
+ * with them, and only peers with a timer armed sit in the card's timer
+ * heap (timer.c): fw_poll() never walks the whole table.
  */
 #include "card.h"
 
 #define FW_HASH_MIN_BITS	4
-#define FW_HEAP_MIN		8
 
 static u32 fw_hash(u32 node, u32 bits)
 {
@@ -57,25 +56,9 @@ static int fw_hash_grow(struct fw_card *card)
 	return 0;
 }
 
-/* Room in the heap for every peer, so arming a timer never allocates. */
-static int fw_heap_reserve(struct fw_card *card, u32 n)
+static void fw_peer_timer_fire(struct fw_card *card, struct fw_timer *t, u64 now)
 {
-	struct fw_peer **nh;
-	u32 cap;
-
-	if (n <= card->heap_cap)
-		return 0;
-	cap = card->heap_cap ? card->heap_cap * 2 : FW_HEAP_MIN;
-	nh = fwos_zalloc(card->host, cap * sizeof(*nh));
-	if (!nh)
-		return -ENOMEM;
-	if (card->heap) {
-		memcpy(nh, card->heap, card->nheap * sizeof(*nh));
-		fwos_free(card->host, card->heap);
-	}
-	card->heap = nh;
-	card->heap_cap = cap;
-	return 0;
+	fw_peer_timer(card, fw_container_of(t, struct fw_peer, timer), now);
 }
 
 struct fw_peer *fw_peer_get(struct fw_card *card, u32 node)
@@ -89,14 +72,15 @@ struct fw_peer *fw_peer_get(struct fw_card *card, u32 node)
 		return NULL;
 	if ((!card->buckets || card->npeers >= (1u << card->hash_bits)) && fw_hash_grow(card))
 		return NULL;
-	if (fw_heap_reserve(card, card->npeers + 1))
-		return NULL;
 	p = fwos_zalloc(card->host, sizeof(*p));
 	if (!p)
 		return NULL;
+	if (fw_timer_add(card->host, &card->timers, &p->timer, fw_peer_timer_fire,
+			 FW_TIMER_PEER)) {
+		fwos_free(card->host, p);
+		return NULL;
+	}
 	p->node = node;
-	p->heap_idx = FW_U32_MAX;
-	p->deadline = FW_NEVER;
 	p->epoch = card->cfg.epoch;
 	p->snd_una = card->cfg.initial_seq;
 	p->snd_nxt = card->cfg.initial_seq;
@@ -131,88 +115,13 @@ void fw_peers_free(struct fw_card *card)
 		for (; p; p = next) {
 			next = p->hnext;
 			fw_peer_release(card, p);
+			fw_timer_del(&card->timers, &p->timer);
 			if (p->recs)
 				fwos_free(card->host, p->recs);
 			fwos_free(card->host, p);
 		}
 	}
 	fwos_free(card->host, card->buckets);
-	if (card->heap)
-		fwos_free(card->host, card->heap);
 	card->buckets = NULL;
-	card->heap = NULL;
 	card->npeers = 0;
-	card->nheap = 0;
-	card->heap_cap = 0;
-}
-
-static void fw_heap_place(struct fw_card *card, u32 i, struct fw_peer *p)
-{
-	card->heap[i] = p;
-	p->heap_idx = i;
-}
-
-static void fw_heap_up(struct fw_card *card, u32 i)
-{
-	struct fw_peer *p = card->heap[i];
-
-	while (i) {
-		u32 parent = (i - 1) / 2;
-
-		if (card->heap[parent]->deadline <= p->deadline)
-			break;
-		fw_heap_place(card, i, card->heap[parent]);
-		i = parent;
-	}
-	fw_heap_place(card, i, p);
-}
-
-static void fw_heap_down(struct fw_card *card, u32 i)
-{
-	struct fw_peer *p = card->heap[i];
-
-	for (;;) {
-		u32 c = 2 * i + 1;
-
-		if (c >= card->nheap)
-			break;
-		if (c + 1 < card->nheap && card->heap[c + 1]->deadline < card->heap[c]->deadline)
-			c++;
-		if (p->deadline <= card->heap[c]->deadline)
-			break;
-		fw_heap_place(card, i, card->heap[c]);
-		i = c;
-	}
-	fw_heap_place(card, i, p);
-}
-
-void fw_timer_set(struct fw_card *card, struct fw_peer *peer, u64 deadline)
-{
-	u32 i = peer->heap_idx;
-	u64 old = peer->deadline;
-
-	peer->deadline = deadline;
-	if (i == FW_U32_MAX) {
-		if (deadline == FW_NEVER)
-			return;
-		i = card->nheap++;
-		fw_heap_place(card, i, peer);
-		fw_heap_up(card, i);
-		return;
-	}
-	if (deadline == FW_NEVER) {
-		struct fw_peer *last = card->heap[--card->nheap];
-
-		peer->heap_idx = FW_U32_MAX;
-		if (last == peer)
-			return;
-		fw_heap_place(card, i, last);
-		fw_heap_up(card, i);
-		fw_heap_down(card, last->heap_idx);
-		return;
-	}
-	if (deadline < old)
-		fw_heap_up(card, i);
-	else if (deadline > old)
-		fw_heap_down(card, i);
 }

@@ -798,7 +798,7 @@ void fw_peer_rearm(struct fw_card *card, struct fw_peer *peer)
 	d = fw_min_u64(d, peer->rnr_at);
 	if (fw_peer_owed(peer))
 		d = fw_min_u64(d, fw_add_sat(peer->wd_base, card->dead_ns));
-	fw_timer_set(card, peer, d);
+	fw_timer_set(&card->timers, &peer->timer, d);
 }
 
 void fw_peer_timer(struct fw_card *card, struct fw_peer *peer, u64 now)

@@ -4,56 +4,73 @@
  */
 #include "fwtest.h"
 
-struct nicoff_cmd t_send(u64 tag, u32 dst, u32 dport, u32 mr, u64 off, u64 len, u64 msg_tag)
-{
-	struct nicoff_cmd c;
-
-	memset(&c, 0, sizeof(c));
-	c.opcode = NICOFF_OP_SEND;
-	c.tag = tag;
-	c.send.dst_card = dst;
-	c.send.dst_port = dport;
-	c.send.mr = mr;
-	c.send.off = off;
-	c.send.len = len;
-	c.send.msg_tag = msg_tag;
-	return c;
-}
-
-struct nicoff_cmd t_recv(u64 tag, u32 mr, u64 off, u64 len, u32 src, u32 sport, u64 match,
-			 u64 mask)
-{
-	struct nicoff_cmd c;
-
-	memset(&c, 0, sizeof(c));
-	c.opcode = NICOFF_OP_RECV;
-	c.tag = tag;
-	c.recv.mr = mr;
-	c.recv.off = off;
-	c.recv.len = len;
-	c.recv.src_card = src;
-	c.recv.src_port = sport;
-	c.recv.tag = match;
-	c.recv.tag_mask = mask;
-	return c;
-}
-
-struct nicoff_cmd t_rdma(u8 opcode, u64 tag, u32 dst, u32 dport, u32 rkey, u64 roff, u32 mr,
-			 u64 off, u64 len)
+/* A command with every byte zero but its opcode and tag. */
+static struct nicoff_cmd t_cmd(u8 opcode, u64 tag)
 {
 	struct nicoff_cmd c;
 
 	memset(&c, 0, sizeof(c));
 	c.opcode = opcode;
 	c.tag = tag;
-	c.rdma.dst_card = dst;
-	c.rdma.dst_port = dport;
-	c.rdma.rkey = rkey;
-	c.rdma.remote_off = roff;
-	c.rdma.mr = mr;
-	c.rdma.off = off;
-	c.rdma.len = len;
 	return c;
+}
+
+struct nicoff_cmd t_send(u64 tag, u32 dst, u32 dport, u32 mr, u64 off, u64 len, u64 msg_tag)
+{
+	struct nicoff_cmd c = t_cmd(NICOFF_OP_SEND, tag);
+
+	c.send = (struct nicoff_op_send){ .dst_card = dst, .dst_port = dport, .mr = mr,
+					  .off = off, .len = len, .msg_tag = msg_tag };
+	return c;
+}
+
+struct nicoff_cmd t_recv(u64 tag, u32 mr, u64 off, u64 len, u32 src, u32 sport, u64 match,
+			 u64 mask)
+{
+	struct nicoff_cmd c = t_cmd(NICOFF_OP_RECV, tag);
+
+	c.recv = (struct nicoff_op_recv){ .mr = mr, .off = off, .len = len, .src_card = src,
+					  .src_port = sport, .tag = match, .tag_mask = mask };
+	return c;
+}
+
+struct nicoff_cmd t_rdma(u8 opcode, u64 tag, u32 dst, u32 dport, u32 rkey, u64 roff, u32 mr,
+			 u64 off, u64 len)
+{
+	struct nicoff_cmd c = t_cmd(opcode, tag);
+
+	c.rdma = (struct nicoff_op_rdma){ .dst_card = dst, .dst_port = dport, .rkey = rkey,
+					  .remote_off = roff, .mr = mr, .off = off, .len = len };
+	return c;
+}
+
+struct nicoff_cmd t_atomic(u8 opcode, u64 tag, u32 dst, u32 dport, u32 rkey, u64 roff,
+			   u32 width, u64 operand, u64 compare)
+{
+	struct nicoff_cmd c = t_cmd(opcode, tag);
+
+	c.atomic = (struct nicoff_op_atomic){ .dst_card = dst, .dst_port = dport, .rkey = rkey,
+					      .width = width, .remote_off = roff,
+					      .operand = operand, .compare = compare };
+	return c;
+}
+
+struct nicoff_cmd t_group(u8 opcode, u64 tag, u32 gid, u32 rank, u32 size, u32 mr, u32 alg,
+			  u32 param)
+{
+	struct nicoff_cmd c = t_cmd(opcode, tag);
+
+	c.group.group_id = gid;
+	/* BARRIER and GROUP_DESTROY name the group only. */
+	if (opcode == NICOFF_OP_GROUP_CREATE)
+		c.group = (struct nicoff_op_group){ .group_id = gid, .rank = rank, .size = size,
+						    .mr = mr, .algorithm = alg, .param = param };
+	return c;
+}
+
+void t_post(struct sim *s, u32 node, u32 port, struct nicoff_cmd c)
+{
+	sim_post(s, node, port, &c);
 }
 
 static u8 t_byte(size_t i, u32 seed)
@@ -104,6 +121,22 @@ struct nicoff_cqe t_cqe(struct sim *s, u32 node, u32 port, u64 limit)
 		fail_msg("no completion on card %u port %u by %llu ns (now %llu)", node, port,
 			 (unsigned long long)limit, (unsigned long long)sim_now(s));
 	return cqe;
+}
+
+void t_expect(struct sim *s, u32 node, u32 port, u64 tag, s32 status)
+{
+	struct nicoff_cqe q = t_cqe(s, node, port, sim_now(s) + T_SEC);
+
+	assert_int_equal(q.tag, tag);
+	assert_int_equal(q.status, status);
+}
+
+void t_seeds(void (*run)(u64 seed), u64 first, u64 last)
+{
+	u64 seed;
+
+	for (seed = first; seed <= last; seed++)
+		run(seed);
 }
 
 void t_stats_sum(struct sim *s, struct fw_stats *sum)

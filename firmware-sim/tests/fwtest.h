@@ -34,6 +34,13 @@ struct nicoff_cmd t_recv(u64 tag, u32 mr, u64 off, u64 len, u32 src, u32 sport, 
 			 u64 mask);
 struct nicoff_cmd t_rdma(u8 opcode, u64 tag, u32 dst, u32 dport, u32 rkey, u64 roff, u32 mr,
 			 u64 off, u64 len);
+struct nicoff_cmd t_atomic(u8 opcode, u64 tag, u32 dst, u32 dport, u32 rkey, u64 roff,
+			   u32 width, u64 operand, u64 compare);
+/* GROUP_CREATE takes every argument; BARRIER and GROUP_DESTROY only @gid. */
+struct nicoff_cmd t_group(u8 opcode, u64 tag, u32 gid, u32 rank, u32 size, u32 mr, u32 alg,
+			  u32 param);
+/* sim_post() of a command built in the call: t_post(s, 0, 0, t_send(...)). */
+void t_post(struct sim *s, u32 node, u32 port, struct nicoff_cmd c);
 
 /* A pattern that differs per seed and per byte. */
 void t_fill(void *buf, size_t len, u32 seed);
@@ -44,6 +51,12 @@ u32 t_port_mr(struct sim *s, u32 node, u32 port, void *buf, u64 len, u32 access,
 
 /* Wait for one completion or fail the test. */
 struct nicoff_cqe t_cqe(struct sim *s, u32 node, u32 port, u64 limit);
+
+/* Wait up to a second for one completion; demand its tag and status. */
+void t_expect(struct sim *s, u32 node, u32 port, u64 tag, s32 status);
+
+/* run(seed) for each seed from @first to @last. */
+void t_seeds(void (*run)(u64 seed), u64 first, u64 last);
 
 /* Sum of every card's counters. */
 void t_stats_sum(struct sim *s, struct fw_stats *sum);

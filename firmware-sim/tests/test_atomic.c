@@ -56,24 +56,6 @@ static void a_teardown(struct a_env *e)
 	free(e->other);
 }
 
-static struct nicoff_cmd a_cmd(u8 opcode, u64 tag, u32 dst, u32 dport, u32 rkey, u64 roff,
-			       u32 width, u64 operand, u64 compare)
-{
-	struct nicoff_cmd c;
-
-	memset(&c, 0, sizeof(c));
-	c.opcode = opcode;
-	c.tag = tag;
-	c.atomic.dst_card = dst;
-	c.atomic.dst_port = dport;
-	c.atomic.rkey = rkey;
-	c.atomic.width = width;
-	c.atomic.remote_off = roff;
-	c.atomic.operand = operand;
-	c.atomic.compare = compare;
-	return c;
-}
-
 /* Post from node 0 port 1 (or @node/@port) and wait for the completion. */
 static struct nicoff_cqe a_run(struct a_env *e, u32 node, u32 port, const struct nicoff_cmd *c)
 {
@@ -90,7 +72,7 @@ static struct nicoff_cqe a_run(struct a_env *e, u32 node, u32 port, const struct
 
 static u64 a_op(struct a_env *e, u8 opcode, u64 roff, u32 width, u64 operand, u64 compare)
 {
-	struct nicoff_cmd c = a_cmd(opcode, 11, 1, 2, e->rkey, roff, width, operand, compare);
+	struct nicoff_cmd c = t_atomic(opcode, 11, 1, 2, e->rkey, roff, width, operand, compare);
 	struct nicoff_cqe q = a_run(e, 0, 1, &c);
 
 	assert_int_equal(q.status, 0);
@@ -149,7 +131,7 @@ static void test_operations(void **state)
 	assert_int_equal(a_op(&e, NICOFF_OP_FETCH_ADD, A_LEN - 4, 4, 1, 0), 0);
 
 	/* A card to itself: node 1 port 3 on node 1 port 2. */
-	c = a_cmd(NICOFF_OP_FETCH_ADD, 12, 1, 2, e.rkey, 0, 8, 2, 0);
+	c = t_atomic(NICOFF_OP_FETCH_ADD, 12, 1, 2, e.rkey, 0, 8, 2, 0);
 	q = a_run(&e, 1, 3, &c);
 	assert_int_equal(q.status, 0);
 	assert_int_equal(q.result, (u64)-2);
@@ -210,9 +192,9 @@ static void test_errors(void **state)
 		t_fill(e.mem, A_LEN, 40 + i);
 		t_fill(e.rw, A_LEN, 60 + i);
 		t_fill(e.other, A_LEN, 80 + i);
-		c = a_cmd(cases[i].opcode, 100 + i, cases[i].dst, cases[i].port,
-			  keys[cases[i].key], cases[i].roff, cases[i].width, cases[i].operand,
-			  cases[i].compare);
+		c = t_atomic(cases[i].opcode, 100 + i, cases[i].dst, cases[i].port,
+			     keys[cases[i].key], cases[i].roff, cases[i].width, cases[i].operand,
+			     cases[i].compare);
 		c.atomic.reserved = cases[i].reserved;
 		q = a_run(&e, 0, 1, &c);
 		assert_int_equal(q.status, cases[i].err);
@@ -272,8 +254,8 @@ static void a_fadd_run(const struct fw_fault_cfg *faults, u32 table, u32 width, 
 		if (!sim_attached(e.s, a_reqs[i].node, a_reqs[i].port))
 			assert_int_equal(sim_attach(e.s, a_reqs[i].node, a_reqs[i].port), 0);
 		for (j = 0; j < k; j++) {
-			struct nicoff_cmd c = a_cmd(NICOFF_OP_FETCH_ADD, i * k + j, 1, 2, e.rkey,
-						    64, width, 1, 0);
+			struct nicoff_cmd c = t_atomic(NICOFF_OP_FETCH_ADD, i * k + j, 1, 2, e.rkey,
+						       64, width, 1, 0);
 
 			sim_post(e.s, a_reqs[i].node, a_reqs[i].port, &c);
 		}
@@ -352,7 +334,7 @@ static void test_credit_queue(void **state)
 	assert_int_equal(fw_atomic_credit(sim_card(e.s, 0)), 2);
 	assert_int_equal(sim_attach(e.s, 0, 1), 0);
 	for (i = 0; i < n; i++) {
-		struct nicoff_cmd c = a_cmd(NICOFF_OP_FETCH_ADD, i, 1, 2, e.rkey, 0, 8, 1, 0);
+		struct nicoff_cmd c = t_atomic(NICOFF_OP_FETCH_ADD, i, 1, 2, e.rkey, 0, 8, 1, 0);
 
 		sim_post(e.s, 0, 1, &c);
 	}
@@ -388,7 +370,7 @@ static void test_retirement(void **state)
 
 	/* Back to back: each request retires the previous reply. */
 	assert_int_equal(a_op(&e, NICOFF_OP_FETCH_ADD, 0, 8, 1, 0), 1);
-	c = a_cmd(NICOFF_OP_FETCH_ADD, 11, 1, 2, e.rkey, 0, 8, 1, 0);
+	c = t_atomic(NICOFF_OP_FETCH_ADD, 11, 1, 2, e.rkey, 0, 8, 1, 0);
 	sim_post(e.s, 0, 1, &c);
 	assert_int_equal(t_cqe(e.s, 0, 1, sim_now(e.s) + T_SEC).result, 2);
 	assert_int_equal(a_stats(&e, 1).atomic_live, 1);
@@ -530,7 +512,7 @@ static void test_timeout_and_detach(void **state)
 	(void)state;
 	a_setup(&e, 2, 8, NULL);
 	sim_set_dead(e.s, 1, true);
-	c = a_cmd(NICOFF_OP_FETCH_ADD, 5, 1, 2, e.rkey, 0, 8, 1, 0);
+	c = t_atomic(NICOFF_OP_FETCH_ADD, 5, 1, 2, e.rkey, 0, 8, 1, 0);
 	q = a_run(&e, 0, 1, &c);
 	assert_int_equal(q.status, -ETIMEDOUT);
 	assert_int_equal(a_stats(&e, 0).atomic_timeouts, 1);
@@ -539,7 +521,7 @@ static void test_timeout_and_detach(void **state)
 
 	/* In flight and waiting for credit, then the port closes. */
 	for (i = 0; i < 10; i++) {
-		c = a_cmd(NICOFF_OP_FETCH_ADD, i, 1, 2, e.rkey, 0, 8, 1, 0);
+		c = t_atomic(NICOFF_OP_FETCH_ADD, i, 1, 2, e.rkey, 0, 8, 1, 0);
 		sim_post(e.s, 0, 1, &c);
 	}
 	sim_run_until(e.s, sim_now(e.s) + 100000);
@@ -549,7 +531,7 @@ static void test_timeout_and_detach(void **state)
 	assert_int_equal(e.mem[0], 0);
 
 	/* The card goes on: another port's atomics work. */
-	c = a_cmd(NICOFF_OP_FETCH_ADD, 6, 1, 2, e.rkey, 0, 8, 1, 0);
+	c = t_atomic(NICOFF_OP_FETCH_ADD, 6, 1, 2, e.rkey, 0, 8, 1, 0);
 	q = a_run(&e, 0, 4, &c);
 	assert_int_equal(q.status, 0);
 	assert_int_equal(e.mem[0], 1);
@@ -585,13 +567,13 @@ static void test_swap_cas_histories(void **state)
 		if (!sim_attached(e.s, a_reqs[i].node, a_reqs[i].port))
 			assert_int_equal(sim_attach(e.s, a_reqs[i].node, a_reqs[i].port), 0);
 		for (j = 0; j < k; j++) {
-			c = a_cmd(NICOFF_OP_FETCH_WRITE, 1u << 31, 1, 2, e.rkey, 8, 8,
-				  1 + i * k + j, 0);
+			c = t_atomic(NICOFF_OP_FETCH_WRITE, 1u << 31, 1, 2, e.rkey, 8, 8,
+				     1 + i * k + j, 0);
 			sim_post(e.s, a_reqs[i].node, a_reqs[i].port, &c);
 		}
 		cur[i] = 0;
 		left[i] = k;
-		c = a_cmd(NICOFF_OP_COMPARE_SWAP, 0, 1, 2, e.rkey, 16, 4, 1, 0);
+		c = t_atomic(NICOFF_OP_COMPARE_SWAP, 0, 1, 2, e.rkey, 16, 4, 1, 0);
 		sim_post(e.s, a_reqs[i].node, a_reqs[i].port, &c);
 	}
 	for (busy = p; busy || swaps < p * k;) {
@@ -624,8 +606,8 @@ static void test_swap_cas_histories(void **state)
 					busy--;
 					continue;
 				}
-				c = a_cmd(NICOFF_OP_COMPARE_SWAP, 0, 1, 2, e.rkey, 16, 4,
-					  cur[i] + 1, cur[i]);
+				c = t_atomic(NICOFF_OP_COMPARE_SWAP, 0, 1, 2, e.rkey, 16, 4,
+					     cur[i] + 1, cur[i]);
 				sim_post(e.s, a_reqs[i].node, a_reqs[i].port, &c);
 			}
 		}
@@ -673,13 +655,13 @@ static void test_port_churn(void **state)
 			for (i = 0; i < 1 + r % 7; i++) {
 				struct nicoff_cmd c;
 
-				c = a_cmd(NICOFF_OP_FETCH_ADD, i, 1, 2, e.rkey, 8, 8, 1, 0);
+				c = t_atomic(NICOFF_OP_FETCH_ADD, i, 1, 2, e.rkey, 8, 8, 1, 0);
 				sim_post(e.s, 0, port, &c);
 			}
 		}
 		while (posted < survivor_ops && posted - done < 3) {
-			struct nicoff_cmd c = a_cmd(NICOFF_OP_FETCH_ADD, posted++, 1, 2, e.rkey, 0,
-						    8, 1, 0);
+			struct nicoff_cmd c = t_atomic(NICOFF_OP_FETCH_ADD, posted++, 1, 2, e.rkey,
+						       0, 8, 1, 0);
 
 			sim_post(e.s, 0, 9, &c);
 		}

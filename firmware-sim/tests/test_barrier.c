@@ -234,25 +234,6 @@ static u64 b_delay(struct b_run *b, u32 node, u32 k)
 	return d;
 }
 
-static struct nicoff_cmd b_group_cmd(u8 opcode, u64 tag, u32 gid, u32 rank, u32 size, u32 mr,
-				     u32 alg, u32 param)
-{
-	struct nicoff_cmd c;
-
-	memset(&c, 0, sizeof(c));
-	c.opcode = opcode;
-	c.tag = tag;
-	c.group.group_id = gid;
-	if (opcode == NICOFF_OP_GROUP_CREATE) {
-		c.group.rank = rank;
-		c.group.size = size;
-		c.group.mr = mr;
-		c.group.algorithm = alg;
-		c.group.param = param;
-	}
-	return c;
-}
-
 static void b_schedule(struct b_run *b, u32 i, u8 op, u64 t)
 {
 	b->nd[i].op = op;
@@ -318,15 +299,14 @@ static void b_post(struct b_run *b, u32 i)
 	nd->post_at = FW_NEVER;
 	switch (op) {
 	case B_CREATE:
-		c = b_group_cmd(NICOFF_OP_GROUP_CREATE, 1, B_GID, i, b->n, b->mr[i], b->alg,
-				b->param);
+		c = t_group(NICOFF_OP_GROUP_CREATE, 1, B_GID, i, b->n, b->mr[i], b->alg, b->param);
 		break;
 	case B_BARRIER:
 		b->entered[nd->done + 1]++;
-		c = b_group_cmd(NICOFF_OP_BARRIER, 2, B_GID, 0, 0, 0, 0, 0);
+		c = t_group(NICOFF_OP_BARRIER, 2, B_GID, 0, 0, 0, 0, 0);
 		break;
 	case B_DESTROY:
-		c = b_group_cmd(NICOFF_OP_GROUP_DESTROY, 3, B_GID, 0, 0, 0, 0, 0);
+		c = t_group(NICOFF_OP_GROUP_DESTROY, 3, B_GID, 0, 0, 0, 0, 0);
 		break;
 	case B_DIE:
 		nd->gone = true;
@@ -537,12 +517,10 @@ static void test_faults(void **state)
 
 			sim_cfg_default(&cfg, ns[i]);
 			cfg.seed = 11 + a * 7 + i;
-			cfg.faults.drop_ppm = 100000;
-			cfg.faults.dup_ppm = 100000;
-			cfg.faults.reorder_ppm = 100000;
-			cfg.faults.corrupt_ppm = 20000;
-			cfg.faults.delay_ppm = 50000;
-			cfg.faults.delay_ns = 30000;
+			cfg.faults = (struct fw_fault_cfg){ .drop_ppm = 100000, .dup_ppm = 100000,
+							    .reorder_ppm = 100000,
+							    .corrupt_ppm = 20000,
+							    .delay_ppm = 50000, .delay_ns = 30000 };
 			b = b_new(ns[i], &cfg);
 			b->alg = b_algs[a];
 			b->barriers = 300;
@@ -623,7 +601,7 @@ static void b_death(u32 n, u32 alg, bool card_dies, u32 seed)
 	}
 	/* A failed group refuses barriers until destroyed. */
 	for (i = 0; i < n; i++) {
-		struct nicoff_cmd c = b_group_cmd(NICOFF_OP_BARRIER, 5, B_GID, 0, 0, 0, 0, 0);
+		struct nicoff_cmd c = t_group(NICOFF_OP_BARRIER, 5, B_GID, 0, 0, 0, 0, 0);
 		struct nicoff_cqe q;
 
 		if (i == b->victim)
@@ -631,7 +609,7 @@ static void b_death(u32 n, u32 alg, bool card_dies, u32 seed)
 		sim_post(b->s, i, B_PORT, &c);
 		q = t_cqe(b->s, i, B_PORT, sim_now(b->s) + T_SEC);
 		assert_int_equal(q.status, b->nd[i].status);
-		c = b_group_cmd(NICOFF_OP_GROUP_DESTROY, 6, B_GID, 0, 0, 0, 0, 0);
+		c = t_group(NICOFF_OP_GROUP_DESTROY, 6, B_GID, 0, 0, 0, 0, 0);
 		sim_post(b->s, i, B_PORT, &c);
 		q = t_cqe(b->s, i, B_PORT, sim_now(b->s) + T_SEC);
 		assert_int_equal(q.status, 0);
@@ -663,11 +641,11 @@ static void test_two_groups(void **state)
 
 	(void)state;
 	for (i = 0; i < 6; i++) {
-		c = b_group_cmd(NICOFF_OP_GROUP_CREATE, 1, 10, i, 6, b->mr[i],
-				NICOFF_BARRIER_DISSEMINATION, 0);
+		c = t_group(NICOFF_OP_GROUP_CREATE, 1, 10, i, 6, b->mr[i],
+			    NICOFF_BARRIER_DISSEMINATION, 0);
 		sim_post(b->s, i, B_PORT, &c);
-		c = b_group_cmd(NICOFF_OP_GROUP_CREATE, 2, 11, i, 6, b->mr[i],
-				NICOFF_BARRIER_CENTRAL, 0);
+		c = t_group(NICOFF_OP_GROUP_CREATE, 2, 11, i, 6, b->mr[i], NICOFF_BARRIER_CENTRAL,
+			    0);
 		sim_post(b->s, i, B_PORT, &c);
 	}
 	for (i = 0; i < 6; i++) {
@@ -680,9 +658,9 @@ static void test_two_groups(void **state)
 	}
 	for (k = 1; k <= 50; k++) {
 		for (i = 0; i < 6; i++) {
-			c = b_group_cmd(NICOFF_OP_BARRIER, 10, 10, 0, 0, 0, 0, 0);
+			c = t_group(NICOFF_OP_BARRIER, 10, 10, 0, 0, 0, 0, 0);
 			sim_post(b->s, i, B_PORT, &c);
-			c = b_group_cmd(NICOFF_OP_BARRIER, 11, 11, 0, 0, 0, 0, 0);
+			c = t_group(NICOFF_OP_BARRIER, 11, 11, 0, 0, 0, 0, 0);
 			sim_post(b->s, i, B_PORT, &c);
 		}
 		for (i = 0; i < 6; i++) {
@@ -697,7 +675,7 @@ static void test_two_groups(void **state)
 	}
 	for (i = 0; i < 6; i++) {
 		for (k = 10; k <= 11; k++) {
-			c = b_group_cmd(NICOFF_OP_GROUP_DESTROY, k, k, 0, 0, 0, 0, 0);
+			c = t_group(NICOFF_OP_GROUP_DESTROY, k, k, 0, 0, 0, 0, 0);
 			sim_post(b->s, i, B_PORT, &c);
 			q = t_cqe(b->s, i, B_PORT, sim_now(b->s) + T_SEC);
 			assert_int_equal(q.status, 0);
@@ -709,8 +687,7 @@ static void test_two_groups(void **state)
 static s32 b_create_status(struct sim *s, u32 node, u32 port, u32 gid, u32 rank, u32 size,
 			   u32 mr, u64 off, u32 alg, u32 param)
 {
-	struct nicoff_cmd c = b_group_cmd(NICOFF_OP_GROUP_CREATE, 77, gid, rank, size, mr, alg,
-					  param);
+	struct nicoff_cmd c = t_group(NICOFF_OP_GROUP_CREATE, 77, gid, rank, size, mr, alg, param);
 	struct nicoff_cqe q;
 
 	c.group.off = off;
@@ -763,7 +740,7 @@ static void test_bad_input(void **state)
 	assert_int_equal(b_create_status(s, 0, 1, 1, 0, 9, mr, 0, 2, 0), -ERANGE);
 	assert_int_equal(b_create_status(s, 0, 1, 1, 0, 8, mr, 8, 2, 0), -ERANGE);
 	assert_int_equal(b_create_status(s, 0, 1, 1, 0, 4, mr, ~0ull - 7, 2, 0), -ERANGE);
-	c = b_group_cmd(NICOFF_OP_GROUP_CREATE, 77, 1, 0, 1, mr, 2, 0);
+	c = t_group(NICOFF_OP_GROUP_CREATE, 77, 1, 0, 1, mr, 2, 0);
 	c.group.reserved[1] = 1;
 	sim_post(s, 0, 1, &c);
 	assert_int_equal(t_cqe(s, 0, 1, sim_now(s) + T_SEC).status, -EINVAL);
@@ -776,29 +753,25 @@ static void test_bad_input(void **state)
 	/* Too many groups on the port. */
 	assert_int_equal(b_create_status(s, 0, 1, 4, 0, 1, mr, 0, 2, 0), -ENOSPC);
 	for (i = 1; i <= 5; i++) {
-		c = b_group_cmd(NICOFF_OP_BARRIER, 90 + i, 1, 0, 0, 0, 0, 0);
-		sim_post(s, 0, 1, &c);
+		t_post(s, 0, 1, t_group(NICOFF_OP_BARRIER, 90 + i, 1, 0, 0, 0, 0, 0));
 		q = t_cqe(s, 0, 1, sim_now(s) + T_SEC);
 		assert_int_equal(q.status, 0);
 		assert_int_equal(q.result, i);
 	}
 	/* BARRIER and DESTROY name a group and nothing else. */
-	c = b_group_cmd(NICOFF_OP_BARRIER, 5, 42, 0, 0, 0, 0, 0);
-	sim_post(s, 0, 1, &c);
+	t_post(s, 0, 1, t_group(NICOFF_OP_BARRIER, 5, 42, 0, 0, 0, 0, 0));
 	assert_int_equal(t_cqe(s, 0, 1, sim_now(s) + T_SEC).status, -ENOENT);
-	c = b_group_cmd(NICOFF_OP_BARRIER, 5, 1, 0, 0, 0, 0, 0);
+	c = t_group(NICOFF_OP_BARRIER, 5, 1, 0, 0, 0, 0, 0);
 	c.group.size = 1;
 	sim_post(s, 0, 1, &c);
 	assert_int_equal(t_cqe(s, 0, 1, sim_now(s) + T_SEC).status, -EINVAL);
-	c = b_group_cmd(NICOFF_OP_GROUP_DESTROY, 5, 3, 0, 0, 0, 0, 0);
+	c = t_group(NICOFF_OP_GROUP_DESTROY, 5, 3, 0, 0, 0, 0, 0);
 	c.group.param = 1;
 	sim_post(s, 0, 1, &c);
 	assert_int_equal(t_cqe(s, 0, 1, sim_now(s) + T_SEC).status, -EINVAL);
-	c = b_group_cmd(NICOFF_OP_GROUP_DESTROY, 5, 3, 0, 0, 0, 0, 0);
-	sim_post(s, 0, 1, &c);
+	t_post(s, 0, 1, t_group(NICOFF_OP_GROUP_DESTROY, 5, 3, 0, 0, 0, 0, 0));
 	assert_int_equal(t_cqe(s, 0, 1, sim_now(s) + T_SEC).status, 0);
-	c = b_group_cmd(NICOFF_OP_GROUP_DESTROY, 5, 3, 0, 0, 0, 0, 0);
-	sim_post(s, 0, 1, &c);
+	t_post(s, 0, 1, t_group(NICOFF_OP_GROUP_DESTROY, 5, 3, 0, 0, 0, 0, 0));
 	assert_int_equal(t_cqe(s, 0, 1, sim_now(s) + T_SEC).status, -ENOENT);
 	/* Room again. */
 	assert_int_equal(b_create_status(s, 0, 1, 4, 0, 1, mr, 0, 2, 0), 0);
@@ -808,25 +781,17 @@ static void test_bad_input(void **state)
 	 * running.  Members 1-3 of group 8 never come.
 	 */
 	mr = t_port_mr(s, 1, 1, tab, sizeof(tab), 0, NULL);
-	c = b_group_cmd(NICOFF_OP_GROUP_CREATE, 7, 8, 0, 2, mr, 2, 0);
+	c = t_group(NICOFF_OP_GROUP_CREATE, 7, 8, 0, 2, mr, 2, 0);
 	c.group.mr = mr;
 	c.group.off = 0;
 	c.group.rank = 1;
 	sim_post(s, 1, 1, &c);
-	c = b_group_cmd(NICOFF_OP_BARRIER, 8, 8, 0, 0, 0, 0, 0);
-	sim_post(s, 1, 1, &c);
-	q = t_cqe(s, 1, 1, sim_now(s) + T_SEC);
-	assert_int_equal(q.tag, 8);
-	assert_int_equal(q.status, -EBUSY);
+	t_post(s, 1, 1, t_group(NICOFF_OP_BARRIER, 8, 8, 0, 0, 0, 0, 0));
+	t_expect(s, 1, 1, 8, -EBUSY);
 	sim_run_until(s, sim_now(s) + 10 * T_MS);
-	c = b_group_cmd(NICOFF_OP_GROUP_DESTROY, 9, 8, 0, 0, 0, 0, 0);
-	sim_post(s, 1, 1, &c);
-	q = t_cqe(s, 1, 1, sim_now(s) + T_SEC);
-	assert_int_equal(q.tag, 7);
-	assert_int_equal(q.status, -ECANCELED);
-	q = t_cqe(s, 1, 1, sim_now(s) + T_SEC);
-	assert_int_equal(q.tag, 9);
-	assert_int_equal(q.status, 0);
+	t_post(s, 1, 1, t_group(NICOFF_OP_GROUP_DESTROY, 9, 8, 0, 0, 0, 0, 0));
+	t_expect(s, 1, 1, 7, -ECANCELED);
+	t_expect(s, 1, 1, 9, 0);
 	t_finish(s);
 }
 
@@ -872,7 +837,6 @@ static void test_card_group_members(void **state)
 	struct nicoff_member t1 = { 0, 1 }, t2 = { 0, 2 }, t3 = { 1, 1 };
 	struct nicoff_member big[2] = { { 0, 1 }, { 1, 1 } };
 	struct sim_cfg cfg;
-	struct nicoff_cmd c;
 	struct nicoff_cqe q;
 	struct sim *s;
 	u32 m1, m2, m3, mb, gid;
@@ -892,8 +856,7 @@ static void test_card_group_members(void **state)
 	/* Another card has its own. */
 	assert_int_equal(b_create_status(s, 1, 1, 1, 0, 1, m3, 0, 2, 0), 0);
 	/* A destroyed group lingers, and counts, until the card forgets it. */
-	c = b_group_cmd(NICOFF_OP_GROUP_DESTROY, 5, 1, 0, 0, 0, 0, 0);
-	sim_post(s, 0, 1, &c);
+	t_post(s, 0, 1, t_group(NICOFF_OP_GROUP_DESTROY, 5, 1, 0, 0, 0, 0, 0));
 	q = t_cqe(s, 0, 1, sim_now(s) + T_SEC);
 	assert_int_equal(q.status, 0);
 	assert_int_equal(b_create_status(s, 0, 2, 1, 0, 1, m2, 0, 2, 0), -ENOSPC);
@@ -923,8 +886,8 @@ static void test_create_timeout(void **state)
 	for (i = 0; i < 3; i++)
 		mr[i] = t_port_mr(s, i, 1, tab, sizeof(tab), 0, NULL);
 	for (i = 0; i < 2; i++) {
-		struct nicoff_cmd c = b_group_cmd(NICOFF_OP_GROUP_CREATE, 1, 5, i, 3, mr[i],
-						  NICOFF_BARRIER_AUTO, 0);
+		struct nicoff_cmd c = t_group(NICOFF_OP_GROUP_CREATE, 1, 5, i, 3, mr[i],
+					      NICOFF_BARRIER_AUTO, 0);
 
 		sim_post(s, i, 1, &c);
 	}
@@ -932,8 +895,8 @@ static void test_create_timeout(void **state)
 	sim_run_until(s, sim_now(s) + 150 * T_MS);
 	assert_int_equal(sim_cq_count(s, 0, 1), 0);
 	{
-		struct nicoff_cmd c = b_group_cmd(NICOFF_OP_GROUP_CREATE, 1, 5, 2, 3, mr[2],
-						  NICOFF_BARRIER_AUTO, 0);
+		struct nicoff_cmd c = t_group(NICOFF_OP_GROUP_CREATE, 1, 5, 2, 3, mr[2],
+					      NICOFF_BARRIER_AUTO, 0);
 
 		sim_post(s, 2, 1, &c);
 	}
@@ -943,8 +906,8 @@ static void test_create_timeout(void **state)
 	}
 	/* Group 6: member 2 never comes. */
 	for (i = 0; i < 2; i++) {
-		struct nicoff_cmd c = b_group_cmd(NICOFF_OP_GROUP_CREATE, 1, 6, i, 3, mr[i],
-						  NICOFF_BARRIER_PAIRWISE, 0);
+		struct nicoff_cmd c = t_group(NICOFF_OP_GROUP_CREATE, 1, 6, i, 3, mr[i],
+					      NICOFF_BARRIER_PAIRWISE, 0);
 
 		sim_post(s, i, 1, &c);
 	}

@@ -29,28 +29,20 @@ static void test_sender_detach(void **state)
 	u32 ma = t_port_mr(s, 0, 1, a, D_BIG, 0, NULL);
 	u32 m2 = t_port_mr(s, 0, 2, a, D_BIG, 0, NULL);
 	u32 mb = t_port_mr(s, 1, 0, b, D_BIG, NICOFF_ACCESS_LOCAL_WRITE, NULL);
-	struct nicoff_cmd c;
 	struct nicoff_cqe q;
 	int i;
 
 	(void)state;
-	c = t_recv(1, mb, 0, D_BIG, 0, 1, 0, 0);
-	sim_post(s, 1, 0, &c);
-	c = t_recv(2, mb, 0, 100, 0, 2, 0, 0);
-	sim_post(s, 1, 0, &c);
-	for (i = 0; i < 4; i++) {
-		c = t_send(i, 1, 0, ma, 0, D_BIG, 0);
-		sim_post(s, 0, 1, &c);
-	}
-	c = t_send(9, 1, 0, m2, 0, 100, 0);
-	sim_post(s, 0, 2, &c);
+	t_post(s, 1, 0, t_recv(1, mb, 0, D_BIG, 0, 1, 0, 0));
+	t_post(s, 1, 0, t_recv(2, mb, 0, 100, 0, 2, 0, 0));
+	for (i = 0; i < 4; i++)
+		t_post(s, 0, 1, t_send(i, 1, 0, ma, 0, D_BIG, 0));
+	t_post(s, 0, 2, t_send(9, 1, 0, m2, 0, 100, 0));
 	sim_run_until(s, sim_now(s) + 30000);
 	sim_detach(s, 0, 1);
 
 	/* Port 2 of the same card is not disturbed. */
-	q = t_cqe(s, 0, 2, sim_now(s) + T_SEC);
-	assert_int_equal(q.status, 0);
-	assert_int_equal(q.tag, 9);
+	t_expect(s, 0, 2, 9, 0);
 	for (i = 0; i < 2; i++) {
 		q = t_cqe(s, 1, 0, sim_now(s) + T_SEC);
 		if (q.tag == 1) {
@@ -79,27 +71,20 @@ static void test_receiver_detach(void **state)
 	int i;
 
 	(void)state;
-	c = t_recv(1, mb, 0, D_BIG, NICOFF_ANY, NICOFF_ANY, 0, 0);
-	sim_post(s, 1, 0, &c);
+	t_post(s, 1, 0, t_recv(1, mb, 0, D_BIG, NICOFF_ANY, NICOFF_ANY, 0, 0));
 	c = t_send(1, 1, 0, ma, 0, D_BIG, 0);	/* bound to the receive */
 	sim_post(s, 0, 0, &c);
 	c = t_send(2, 1, 0, ma, 0, 5000, 0);	/* unexpected */
 	sim_post(s, 0, 0, &c);
 	sim_run_until(s, sim_now(s) + 30000);
 	sim_detach(s, 1, 0);
-	q = t_cqe(s, 0, 0, sim_now(s) + T_SEC);
-	assert_int_equal(q.tag, 1);
-	assert_int_equal(q.status, -ECONNREFUSED);
-	q = t_cqe(s, 0, 0, sim_now(s) + T_SEC);
-	assert_int_equal(q.tag, 2);
-	assert_int_equal(q.status, -ECONNREFUSED);
+	t_expect(s, 0, 0, 1, -ECONNREFUSED);
+	t_expect(s, 0, 0, 2, -ECONNREFUSED);
 
 	/* Reopened under the same number: a half message is refused too. */
 	mb = t_port_mr(s, 1, 0, b, D_BIG, NICOFF_ACCESS_LOCAL_WRITE, NULL);
-	c = t_recv(3, mb, 0, D_BIG, NICOFF_ANY, NICOFF_ANY, 0, 0);
-	sim_post(s, 1, 0, &c);
-	c = t_send(3, 1, 0, ma, 0, D_BIG, 0);
-	sim_post(s, 0, 0, &c);
+	t_post(s, 1, 0, t_recv(3, mb, 0, D_BIG, NICOFF_ANY, NICOFF_ANY, 0, 0));
+	t_post(s, 0, 0, t_send(3, 1, 0, ma, 0, D_BIG, 0));
 	sim_run_until(s, sim_now(s) + 30000);
 	sim_detach(s, 1, 0);
 	assert_int_equal(sim_attach(s, 1, 0), 0);
@@ -120,23 +105,19 @@ static void test_get_detach(void **state)
 	u8 *a = calloc(1, D_BIG), *b = calloc(1, D_BIG);
 	u32 ma = t_port_mr(s, 0, 0, a, D_BIG, NICOFF_ACCESS_LOCAL_WRITE, NULL);
 	u32 rkey, mb = t_port_mr(s, 1, 0, b, D_BIG, NICOFF_ACCESS_ALL, &rkey);
-	struct nicoff_cmd c;
 	struct nicoff_cqe q;
 
 	(void)state;
 	(void)mb;
-	c = t_rdma(NICOFF_OP_GET, 1, 1, 0, rkey, 0, ma, 0, D_BIG);
-	sim_post(s, 0, 0, &c);
+	t_post(s, 0, 0, t_rdma(NICOFF_OP_GET, 1, 1, 0, rkey, 0, ma, 0, D_BIG));
 	sim_run_until(s, sim_now(s) + 30000);
 	sim_detach(s, 1, 0);
 	q = t_cqe(s, 0, 0, sim_now(s) + T_SEC);
 	assert_int_equal(q.status, -ECONNABORTED);
 
 	mb = t_port_mr(s, 1, 0, b, D_BIG, NICOFF_ACCESS_ALL, &rkey);
-	c = t_rdma(NICOFF_OP_GET, 2, 1, 0, rkey, 0, ma, 0, D_BIG);
-	sim_post(s, 0, 0, &c);
-	c = t_rdma(NICOFF_OP_PUT, 3, 1, 0, rkey, 0, ma, 0, D_BIG);
-	sim_post(s, 0, 0, &c);
+	t_post(s, 0, 0, t_rdma(NICOFF_OP_GET, 2, 1, 0, rkey, 0, ma, 0, D_BIG));
+	t_post(s, 0, 0, t_rdma(NICOFF_OP_PUT, 3, 1, 0, rkey, 0, ma, 0, D_BIG));
 	sim_run_until(s, sim_now(s) + 30000);
 	sim_detach(s, 0, 0);
 	t_finish(s);
@@ -161,22 +142,17 @@ static void test_detach_storm(void **state)
 					  &rkey[n]);
 		for (n = 0; n < 3; n++) {
 			u32 to = (n + 1) % 3, i;
-			struct nicoff_cmd c;
 
 			for (i = 0; i < 6; i++) {
 				u64 len = 1000 + i * 40000;
 
-				c = t_recv(i, mr[n], i * 100000, 100000, NICOFF_ANY, NICOFF_ANY,
-					   0, 0);
-				sim_post(s, n, 0, &c);
-				c = t_send(i, to, 0, mr[n], 0, len, i);
-				sim_post(s, n, 0, &c);
-				c = t_rdma(NICOFF_OP_PUT, i, to, 0, rkey[to], 600000, mr[n],
-					   600000, len);
-				sim_post(s, n, 0, &c);
-				c = t_rdma(NICOFF_OP_GET, i, to, 0, rkey[to], 0, mr[n], 800000,
-					   len / 2);
-				sim_post(s, n, 0, &c);
+				t_post(s, n, 0, t_recv(i, mr[n], i * 100000, 100000, NICOFF_ANY,
+						       NICOFF_ANY, 0, 0));
+				t_post(s, n, 0, t_send(i, to, 0, mr[n], 0, len, i));
+				t_post(s, n, 0, t_rdma(NICOFF_OP_PUT, i, to, 0, rkey[to], 600000,
+						       mr[n], 600000, len));
+				t_post(s, n, 0, t_rdma(NICOFF_OP_GET, i, to, 0, rkey[to], 0, mr[n],
+						       800000, len / 2));
 			}
 		}
 		sim_run_until(s, sim_now(s) + 10000 * (round + 1));
@@ -197,17 +173,13 @@ static void test_destroy_in_flight(void **state)
 	u8 *a = calloc(1, D_BIG), *b = calloc(1, D_BIG);
 	u32 ma = t_port_mr(s, 0, 0, a, D_BIG, NICOFF_ACCESS_ALL, NULL);
 	u32 rkey, mb = t_port_mr(s, 1, 0, b, D_BIG, NICOFF_ACCESS_ALL, &rkey);
-	struct nicoff_cmd c;
 	int i;
 
 	(void)state;
 	for (i = 0; i < 3; i++) {
-		c = t_send(i, 1, 0, ma, 0, D_BIG / 2, 0);
-		sim_post(s, 0, 0, &c);
-		c = t_rdma(NICOFF_OP_GET, i, 1, 0, rkey, 0, ma, 0, D_BIG);
-		sim_post(s, 0, 0, &c);
-		c = t_recv(i, mb, 0, 10, NICOFF_ANY, NICOFF_ANY, 7, ~0ull);
-		sim_post(s, 1, 0, &c);
+		t_post(s, 0, 0, t_send(i, 1, 0, ma, 0, D_BIG / 2, 0));
+		t_post(s, 0, 0, t_rdma(NICOFF_OP_GET, i, 1, 0, rkey, 0, ma, 0, D_BIG));
+		t_post(s, 1, 0, t_recv(i, mb, 0, 10, NICOFF_ANY, NICOFF_ANY, 7, ~0ull));
 	}
 	sim_run_until(s, sim_now(s) + 20000);
 	assert_int_equal(sim_restart(s, 1, 5), 0);

@@ -22,16 +22,13 @@ static void test_basic(void **state)
 	static u8 a[10000], b[10000];
 	u32 ma = t_port_mr(s, 0, 1, a, sizeof(a), 0, NULL);
 	u32 mb = t_port_mr(s, 1, 2, b, sizeof(b), NICOFF_ACCESS_LOCAL_WRITE, NULL);
-	struct nicoff_cmd c;
 	struct nicoff_cqe q;
 
 	(void)state;
 	t_fill(a, sizeof(a), 7);
 	memset(b, 0, sizeof(b));
-	c = t_recv(11, mb, 0, sizeof(b), NICOFF_ANY, NICOFF_ANY, 0, 0);
-	sim_post(s, 1, 2, &c);
-	c = t_send(22, 1, 2, ma, 0, sizeof(a), 0xabc);
-	sim_post(s, 0, 1, &c);
+	t_post(s, 1, 2, t_recv(11, mb, 0, sizeof(b), NICOFF_ANY, NICOFF_ANY, 0, 0));
+	t_post(s, 0, 1, t_send(22, 1, 2, ma, 0, sizeof(a), 0xabc));
 
 	q = t_cqe(s, 1, 2, T_SEC);
 	assert_int_equal(q.status, 0);
@@ -71,15 +68,12 @@ static void test_reassembly(void **state)
 
 		for (j = 0; j < T_ARRAY_SIZE(sizes); j++) {
 			u64 len = sizes[j];
-			struct nicoff_cmd c;
 			struct nicoff_cqe q;
 
 			/* Odd offsets on both sides; canaries around the message. */
 			memset(b, 0xee, max + 64);
-			c = t_recv(j, mb, 3, len + 32, 0, 0, 0, 0);
-			sim_post(s, 1, 0, &c);
-			c = t_send(100 + j, 1, 0, ma, 1, len, j);
-			sim_post(s, 0, 0, &c);
+			t_post(s, 1, 0, t_recv(j, mb, 3, len + 32, 0, 0, 0, 0));
+			t_post(s, 0, 0, t_send(100 + j, 1, 0, ma, 1, len, j));
 			q = t_cqe(s, 1, 0, sim_now(s) + 10 * T_SEC);
 			assert_int_equal(q.status, 0);
 			assert_int_equal(q.result, len);
@@ -104,24 +98,19 @@ static void test_zero_length(void **state)
 	static u8 a[16], b[16];
 	u32 ma = t_port_mr(s, 0, 0, a, sizeof(a), 0, NULL);
 	u32 mb = t_port_mr(s, 1, 0, b, sizeof(b), NICOFF_ACCESS_LOCAL_WRITE, NULL);
-	struct nicoff_cmd c;
 	struct nicoff_cqe q;
 
 	(void)state;
 	/* Unexpected first, then expected. */
-	c = t_send(1, 1, 0, ma, 0, 0, 5);
-	sim_post(s, 0, 0, &c);
+	t_post(s, 0, 0, t_send(1, 1, 0, ma, 0, 0, 5));
 	assert_int_equal(t_cqe(s, 0, 0, T_SEC).status, 0);
-	c = t_recv(2, mb, 0, 0, NICOFF_ANY, NICOFF_ANY, 5, ~0ull);
-	sim_post(s, 1, 0, &c);
+	t_post(s, 1, 0, t_recv(2, mb, 0, 0, NICOFF_ANY, NICOFF_ANY, 5, ~0ull));
 	q = t_cqe(s, 1, 0, T_SEC);
 	assert_int_equal(q.status, 0);
 	assert_int_equal(q.result, 0);
 	assert_int_equal(q.msg_tag, 5);
-	c = t_recv(3, mb, 16, 0, NICOFF_ANY, NICOFF_ANY, 0, 0);
-	sim_post(s, 1, 0, &c);
-	c = t_send(4, 1, 0, ma, 16, 0, 6);
-	sim_post(s, 0, 0, &c);
+	t_post(s, 1, 0, t_recv(3, mb, 16, 0, NICOFF_ANY, NICOFF_ANY, 0, 0));
+	t_post(s, 0, 0, t_send(4, 1, 0, ma, 16, 0, 6));
 	q = t_cqe(s, 1, 0, T_SEC);
 	assert_int_equal(q.status, 0);
 	assert_int_equal(q.tag, 3);
@@ -139,7 +128,6 @@ static void test_unexpected(void **state)
 	u32 m2 = t_port_mr(s, 2, 1, a2, sizeof(a2), 0, NULL);
 	u32 mb = t_port_mr(s, 1, 0, b, sizeof(b), NICOFF_ACCESS_LOCAL_WRITE, NULL);
 	struct fw_stats st;
-	struct nicoff_cmd c;
 	struct nicoff_cqe q;
 	int i;
 
@@ -148,10 +136,8 @@ static void test_unexpected(void **state)
 	t_fill(a2, sizeof(a2), 2);
 	/* Four from node 0 (tags 0..3, sizes growing), four from node 2. */
 	for (i = 0; i < 4; i++) {
-		c = t_send(i, 1, 0, m1, 0, 1000 * (i + 1), i);
-		sim_post(s, 0, 0, &c);
-		c = t_send(i, 1, 0, m2, 0, 1500 * (i + 1), 100 + i);
-		sim_post(s, 2, 1, &c);
+		t_post(s, 0, 0, t_send(i, 1, 0, m1, 0, 1000 * (i + 1), i));
+		t_post(s, 2, 1, t_send(i, 1, 0, m2, 0, 1500 * (i + 1), 100 + i));
 	}
 	for (i = 0; i < 4; i++) {
 		assert_int_equal(t_cqe(s, 0, 0, T_SEC).status, 0);
@@ -162,8 +148,7 @@ static void test_unexpected(void **state)
 	assert_int_equal(sim_cq_count(s, 1, 0), 0);
 
 	/* From node 2 only, any tag: its first message. */
-	c = t_recv(50, mb, 0, 8192, 2, NICOFF_ANY, 0, 0);
-	sim_post(s, 1, 0, &c);
+	t_post(s, 1, 0, t_recv(50, mb, 0, 8192, 2, NICOFF_ANY, 0, 0));
 	q = t_cqe(s, 1, 0, sim_now(s));
 	assert_int_equal(q.tag, 50);
 	assert_int_equal(q.src_card, 2);
@@ -172,8 +157,7 @@ static void test_unexpected(void **state)
 	assert_int_equal(q.result, 1500);
 	assert_true(t_check(b[0], 1500, 2));
 	/* Tag 2 exactly, any source. */
-	c = t_recv(51, mb, 8192, 8192, NICOFF_ANY, NICOFF_ANY, 2, ~0ull);
-	sim_post(s, 1, 0, &c);
+	t_post(s, 1, 0, t_recv(51, mb, 8192, 8192, NICOFF_ANY, NICOFF_ANY, 2, ~0ull));
 	q = t_cqe(s, 1, 0, sim_now(s));
 	assert_int_equal(q.msg_tag, 2);
 	assert_int_equal(q.src_card, 0);
@@ -181,8 +165,8 @@ static void test_unexpected(void **state)
 	assert_true(t_check(b[1], 3000, 1));
 	/* Anything: the oldest left, node 0's tag 0. */
 	for (i = 0; i < 6; i++) {
-		c = t_recv(60 + i, mb, 8192 * (2 + i), 8192, NICOFF_ANY, NICOFF_ANY, 0, 0);
-		sim_post(s, 1, 0, &c);
+		t_post(s, 1, 0, t_recv(60 + i, mb, 8192 * (2 + i), 8192, NICOFF_ANY, NICOFF_ANY, 0,
+				       0));
 	}
 	/* Arrival order: each source's messages in the order it sent them. */
 	{
@@ -210,7 +194,6 @@ static void test_tag_matching(void **state)
 	u32 ma = t_port_mr(s, 0, 3, a, sizeof(a), 0, NULL);
 	u32 m2 = t_port_mr(s, 2, 0, a, sizeof(a), 0, NULL);
 	u32 mb = t_port_mr(s, 1, 0, b, sizeof(b), NICOFF_ACCESS_LOCAL_WRITE, NULL);
-	struct nicoff_cmd c;
 	struct nicoff_cqe q;
 	u64 got[6] = { 0 };
 	int i;
@@ -219,36 +202,27 @@ static void test_tag_matching(void **state)
 	/* 0: exact 0x1234 from anyone; 1: high byte 0xab from node 2 only;
 	 * 2: port 3 of node 0, low nibble 7; 3: anything; 4: same as 0.
 	 */
-	c = t_recv(0, mb, 0, 64, NICOFF_ANY, NICOFF_ANY, 0x1234, ~0ull);
-	sim_post(s, 1, 0, &c);
-	c = t_recv(1, mb, 64, 64, 2, NICOFF_ANY, 0xab00000000000000ull, 0xff00000000000000ull);
-	sim_post(s, 1, 0, &c);
-	c = t_recv(2, mb, 128, 64, 0, 3, 0x7, 0xf);
-	sim_post(s, 1, 0, &c);
-	c = t_recv(3, mb, 192, 64, NICOFF_ANY, NICOFF_ANY, 0, 0);
-	sim_post(s, 1, 0, &c);
-	c = t_recv(4, mb, 256, 64, NICOFF_ANY, NICOFF_ANY, 0x1234, ~0ull);
-	sim_post(s, 1, 0, &c);
+	t_post(s, 1, 0, t_recv(0, mb, 0, 64, NICOFF_ANY, NICOFF_ANY, 0x1234, ~0ull));
+	t_post(s, 1, 0, t_recv(1, mb, 64, 64, 2, NICOFF_ANY, 0xab00000000000000ull,
+			       0xff00000000000000ull));
+	t_post(s, 1, 0, t_recv(2, mb, 128, 64, 0, 3, 0x7, 0xf));
+	t_post(s, 1, 0, t_recv(3, mb, 192, 64, NICOFF_ANY, NICOFF_ANY, 0, 0));
+	t_post(s, 1, 0, t_recv(4, mb, 256, 64, NICOFF_ANY, NICOFF_ANY, 0x1234, ~0ull));
 
 	/* From node 0 port 3: 0xab..17 matches 2 (not 1: wrong source). */
-	c = t_send(0, 1, 0, ma, 0, 8, 0xab00000000000017ull);
-	sim_post(s, 0, 3, &c);
+	t_post(s, 0, 3, t_send(0, 1, 0, ma, 0, 8, 0xab00000000000017ull));
 	sim_run_idle(s, sim_now(s) + T_SEC);
 	/* From node 2: 0xab..01 matches 1. */
-	c = t_send(0, 1, 0, m2, 0, 8, 0xab00000000000001ull);
-	sim_post(s, 2, 0, &c);
+	t_post(s, 2, 0, t_send(0, 1, 0, m2, 0, 8, 0xab00000000000001ull));
 	sim_run_idle(s, sim_now(s) + T_SEC);
 	/* 0x1234 from node 2: receive 0 (posted before 4). */
-	c = t_send(0, 1, 0, m2, 0, 8, 0x1234);
-	sim_post(s, 2, 0, &c);
+	t_post(s, 2, 0, t_send(0, 1, 0, m2, 0, 8, 0x1234));
 	sim_run_idle(s, sim_now(s) + T_SEC);
 	/* 0x1235: only the wildcard 3. */
-	c = t_send(0, 1, 0, ma, 0, 8, 0x1235);
-	sim_post(s, 0, 3, &c);
+	t_post(s, 0, 3, t_send(0, 1, 0, ma, 0, 8, 0x1235));
 	sim_run_idle(s, sim_now(s) + T_SEC);
 	/* 0x1234 again: 4. */
-	c = t_send(0, 1, 0, ma, 0, 8, 0x1234);
-	sim_post(s, 0, 3, &c);
+	t_post(s, 0, 3, t_send(0, 1, 0, ma, 0, 8, 0x1234));
 	sim_run_idle(s, sim_now(s) + T_SEC);
 
 	for (i = 0; i < 5; i++) {
@@ -275,16 +249,13 @@ static void test_truncation(void **state)
 	static u8 a[5000], b[6000];
 	u32 ma = t_port_mr(s, 0, 0, a, sizeof(a), 0, NULL);
 	u32 mb = t_port_mr(s, 1, 0, b, sizeof(b), NICOFF_ACCESS_LOCAL_WRITE, NULL);
-	struct nicoff_cmd c;
 	struct nicoff_cqe q;
 
 	(void)state;
 	t_fill(a, sizeof(a), 9);
 	memset(b, 0, sizeof(b));
-	c = t_recv(1, mb, 100, 1234, NICOFF_ANY, NICOFF_ANY, 0, 0);
-	sim_post(s, 1, 0, &c);
-	c = t_send(2, 1, 0, ma, 0, 5000, 0);
-	sim_post(s, 0, 0, &c);
+	t_post(s, 1, 0, t_recv(1, mb, 100, 1234, NICOFF_ANY, NICOFF_ANY, 0, 0));
+	t_post(s, 0, 0, t_send(2, 1, 0, ma, 0, 5000, 0));
 	q = t_cqe(s, 1, 0, T_SEC);
 	assert_int_equal(q.status, -EMSGSIZE);
 	assert_int_equal(q.result, 5000);
@@ -295,11 +266,9 @@ static void test_truncation(void **state)
 
 	/* The same through the unexpected path. */
 	memset(b, 0, sizeof(b));
-	c = t_send(3, 1, 0, ma, 0, 5000, 0);
-	sim_post(s, 0, 0, &c);
+	t_post(s, 0, 0, t_send(3, 1, 0, ma, 0, 5000, 0));
 	assert_int_equal(t_cqe(s, 0, 0, T_SEC).status, 0);
-	c = t_recv(4, mb, 0, 999, NICOFF_ANY, NICOFF_ANY, 0, 0);
-	sim_post(s, 1, 0, &c);
+	t_post(s, 1, 0, t_recv(4, mb, 0, 999, NICOFF_ANY, NICOFF_ANY, 0, 0));
 	q = t_cqe(s, 1, 0, sim_now(s));
 	assert_int_equal(q.status, -EMSGSIZE);
 	assert_int_equal(q.result, 5000);
@@ -398,7 +367,6 @@ static void test_refused(void **state)
 	struct sim_cfg cfg;
 	struct sim *s;
 	static u8 a[3000];
-	struct nicoff_cmd c;
 	u32 ma;
 	int i;
 
@@ -409,10 +377,8 @@ static void test_refused(void **state)
 	cfg.seed = 42;
 	s = sim_create(&cfg);
 	ma = t_port_mr(s, 0, 0, a, sizeof(a), 0, NULL);
-	for (i = 0; i < 100; i++) {
-		c = t_send(i, 1, 5, ma, 0, (i % 3) * 1000 + i, 0);
-		sim_post(s, 0, 0, &c);
-	}
+	for (i = 0; i < 100; i++)
+		t_post(s, 0, 0, t_send(i, 1, 5, ma, 0, (i % 3) * 1000 + i, 0));
 	for (i = 0; i < 100; i++) {
 		struct nicoff_cqe q = t_cqe(s, 0, 0, 60 * T_SEC);
 
@@ -428,14 +394,11 @@ static void test_loopback(void **state)
 	static u8 a[5000], b[5000];
 	u32 ma = t_port_mr(s, 0, 0, a, sizeof(a), 0, NULL);
 	u32 mb = t_port_mr(s, 0, 1, b, sizeof(b), NICOFF_ACCESS_LOCAL_WRITE, NULL);
-	struct nicoff_cmd c;
 
 	(void)state;
 	t_fill(a, sizeof(a), 4);
-	c = t_send(1, 0, 1, ma, 0, sizeof(a), 0);
-	sim_post(s, 0, 0, &c);
-	c = t_recv(2, mb, 0, sizeof(b), 0, 0, 0, 0);
-	sim_post(s, 0, 1, &c);
+	t_post(s, 0, 0, t_send(1, 0, 1, ma, 0, sizeof(a), 0));
+	t_post(s, 0, 1, t_recv(2, mb, 0, sizeof(b), 0, 0, 0, 0));
 	assert_int_equal(t_cqe(s, 0, 1, T_SEC).status, 0);
 	assert_int_equal(t_cqe(s, 0, 0, T_SEC).status, 0);
 	assert_true(t_check(b, sizeof(b), 4));

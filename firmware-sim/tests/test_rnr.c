@@ -48,7 +48,6 @@ static void test_isolation(void **state)
 	struct sim *s;
 	static u8 a[RN_MSG], b1[5 * RN_MSG], b2[64];
 	struct fw_stats st0, st1;
-	struct nicoff_cmd c;
 	struct nicoff_cqe q;
 	u32 ma, m1, m2, i;
 	u64 t0, t2, budget;
@@ -61,15 +60,11 @@ static void test_isolation(void **state)
 	m1 = t_port_mr(s, 1, 1, b1, sizeof(b1), NICOFF_ACCESS_LOCAL_WRITE, NULL);
 	m2 = t_port_mr(s, 1, 2, b2, sizeof(b2), NICOFF_ACCESS_LOCAL_WRITE, NULL);
 	t_fill(a, sizeof(a), 3);
-	c = t_recv(100, m2, 0, sizeof(b2), NICOFF_ANY, NICOFF_ANY, 0, 0);
-	sim_post(s, 1, 2, &c);
+	t_post(s, 1, 2, t_recv(100, m2, 0, sizeof(b2), NICOFF_ANY, NICOFF_ANY, 0, 0));
 	t0 = sim_now(s);
-	for (i = 0; i < 5; i++) {
-		c = t_send(i, 1, 1, ma, 0, RN_MSG, i);
-		sim_post(s, 0, 0, &c);
-	}
-	c = t_send(200, 1, 2, ma, 0, 8, 200);
-	sim_post(s, 0, 0, &c);
+	for (i = 0; i < 5; i++)
+		t_post(s, 0, 0, t_send(i, 1, 1, ma, 0, RN_MSG, i));
+	t_post(s, 0, 0, t_send(200, 1, 2, ma, 0, 8, 200));
 
 	/* Port 2's message: one round trip behind port 1's refused one. */
 	q = t_cqe(s, 1, 2, t0 + T_MS);
@@ -99,8 +94,8 @@ static void test_isolation(void **state)
 
 	/* Port 1: its four, in order; then the pair works again. */
 	for (i = 0; i < 5; i++) {
-		c = t_recv(10 + i, m1, (u64)i * RN_MSG, RN_MSG, NICOFF_ANY, NICOFF_ANY, 0, 0);
-		sim_post(s, 1, 1, &c);
+		t_post(s, 1, 1, t_recv(10 + i, m1, (u64)i * RN_MSG, RN_MSG, NICOFF_ANY, NICOFF_ANY,
+				       0, 0));
 	}
 	for (i = 0; i < 4; i++) {
 		q = t_cqe(s, 1, 1, sim_now(s));
@@ -109,8 +104,7 @@ static void test_isolation(void **state)
 		assert_int_equal(q.msg_tag, i);
 		assert_memory_equal(b1 + (u64)i * RN_MSG, a, RN_MSG);
 	}
-	c = t_send(300, 1, 1, ma, 0, 1000, 300);
-	sim_post(s, 0, 0, &c);
+	t_post(s, 0, 0, t_send(300, 1, 1, ma, 0, 1000, 300));
 	q = t_cqe(s, 1, 1, sim_now(s) + T_MS);
 	assert_int_equal(q.status, 0);
 	assert_int_equal(q.msg_tag, 300);
@@ -131,7 +125,6 @@ static void test_order_when_ready(void **state)
 	static u8 a[8192], b[16][8192];
 	struct sim_cfg cfg;
 	struct sim *s;
-	struct nicoff_cmd c;
 	struct nicoff_cqe q;
 	u32 ma, ma2, mb, i, n1 = 0, n2 = 0;
 	struct fw_stats st;
@@ -147,25 +140,19 @@ static void test_order_when_ready(void **state)
 	t_fill(a, sizeof(a), 8);
 	/* Port 3: six messages, 0 and 1 fit; port 4: three, interleaved. */
 	for (i = 0; i < 6; i++) {
-		c = t_send(i, 1, 0, ma, i, i == 3 ? 0 : 4096, RN_TAGS(3, i));
-		sim_post(s, 0, 3, &c);
-		if (i % 2) {
-			c = t_send(i, 1, 0, ma2, 7, 3000, RN_TAGS(4, i / 2));
-			sim_post(s, 0, 4, &c);
-		}
+		t_post(s, 0, 3, t_send(i, 1, 0, ma, i, i == 3 ? 0 : 4096, RN_TAGS(3, i)));
+		if (i % 2)
+			t_post(s, 0, 4, t_send(i, 1, 0, ma2, 7, 3000, RN_TAGS(4, i / 2)));
 	}
 	/* Only port 3's last message matches this one. */
-	c = t_recv(50, mb, 15 * 8192ull, 8192, 0, 3, RN_TAGS(3, 5), ~0ull);
-	sim_post(s, 1, 0, &c);
+	t_post(s, 1, 0, t_recv(50, mb, 15 * 8192ull, 8192, 0, 3, RN_TAGS(3, 5), ~0ull));
 	sim_run_until(s, sim_now(s) + 3 * T_MS);
 	assert_int_equal(sim_cq_count(s, 1, 0), 0);
 	fw_get_stats(sim_card(s, 1), &st);
 	assert_true(st.rnr_drops > 0);
 	/* Everything else: any source, any tag. */
-	for (i = 0; i < 8; i++) {
-		c = t_recv(i, mb, (u64)i * 8192, 8192, NICOFF_ANY, NICOFF_ANY, 0, 0);
-		sim_post(s, 1, 0, &c);
-	}
+	for (i = 0; i < 8; i++)
+		t_post(s, 1, 0, t_recv(i, mb, (u64)i * 8192, 8192, NICOFF_ANY, NICOFF_ANY, 0, 0));
 	for (i = 0; i < 9; i++) {
 		q = t_cqe(s, 1, 0, sim_now(s) + 5 * T_MS);
 		assert_int_equal(q.status, 0);
@@ -208,7 +195,6 @@ static void test_budget_only_those(void **state)
 	static u8 a[RN_MSG], b[64 * 64];
 	struct sim_cfg cfg;
 	struct sim *s;
-	struct nicoff_cmd c;
 	struct nicoff_cqe q;
 	u32 ma, mb, i, fails = 0, oks = 0;
 	u64 t0, budget, last = 0;
@@ -223,18 +209,14 @@ static void test_budget_only_those(void **state)
 	t_port_mr(s, 1, 1, b, sizeof(b), NICOFF_ACCESS_LOCAL_WRITE, NULL);
 	mb = t_port_mr(s, 1, 2, b, sizeof(b), NICOFF_ACCESS_LOCAL_WRITE, NULL);
 	t0 = sim_now(s);
-	for (i = 0; i < 11; i++) {
-		c = t_send(i, 1, 1, ma, 0, i ? 5000 : RN_MSG, i);
-		sim_post(s, 0, 0, &c);
-	}
+	for (i = 0; i < 11; i++)
+		t_post(s, 0, 0, t_send(i, 1, 1, ma, 0, i ? 5000 : RN_MSG, i));
 	/* A message to port 2 every 500 us, each received within 200 us. */
 	for (i = 0; i < 64 && fails < 10; i++) {
 		u64 t = sim_now(s);
 
-		c = t_recv(i, mb, 64 * i, 64, NICOFF_ANY, NICOFF_ANY, 0, 0);
-		sim_post(s, 1, 2, &c);
-		c = t_send(1000 + i, 1, 2, ma, 0, 64, i);
-		sim_post(s, 0, 0, &c);
+		t_post(s, 1, 2, t_recv(i, mb, 64 * i, 64, NICOFF_ANY, NICOFF_ANY, 0, 0));
+		t_post(s, 0, 0, t_send(1000 + i, 1, 2, ma, 0, 64, i));
 		q = t_cqe(s, 1, 2, t + 200000);
 		assert_int_equal(q.status, 0);
 		assert_int_equal(q.msg_tag, i);
@@ -277,7 +259,6 @@ static void test_ports_and_regions_go(void **state)
 	static u8 a[RN_MSG], b[4 * RN_MSG];
 	struct sim_cfg cfg;
 	struct sim *s;
-	struct nicoff_cmd c;
 	struct nicoff_cqe q;
 	u32 ma, mb, i;
 
@@ -290,10 +271,8 @@ static void test_ports_and_regions_go(void **state)
 	t_fill(a, sizeof(a), 4);
 
 	/* 1. The sender's port closes while its message is refused. */
-	for (i = 0; i < 2; i++) {
-		c = t_send(i, 1, 0, ma, 0, RN_MSG, i);
-		sim_post(s, 0, 0, &c);
-	}
+	for (i = 0; i < 2; i++)
+		t_post(s, 0, 0, t_send(i, 1, 0, ma, 0, RN_MSG, i));
 	assert_int_equal(t_cqe(s, 0, 0, sim_now(s) + T_MS).status, 0);
 	sim_run_until(s, sim_now(s) + 200000);
 	assert_false(fw_list_empty(&fw_peer_find(sim_card(s, 1), 0)->rblocks));
@@ -301,54 +280,38 @@ static void test_ports_and_regions_go(void **state)
 	sim_run_until(s, sim_now(s) + 200000);
 	assert_true(fw_list_empty(&fw_peer_find(sim_card(s, 1), 0)->rblocks));
 	ma = t_port_mr(s, 0, 0, a, sizeof(a), 0, NULL);
-	c = t_recv(10, mb, 0, RN_MSG, NICOFF_ANY, NICOFF_ANY, 0, 0);
-	sim_post(s, 1, 0, &c);
+	t_post(s, 1, 0, t_recv(10, mb, 0, RN_MSG, NICOFF_ANY, NICOFF_ANY, 0, 0));
 	q = t_cqe(s, 1, 0, sim_now(s));
 	assert_int_equal(q.msg_tag, 0);
-	c = t_send(20, 1, 0, ma, 0, 100, 20);
-	sim_post(s, 0, 0, &c);
+	t_post(s, 0, 0, t_send(20, 1, 0, ma, 0, 100, 20));
 	assert_int_equal(t_cqe(s, 0, 0, sim_now(s) + T_MS).status, 0);
-	c = t_recv(11, mb, 0, RN_MSG, NICOFF_ANY, NICOFF_ANY, 0, 0);
-	sim_post(s, 1, 0, &c);
+	t_post(s, 1, 0, t_recv(11, mb, 0, RN_MSG, NICOFF_ANY, NICOFF_ANY, 0, 0));
 	q = t_cqe(s, 1, 0, sim_now(s));
 	assert_int_equal(q.msg_tag, 20);
 
 	/* 2. The refused message's region goes: it fails, the next goes through. */
-	for (i = 0; i < 3; i++) {
-		c = t_send(30 + i, 1, 0, ma, 0, i == 2 ? 100 : RN_MSG, 30 + i);
-		sim_post(s, 0, 0, &c);
-	}
+	for (i = 0; i < 3; i++)
+		t_post(s, 0, 0, t_send(30 + i, 1, 0, ma, 0, i == 2 ? 100 : RN_MSG, 30 + i));
 	assert_int_equal(t_cqe(s, 0, 0, sim_now(s) + T_MS).status, 0);
 	sim_run_until(s, sim_now(s) + 10000);
 	assert_int_equal(sim_dereg_mr(s, 0, 0, ma), 0);
-	q = t_cqe(s, 0, 0, sim_now(s) + T_SEC);
-	assert_int_equal(q.tag, 31);
-	assert_int_equal(q.status, -ENOENT);
-	q = t_cqe(s, 0, 0, sim_now(s) + T_SEC);
-	assert_int_equal(q.tag, 32);
-	assert_int_equal(q.status, -ENOENT);
+	t_expect(s, 0, 0, 31, -ENOENT);
+	t_expect(s, 0, 0, 32, -ENOENT);
 	ma = t_port_mr(s, 0, 0, a, sizeof(a), 0, NULL);
-	c = t_send(40, 1, 0, ma, 0, 100, 40);
-	sim_post(s, 0, 0, &c);
-	c = t_recv(12, mb, 0, RN_MSG, NICOFF_ANY, NICOFF_ANY, 0, 0);
-	sim_post(s, 1, 0, &c);
+	t_post(s, 0, 0, t_send(40, 1, 0, ma, 0, 100, 40));
+	t_post(s, 1, 0, t_recv(12, mb, 0, RN_MSG, NICOFF_ANY, NICOFF_ANY, 0, 0));
 	assert_int_equal(t_cqe(s, 1, 0, sim_now(s) + T_MS).msg_tag, 30);
-	c = t_recv(13, mb, 0, RN_MSG, NICOFF_ANY, NICOFF_ANY, 0, 0);
-	sim_post(s, 1, 0, &c);
+	t_post(s, 1, 0, t_recv(13, mb, 0, RN_MSG, NICOFF_ANY, NICOFF_ANY, 0, 0));
 	assert_int_equal(t_cqe(s, 1, 0, sim_now(s) + T_MS).msg_tag, 40);
 	assert_int_equal(t_cqe(s, 0, 0, sim_now(s) + T_MS).status, 0);
 
 	/* 3. The receiving port closes while it refuses. */
-	for (i = 0; i < 2; i++) {
-		c = t_send(50 + i, 1, 0, ma, 0, RN_MSG, 50 + i);
-		sim_post(s, 0, 0, &c);
-	}
+	for (i = 0; i < 2; i++)
+		t_post(s, 0, 0, t_send(50 + i, 1, 0, ma, 0, RN_MSG, 50 + i));
 	assert_int_equal(t_cqe(s, 0, 0, sim_now(s) + T_MS).status, 0);
 	sim_run_until(s, sim_now(s) + 100000);
 	sim_detach(s, 1, 0);
-	q = t_cqe(s, 0, 0, sim_now(s) + T_SEC);
-	assert_int_equal(q.tag, 51);
-	assert_int_equal(q.status, -ECONNREFUSED);
+	t_expect(s, 0, 0, 51, -ECONNREFUSED);
 	t_finish(s);
 }
 
@@ -370,7 +333,6 @@ static void rf_run(u64 seed)
 	struct sim_cfg cfg;
 	struct fw_stats sum;
 	struct sim *s;
-	struct nicoff_cmd c;
 	struct nicoff_cqe q;
 
 	rn_cfg(&cfg, 3, seed);
@@ -378,12 +340,9 @@ static void rf_run(u64 seed)
 	cfg.fw.window = 16;
 	cfg.fw.max_retries = 30;
 	cfg.fw.unexpected_bytes = 8000;
-	cfg.faults.drop_ppm = 50000;
-	cfg.faults.dup_ppm = 30000;
-	cfg.faults.corrupt_ppm = 10000;
-	cfg.faults.reorder_ppm = 30000;
-	cfg.faults.delay_ppm = 30000;
-	cfg.faults.delay_ns = 20000;
+	cfg.faults = (struct fw_fault_cfg){ .drop_ppm = 50000, .dup_ppm = 30000,
+					    .corrupt_ppm = 10000, .reorder_ppm = 30000,
+					    .delay_ppm = 30000, .delay_ns = 20000 };
 	s = sim_create(&cfg);
 	t_fill(src, sizeof(src), 77);
 	memset(next, 0, sizeof(next));
@@ -397,17 +356,17 @@ static void rf_run(u64 seed)
 		for (p = 0; p < 2 * RF_SRC; p++) {
 			u32 k = p % RF_SRC, len = (i * 2654435761u + p * 97) % RF_SLOT;
 
-			c = t_send(i, 1, p / RF_SRC, msrc[k], (i * 31) % 2000, len,
-				   RN_TAGS(p / RF_SRC, i) | ((u64)len << 40));
-			sim_post(s, k / 2 * 2, k % 2, &c);
+			u64 tag = RN_TAGS(p / RF_SRC, i) | ((u64)len << 40);
+
+			t_post(s, k / 2 * 2, k % 2,
+			       t_send(i, 1, p / RF_SRC, msrc[k], (i * 31) % 2000, len, tag));
 		}
 	/* Receives trickle in: one per port every 100 us. */
 	while (got < 2 * RF_SRC * RF_MSGS) {
 		for (p = 0; p < 2; p++) {
 			if (posted[p] < RF_SRC * RF_MSGS) {
-				c = t_recv(posted[p], mdst[p], (u64)posted[p] * RF_SLOT, RF_SLOT,
-					   NICOFF_ANY, NICOFF_ANY, 0, 0);
-				sim_post(s, 1, p, &c);
+				t_post(s, 1, p, t_recv(posted[p], mdst[p], (u64)posted[p] * RF_SLOT,
+						       RF_SLOT, NICOFF_ANY, NICOFF_ANY, 0, 0));
 				posted[p]++;
 			}
 			while (sim_cq_pop(s, 1, p, &q)) {
@@ -451,11 +410,8 @@ static void rf_run(u64 seed)
 
 static void test_order_under_faults(void **state)
 {
-	u64 seed;
-
 	(void)state;
-	for (seed = 1; seed <= 6; seed++)
-		rf_run(seed);
+	t_seeds(rf_run, 1, 6);
 }
 
 /*
@@ -596,11 +552,9 @@ static void rc_run(u64 seed)
 	cfg.fw.mtu = 1500;
 	cfg.fw.window = 24;
 	cfg.fw.unexpected_bytes = 20000;
-	cfg.faults.drop_ppm = 20000;
-	cfg.faults.dup_ppm = 20000;
-	cfg.faults.corrupt_ppm = 5000;
-	cfg.faults.reorder_ppm = 20000;
-	cfg.faults.delay_ns = 10000;
+	cfg.faults = (struct fw_fault_cfg){ .drop_ppm = 20000, .dup_ppm = 20000,
+					    .corrupt_ppm = 5000, .reorder_ppm = 20000,
+					    .delay_ns = 10000 };
 	w->s = sim_create(&cfg);
 	w->rng = seed * 0x9e3779b97f4a7c15ull + 7;
 	for (ep = 0; ep < RC_EP; ep++) {
@@ -692,11 +646,8 @@ static void rc_run(u64 seed)
 
 static void test_chaos(void **state)
 {
-	u64 seed;
-
 	(void)state;
-	for (seed = 1; seed <= 4; seed++)
-		rc_run(seed);
+	t_seeds(rc_run, 1, 4);
 }
 
 /*
@@ -711,7 +662,6 @@ static void test_card_budget(void **state)
 	struct sim_cfg cfg;
 	struct fw_card *c1;
 	struct sim *s;
-	struct nicoff_cmd c;
 	struct nicoff_cqe q;
 	u32 ma, mb, i;
 	u64 t0, budget;
@@ -728,12 +678,9 @@ static void test_card_budget(void **state)
 	assert_int_equal(sim_attach(s, 1, 3), 0);
 	t_fill(a, sizeof(a), 5);
 	t0 = sim_now(s);
-	for (i = 0; i < 7; i++) {
-		c = t_send(i, 1, i < 4 ? 1 : 2, ma, 0, RN_MSG, i);
-		sim_post(s, 0, 0, &c);
-	}
-	c = t_send(7, 1, 3, ma, 0, 1, 7);
-	sim_post(s, 0, 0, &c);
+	for (i = 0; i < 7; i++)
+		t_post(s, 0, 0, t_send(i, 1, i < 4 ? 1 : 2, ma, 0, RN_MSG, i));
+	t_post(s, 0, 0, t_send(7, 1, 3, ma, 0, 1, 7));
 	for (i = 0; i < 6; i++) {
 		q = t_cqe(s, 0, 0, t0 + 10 * T_MS);
 		assert_int_equal(q.tag, i);
@@ -751,15 +698,13 @@ static void test_card_budget(void **state)
 	assert_int_equal(c1->ports[3]->unexp_used, 0);
 
 	/* A receive on port 1 makes room on the card, for port 3 too. */
-	c = t_recv(100, mb, 0, RN_MSG, NICOFF_ANY, NICOFF_ANY, 0, 0);
-	sim_post(s, 1, 1, &c);
+	t_post(s, 1, 1, t_recv(100, mb, 0, RN_MSG, NICOFF_ANY, NICOFF_ANY, 0, 0));
 	q = t_cqe(s, 1, 1, sim_now(s) + T_MS);
 	assert_int_equal(q.status, 0);
 	assert_int_equal(q.msg_tag, 0);
 	assert_memory_equal(b, a, RN_MSG);
 	assert_int_equal(c1->unexp_used, 5 * RN_MSG);
-	c = t_send(8, 1, 3, ma, 0, 1, 8);
-	sim_post(s, 0, 0, &c);
+	t_post(s, 0, 0, t_send(8, 1, 3, ma, 0, 1, 8));
 	q = t_cqe(s, 0, 0, sim_now(s) + 10 * T_MS);
 	assert_int_equal(q.tag, 8);
 	assert_int_equal(q.status, 0);
@@ -770,14 +715,12 @@ static void test_card_budget(void **state)
 	/* No card budget left at all: refused, what is buffered stays. */
 	fw_set_unexpected(c1, 4 * RN_MSG, 0);
 	t0 = sim_now(s);
-	c = t_send(9, 1, 3, ma, 0, 0, 9);
-	sim_post(s, 0, 0, &c);
+	t_post(s, 0, 0, t_send(9, 1, 3, ma, 0, 0, 9));
 	q = t_cqe(s, 0, 0, t0 + budget + cfg.fw.rto_max_ns + 10 * T_MS);
 	assert_int_equal(q.tag, 9);
 	assert_int_equal(q.status, -ENOBUFS);
 	assert_int_equal(c1->unexp_used, 5 * RN_MSG + 512);
-	c = t_recv(101, mb, 0, RN_MSG, NICOFF_ANY, NICOFF_ANY, 0, 0);
-	sim_post(s, 1, 1, &c);
+	t_post(s, 1, 1, t_recv(101, mb, 0, RN_MSG, NICOFF_ANY, NICOFF_ANY, 0, 0));
 	q = t_cqe(s, 1, 1, sim_now(s) + T_MS);
 	assert_int_equal(q.status, 0);
 	assert_int_equal(q.msg_tag, 1);
@@ -797,7 +740,6 @@ static void test_charge_rounding(void **state)
 	static u8 a[8192], b[4][8192];
 	struct sim_cfg cfg;
 	struct sim *s;
-	struct nicoff_cmd c;
 	struct nicoff_cqe q;
 	u32 ma, mb, i;
 	u64 t0, budget;
@@ -811,10 +753,8 @@ static void test_charge_rounding(void **state)
 	mb = t_port_mr(s, 1, 1, b, sizeof(b), NICOFF_ACCESS_LOCAL_WRITE, NULL);
 	t_fill(a, sizeof(a), 6);
 	t0 = sim_now(s);
-	for (i = 0; i < 5; i++) {
-		c = t_send(i, 1, 1, ma, 0, i < 4 ? len[i] : 1, i);
-		sim_post(s, 0, 0, &c);
-	}
+	for (i = 0; i < 5; i++)
+		t_post(s, 0, 0, t_send(i, 1, 1, ma, 0, i < 4 ? len[i] : 1, i));
 	for (i = 0; i < 4; i++) {
 		q = t_cqe(s, 0, 0, t0 + 10 * T_MS);
 		assert_int_equal(q.tag, i);
@@ -825,8 +765,8 @@ static void test_charge_rounding(void **state)
 	assert_int_equal(q.status, -ENOBUFS);
 	assert_int_equal(sim_card(s, 1)->ports[1]->unexp_used, cfg.fw.unexpected_bytes);
 	for (i = 0; i < 4; i++) {
-		c = t_recv(10 + i, mb, (u64)i * 8192, 8192, NICOFF_ANY, NICOFF_ANY, 0, 0);
-		sim_post(s, 1, 1, &c);
+		t_post(s, 1, 1, t_recv(10 + i, mb, (u64)i * 8192, 8192, NICOFF_ANY, NICOFF_ANY, 0,
+				       0));
 		q = t_cqe(s, 1, 1, sim_now(s) + T_MS);
 		assert_int_equal(q.status, 0);
 		assert_int_equal(q.result, len[i]);

@@ -31,7 +31,6 @@ static void rt_pingpong(u32 rto_fixed, u64 seed, struct rt_result *r)
 	static u8 a[64], b[64];
 	struct fw_stats s0, s1, e0, e1;
 	struct sim_cfg cfg;
-	struct nicoff_cmd c;
 	struct nicoff_cqe q;
 	struct fw_peer *p;
 	struct sim *s;
@@ -54,17 +53,13 @@ static void rt_pingpong(u32 rto_fixed, u64 seed, struct rt_result *r)
 			fw_get_stats(sim_card(s, 1), &s1);
 			t0 = sim_now(s);
 		}
-		c = t_recv(i, mb, 0, sizeof(b), 0, 0, 0, 0);
-		sim_post(s, 1, 0, &c);
-		c = t_send(i, 1, 0, ma, 0, sizeof(a), i);
-		sim_post(s, 0, 0, &c);
+		t_post(s, 1, 0, t_recv(i, mb, 0, sizeof(b), 0, 0, 0, 0));
+		t_post(s, 0, 0, t_send(i, 1, 0, ma, 0, sizeof(a), i));
 		q = t_cqe(s, 1, 0, sim_now(s) + T_SEC);
 		assert_int_equal(q.status, 0);
 		assert_int_equal(q.msg_tag, i);
-		c = t_recv(i, ma, 0, sizeof(a), 1, 0, 0, 0);
-		sim_post(s, 0, 0, &c);
-		c = t_send(i, 0, 0, mb, 0, sizeof(b), i);
-		sim_post(s, 1, 0, &c);
+		t_post(s, 0, 0, t_recv(i, ma, 0, sizeof(a), 1, 0, 0, 0));
+		t_post(s, 1, 0, t_send(i, 0, 0, mb, 0, sizeof(b), i));
 		/* Card 0: its send's completion and the pong, in either order. */
 		q = t_cqe(s, 0, 0, sim_now(s) + T_SEC);
 		assert_int_equal(q.status, 0);
@@ -136,7 +131,6 @@ static void test_bounds_and_loss(void **state)
 	static u8 a[200000], b[200000];
 	struct sim_cfg cfg;
 	struct fw_stats st;
-	struct nicoff_cmd c;
 	struct nicoff_cqe q;
 	struct fw_peer *p;
 	struct sim *s;
@@ -155,8 +149,7 @@ static void test_bounds_and_loss(void **state)
 	}
 	sim_set_dead(s, 1, true);
 	t0 = sim_now(s);
-	c = t_send(1, 1, 0, ma, 0, 1000, 0);
-	sim_post(s, 0, 0, &c);
+	t_post(s, 0, 0, t_send(1, 1, 0, ma, 0, 1000, 0));
 	q = t_cqe(s, 0, 0, t0 + budget + cfg.fw.rto_ns);
 	assert_int_equal(q.status, -ETIMEDOUT);
 	assert_true(sim_now(s) - t0 >= budget);
@@ -165,10 +158,8 @@ static void test_bounds_and_loss(void **state)
 	/* Learn a round trip, then lose a tenth of the packets. */
 	t_fill(a, sizeof(a), 6);
 	for (i = 0; i < 20; i++) {
-		c = t_recv(i, mb, 0, sizeof(b), 0, 0, 0, 0);
-		sim_post(s, 1, 0, &c);
-		c = t_send(i, 1, 0, ma, 0, i < 10 ? 100 : sizeof(a), i);
-		sim_post(s, 0, 0, &c);
+		t_post(s, 1, 0, t_recv(i, mb, 0, sizeof(b), 0, 0, 0, 0));
+		t_post(s, 0, 0, t_send(i, 1, 0, ma, 0, i < 10 ? 100 : sizeof(a), i));
 		if (i == 10) {
 			struct fw_fault_cfg f = { .drop_ppm = 100000 };
 
@@ -200,7 +191,6 @@ static void test_fast_retransmit(void **state)
 	const struct sim_stats *ss;
 	struct sim_cfg cfg;
 	struct fw_stats st;
-	struct nicoff_cmd c;
 	struct sim *s;
 	u64 t0, took;
 	u32 ma, mb;
@@ -215,11 +205,9 @@ static void test_fast_retransmit(void **state)
 	ma = t_port_mr(s, 0, 0, a, len, 0, NULL);
 	mb = t_port_mr(s, 1, 0, b, len, NICOFF_ACCESS_LOCAL_WRITE, NULL);
 	t_fill(a, len, 11);
-	c = t_recv(1, mb, 0, len, 0, 0, 0, 0);
-	sim_post(s, 1, 0, &c);
+	t_post(s, 1, 0, t_recv(1, mb, 0, len, 0, 0, 0, 0));
 	t0 = sim_now(s);
-	c = t_send(2, 1, 0, ma, 0, len, 0);
-	sim_post(s, 0, 0, &c);
+	t_post(s, 0, 0, t_send(2, 1, 0, ma, 0, len, 0));
 	assert_int_equal(t_cqe(s, 1, 0, t0 + 10 * T_SEC).status, 0);
 	assert_int_equal(t_cqe(s, 0, 0, t0 + 10 * T_SEC).status, 0);
 	took = sim_now(s) - t0;

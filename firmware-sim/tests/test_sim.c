@@ -156,7 +156,6 @@ static void test_incast(void **state)
 	static u8 buf[3][4096];
 	struct sim_hooks hooks = { .cqe = s_incast_cqe };
 	struct sim_cfg cfg;
-	struct nicoff_cmd c;
 	struct sim *s;
 	u32 mr[3], n;
 	u64 ser, first, second;
@@ -170,14 +169,10 @@ static void test_incast(void **state)
 	for (n = 0; n < 3; n++)
 		mr[n] = t_port_mr(s, n, 0, buf[n], sizeof(buf[n]), NICOFF_ACCESS_LOCAL_WRITE,
 				  NULL);
-	for (n = 1; n < 3; n++) {
-		c = t_recv(n, mr[0], n * 1024, 1024, n, 0, 0, ~0ull);
-		sim_post(s, 0, 0, &c);
-	}
-	for (n = 1; n < 3; n++) {
-		c = t_send(n, 0, 0, mr[n], 0, 1000, 0);
-		sim_post(s, n, 0, &c);
-	}
+	for (n = 1; n < 3; n++)
+		t_post(s, 0, 0, t_recv(n, mr[0], n * 1024, 1024, n, 0, 0, ~0ull));
+	for (n = 1; n < 3; n++)
+		t_post(s, n, 0, t_send(n, 0, 0, mr[n], 0, 1000, 0));
 	assert_true(sim_run_idle(s, T_SEC));
 	ser = 1096;
 	first = s_incast_t[1] < s_incast_t[2] ? s_incast_t[1] : s_incast_t[2];

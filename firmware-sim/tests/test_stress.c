@@ -238,12 +238,9 @@ static void s_run(u64 seed, u32 steps)
 	cfg.fw.window = 8 + (u32)(seed % 4) * 8;
 	cfg.fw.max_retries = 8;
 	cfg.fw.unexpected_bytes = 100000;
-	cfg.faults.drop_ppm = 50000;
-	cfg.faults.dup_ppm = 30000;
-	cfg.faults.corrupt_ppm = 10000;
-	cfg.faults.reorder_ppm = 30000;
-	cfg.faults.delay_ppm = 20000;
-	cfg.faults.delay_ns = 30000;
+	cfg.faults = (struct fw_fault_cfg){ .drop_ppm = 50000, .dup_ppm = 30000,
+					    .corrupt_ppm = 10000, .reorder_ppm = 30000,
+					    .delay_ppm = 20000, .delay_ns = 30000 };
 	w->s = sim_create(&cfg);
 	w->rng = seed * 0x9e3779b97f4a7c15ull + 1;
 	w->next_tag = 1;

@@ -17,6 +17,12 @@ static const u32 tr_sizes[] = { 0, 1, 100, TR_MTU - 1, TR_MTU, TR_MTU + 1, 3 * T
 				20000 };
 #define TR_NSIZES	(T_ARRAY_SIZE(tr_sizes))
 
+/* Every fault at once: the runs that want them all. */
+static const struct fw_fault_cfg tr_all_faults = {
+	.drop_ppm = 100000, .dup_ppm = 50000, .reorder_ppm = 50000, .corrupt_ppm = 10000,
+	.delay_ns = 10000,
+};
+
 static void tr_cfg(struct sim_cfg *cfg, u32 nodes, u64 seed)
 {
 	sim_cfg_default(cfg, nodes);
@@ -51,7 +57,6 @@ static void tr_traffic(struct sim *s, u32 msgs, u64 limit)
 	u8 **src = calloc(n, sizeof(*src)), **dst = calloc(n, sizeof(*dst));
 	u32 *ms = calloc(n, sizeof(*ms)), *md = calloc(n, sizeof(*md));
 	u32 *next = calloc(n * n, sizeof(*next));
-	struct nicoff_cmd c;
 	struct nicoff_cqe q;
 	u32 sends = 0, recvs = 0;
 
@@ -67,15 +72,15 @@ static void tr_traffic(struct sim *s, u32 msgs, u64 limit)
 	for (i = 0; i < n; i++)
 		for (j = 0; j < n; j++)
 			for (k = 0; k < msgs; k++) {
-				c = t_recv(j * msgs + k, md[i], (u64)(j * msgs + k) * TR_SLOT,
-					   TR_SLOT, j, 0, 0, 0);
-				sim_post(s, i, 1, &c);
+				t_post(s, i, 1, t_recv(j * msgs + k, md[i],
+						       (u64)(j * msgs + k) * TR_SLOT, TR_SLOT, j, 0,
+						       0, 0));
 			}
 	for (k = 0; k < msgs; k++)
 		for (i = 0; i < n; i++)
 			for (j = 0; j < n; j++) {
-				c = t_send(j * msgs + k, j, 1, ms[i], tr_off(k), tr_len(k), k);
-				sim_post(s, i, 0, &c);
+				t_post(s, i, 0, t_send(j * msgs + k, j, 1, ms[i], tr_off(k),
+						       tr_len(k), k));
 			}
 	while (sends + recvs < 2 * n * n * msgs) {
 		bool got = false;
@@ -236,11 +241,7 @@ static void test_all_faults(void **state)
 
 	(void)state;
 	tr_cfg(&cfg, 4, 2024);
-	cfg.faults.drop_ppm = 100000;
-	cfg.faults.dup_ppm = 50000;
-	cfg.faults.reorder_ppm = 50000;
-	cfg.faults.corrupt_ppm = 10000;
-	cfg.faults.delay_ns = 10000;
+	cfg.faults = tr_all_faults;
 	s = sim_create(&cfg);
 	tr_traffic(s, 32, 60 * T_SEC);
 	tr_consistent(s, &sum);
@@ -271,11 +272,7 @@ static void test_determinism(void **state)
 		struct sim *s;
 
 		tr_cfg(&cfg, 3, 77);
-		cfg.faults.drop_ppm = 100000;
-		cfg.faults.dup_ppm = 50000;
-		cfg.faults.reorder_ppm = 50000;
-		cfg.faults.corrupt_ppm = 10000;
-		cfg.faults.delay_ns = 10000;
+		cfg.faults = tr_all_faults;
 		s = sim_create(&cfg);
 		tr_traffic(s, 8, 10 * T_SEC);
 		t_stats_sum(s, run ? &b : &a);
@@ -319,12 +316,9 @@ static void test_timeout(void **state)
 	t0 = sim_now(s);
 	c = t_send(1, 1, 0, ma, 0, 50000, 0);	/* several windows */
 	sim_post(s, 0, 0, &c);
-	c = t_send(2, 1, 0, ma, 0, 10, 0);
-	sim_post(s, 0, 0, &c);
-	c = t_rdma(NICOFF_OP_PUT, 3, 1, 0, rkey, 0, ma, 0, 3000);
-	sim_post(s, 0, 0, &c);
-	c = t_rdma(NICOFF_OP_GET, 4, 1, 0, rkey, 0, ma, 0, 3000);
-	sim_post(s, 0, 0, &c);
+	t_post(s, 0, 0, t_send(2, 1, 0, ma, 0, 10, 0));
+	t_post(s, 0, 0, t_rdma(NICOFF_OP_PUT, 3, 1, 0, rkey, 0, ma, 0, 3000));
+	t_post(s, 0, 0, t_rdma(NICOFF_OP_GET, 4, 1, 0, rkey, 0, ma, 0, 3000));
 	for (i = 0; i < 4; i++) {
 		q = t_cqe(s, 0, 0, t0 + budget + cfg.fw.rto_ns);
 		assert_int_equal(q.tag, i + 1);
@@ -341,10 +335,8 @@ static void test_timeout(void **state)
 	/* Back: the next packet opens a new epoch and the receiver follows. */
 	sim_set_dead(s, 1, false);
 	t_fill(a, sizeof(a), 12);
-	c = t_recv(5, mb, 0, sizeof(b), 0, 0, 0, 0);
-	sim_post(s, 1, 0, &c);
-	c = t_send(6, 1, 0, ma, 0, 50000, 0);
-	sim_post(s, 0, 0, &c);
+	t_post(s, 1, 0, t_recv(5, mb, 0, sizeof(b), 0, 0, 0, 0));
+	t_post(s, 0, 0, t_send(6, 1, 0, ma, 0, 50000, 0));
 	assert_int_equal(t_cqe(s, 0, 0, sim_now(s) + T_SEC).status, 0);
 	q = t_cqe(s, 1, 0, sim_now(s) + T_SEC);
 	assert_int_equal(q.status, 0);
@@ -352,8 +344,7 @@ static void test_timeout(void **state)
 	assert_memory_equal(a, b, 50000);
 	assert_int_equal(fw_peer_find(sim_card(s, 0), 1)->epoch, cfg.fw.epoch + 1);
 	assert_int_equal(fw_peer_find(sim_card(s, 1), 0)->rx_epoch, cfg.fw.epoch + 1);
-	c = t_rdma(NICOFF_OP_GET, 7, 1, 0, rkey, 0, ma, 0, 3000);
-	sim_post(s, 0, 0, &c);
+	t_post(s, 0, 0, t_rdma(NICOFF_OP_GET, 7, 1, 0, rkey, 0, ma, 0, 3000));
 	q = t_cqe(s, 0, 0, sim_now(s) + T_SEC);
 	assert_int_equal(q.status, 0);
 	assert_int_equal(q.result, 3000);
@@ -366,7 +357,6 @@ static void test_restart(void **state)
 	struct sim_cfg cfg;
 	struct sim *s;
 	static u8 a[5000], b[5000];
-	struct nicoff_cmd c;
 	struct nicoff_cqe q;
 	u32 ma, mb;
 	int i;
@@ -378,16 +368,12 @@ static void test_restart(void **state)
 	ma = t_port_mr(s, 0, 0, a, sizeof(a), NICOFF_ACCESS_LOCAL_WRITE, NULL);
 	mb = t_port_mr(s, 1, 0, b, sizeof(b), NICOFF_ACCESS_LOCAL_WRITE, NULL);
 	for (i = 0; i < 2; i++) {
-		c = t_recv(i, mb, 0, sizeof(b), 0, 0, 0, 0);
-		sim_post(s, 1, 0, &c);
-		c = t_send(i, 1, 0, ma, 0, 5000, 0);
-		sim_post(s, 0, 0, &c);
+		t_post(s, 1, 0, t_recv(i, mb, 0, sizeof(b), 0, 0, 0, 0));
+		t_post(s, 0, 0, t_send(i, 1, 0, ma, 0, 5000, 0));
 		assert_int_equal(t_cqe(s, 1, 0, T_SEC).status, 0);
 		assert_int_equal(t_cqe(s, 0, 0, T_SEC).status, 0);
-		c = t_recv(i, ma, 0, sizeof(a), 1, 0, 0, 0);
-		sim_post(s, 0, 0, &c);
-		c = t_send(i, 0, 0, mb, 0, 5000, 0);
-		sim_post(s, 1, 0, &c);
+		t_post(s, 0, 0, t_recv(i, ma, 0, sizeof(a), 1, 0, 0, 0));
+		t_post(s, 1, 0, t_send(i, 0, 0, mb, 0, 5000, 0));
 		assert_int_equal(t_cqe(s, 0, 0, T_SEC).status, 0);
 		assert_int_equal(t_cqe(s, 1, 0, T_SEC).status, 0);
 	}
@@ -395,24 +381,18 @@ static void test_restart(void **state)
 	mb = t_port_mr(s, 1, 0, b, sizeof(b), NICOFF_ACCESS_LOCAL_WRITE, NULL);
 
 	/* Restarted -> old peer: a new epoch from the start, accepted at once. */
-	c = t_recv(9, ma, 0, sizeof(a), 1, 0, 0, 0);
-	sim_post(s, 0, 0, &c);
-	c = t_send(9, 0, 0, mb, 0, 4000, 0);
-	sim_post(s, 1, 0, &c);
+	t_post(s, 0, 0, t_recv(9, ma, 0, sizeof(a), 1, 0, 0, 0));
+	t_post(s, 1, 0, t_send(9, 0, 0, mb, 0, 4000, 0));
 	assert_int_equal(t_cqe(s, 0, 0, sim_now(s) + T_SEC).status, 0);
 	assert_int_equal(t_cqe(s, 1, 0, sim_now(s) + T_SEC).status, 0);
 
 	/* Old peer -> restarted: its stream is unknown there, so it fails once. */
-	for (i = 0; i < 2; i++) {
-		c = t_recv(10 + i, mb, 0, sizeof(b), 0, 0, 0, 0);
-		sim_post(s, 1, 0, &c);
-	}
-	c = t_send(10, 1, 0, ma, 0, 100, 0);
-	sim_post(s, 0, 0, &c);
+	for (i = 0; i < 2; i++)
+		t_post(s, 1, 0, t_recv(10 + i, mb, 0, sizeof(b), 0, 0, 0, 0));
+	t_post(s, 0, 0, t_send(10, 1, 0, ma, 0, 100, 0));
 	q = t_cqe(s, 0, 0, sim_now(s) + T_SEC);
 	assert_true(q.status == -ETIMEDOUT || q.status == 0);
-	c = t_send(11, 1, 0, ma, 0, 100, 0);
-	sim_post(s, 0, 0, &c);
+	t_post(s, 0, 0, t_send(11, 1, 0, ma, 0, 100, 0));
 	assert_int_equal(t_cqe(s, 0, 0, sim_now(s) + T_SEC).status, 0);
 	q = t_cqe(s, 1, 0, sim_now(s) + T_SEC);
 	assert_int_equal(q.status, 0);
@@ -426,7 +406,6 @@ static void test_watchdog(void **state)
 	struct sim_cfg cfg;
 	struct sim *s;
 	u8 *a = calloc(1, big), *b = calloc(1, big);
-	struct nicoff_cmd c;
 	struct nicoff_cqe q;
 	u32 ma, mb, rkey;
 	u64 t0;
@@ -439,8 +418,7 @@ static void test_watchdog(void **state)
 	mb = t_port_mr(s, 1, 0, b, big, NICOFF_ACCESS_ALL, &rkey);
 
 	/* A GET whose answer stops half way. */
-	c = t_rdma(NICOFF_OP_GET, 1, 1, 0, rkey, 0, ma, 0, big);
-	sim_post(s, 0, 0, &c);
+	t_post(s, 0, 0, t_rdma(NICOFF_OP_GET, 1, 1, 0, rkey, 0, ma, 0, big));
 	sim_run_until(s, sim_now(s) + 100000);
 	assert_int_equal(sim_cq_count(s, 0, 0), 0);
 	sim_set_dead(s, 1, true);
@@ -453,10 +431,8 @@ static void test_watchdog(void **state)
 
 	/* A message whose sender dies half way. */
 	sim_set_dead(s, 1, false);
-	c = t_recv(2, ma, 0, big, 1, 0, 0, 0);
-	sim_post(s, 0, 0, &c);
-	c = t_send(3, 0, 0, mb, 0, big, 0);
-	sim_post(s, 1, 0, &c);
+	t_post(s, 0, 0, t_recv(2, ma, 0, big, 1, 0, 0, 0));
+	t_post(s, 1, 0, t_send(3, 0, 0, mb, 0, big, 0));
 	sim_run_until(s, sim_now(s) + 100000);
 	assert_int_equal(sim_cq_count(s, 0, 0), 0);
 	sim_set_dead(s, 1, true);
@@ -478,7 +454,6 @@ static void test_rnr(void **state)
 	struct sim *s;
 	static u8 a[65536], b[6][65536];
 	struct fw_stats st;
-	struct nicoff_cmd c;
 	struct nicoff_cqe q;
 	u32 ma, mb;
 	int i;
@@ -494,17 +469,14 @@ static void test_rnr(void **state)
 	for (i = 0; i < 5; i++) {
 		static const u32 len[] = { 4096, 4096, 4096, 65536, 10 };
 
-		c = t_send(i, 1, 0, ma, 0, len[i], i);
-		sim_post(s, 0, 0, &c);
+		t_post(s, 0, 0, t_send(i, 1, 0, ma, 0, len[i], i));
 	}
 	sim_run_until(s, sim_now(s) + T_MS);
 	fw_get_stats(sim_card(s, 1), &st);
 	assert_true(st.rnr_drops > 0);
 	assert_int_equal(st.unexpected, 2);
-	for (i = 0; i < 5; i++) {
-		c = t_recv(i, mb, (u64)i * 65536, 65536, 0, 0, 0, 0);
-		sim_post(s, 1, 0, &c);
-	}
+	for (i = 0; i < 5; i++)
+		t_post(s, 1, 0, t_recv(i, mb, (u64)i * 65536, 65536, 0, 0, 0, 0));
 	for (i = 0; i < 5; i++) {
 		q = t_cqe(s, 1, 0, sim_now(s) + T_SEC);
 		assert_int_equal(q.status, 0);
@@ -512,11 +484,8 @@ static void test_rnr(void **state)
 		assert_int_equal(q.msg_tag, i);
 		assert_memory_equal(b[i], a, q.result);
 	}
-	for (i = 0; i < 5; i++) {
-		q = t_cqe(s, 0, 0, sim_now(s) + T_SEC);
-		assert_int_equal(q.status, 0);
-		assert_int_equal(q.tag, i);
-	}
+	for (i = 0; i < 5; i++)
+		t_expect(s, 0, 0, i, 0);
 	fw_get_stats(sim_card(s, 1), &st);
 	print_message("rnr drops %llu, unexpected %llu\n", (unsigned long long)st.rnr_drops,
 		      (unsigned long long)st.unexpected);
@@ -532,7 +501,6 @@ static void test_acks(void **state)
 	struct sim *s;
 	static u8 a[64], b[64 * 256];
 	struct fw_stats st0, st1, e0, e1;
-	struct nicoff_cmd c;
 	u32 ma, mb;
 	u64 t0;
 	int i;
@@ -545,11 +513,9 @@ static void test_acks(void **state)
 	mb = t_port_mr(s, 1, 0, b, sizeof(b), NICOFF_ACCESS_LOCAL_WRITE, NULL);
 
 	/* Nothing else to send: ACKREQ, and the send completes in one round trip. */
-	c = t_recv(0, mb, 0, 64, 0, 0, 0, 0);
-	sim_post(s, 1, 0, &c);
+	t_post(s, 1, 0, t_recv(0, mb, 0, 64, 0, 0, 0, 0));
 	t0 = sim_now(s);
-	c = t_send(0, 1, 0, ma, 0, 64, 0);
-	sim_post(s, 0, 0, &c);
+	t_post(s, 0, 0, t_send(0, 1, 0, ma, 0, 64, 0));
 	assert_int_equal(t_cqe(s, 0, 0, T_SEC).status, 0);
 	assert_true(sim_now(s) - t0 < 5000);
 	assert_int_equal(t_cqe(s, 1, 0, T_SEC).status, 0);
@@ -557,14 +523,10 @@ static void test_acks(void **state)
 	/* A burst of 256 one-packet messages: one ACK per quarter window or so. */
 	fw_get_stats(sim_card(s, 0), &st0);
 	fw_get_stats(sim_card(s, 1), &st1);
-	for (i = 0; i < 256; i++) {
-		c = t_recv(i, mb, 64 * i, 64, 0, 0, 0, 0);
-		sim_post(s, 1, 0, &c);
-	}
-	for (i = 0; i < 256; i++) {
-		c = t_send(i, 1, 0, ma, 0, 64, 0);
-		sim_post(s, 0, 0, &c);
-	}
+	for (i = 0; i < 256; i++)
+		t_post(s, 1, 0, t_recv(i, mb, 64 * i, 64, 0, 0, 0, 0));
+	for (i = 0; i < 256; i++)
+		t_post(s, 0, 0, t_send(i, 1, 0, ma, 0, 64, 0));
 	for (i = 0; i < 256; i++) {
 		assert_int_equal(t_cqe(s, 0, 0, sim_now(s) + T_SEC).status, 0);
 		assert_int_equal(t_cqe(s, 1, 0, sim_now(s) + T_SEC).status, 0);
@@ -586,7 +548,6 @@ static void test_many_peers(void **state)
 	struct sim_cfg cfg;
 	struct sim *s;
 	static u8 a[256], b[256 * 8];
-	struct nicoff_cmd c;
 	u32 i, mb, got = 0;
 	u32 *ma = calloc(n, sizeof(*ma));
 
@@ -597,13 +558,10 @@ static void test_many_peers(void **state)
 	mb = t_port_mr(s, 0, 0, b, sizeof(b), NICOFF_ACCESS_LOCAL_WRITE, NULL);
 	for (i = 1; i < n; i++) {
 		ma[i] = t_port_mr(s, i, 0, a, sizeof(a), 0, NULL);
-		c = t_send(i, 0, 0, ma[i], 0, 1 + i % 256, i);
-		sim_post(s, i, 0, &c);
+		t_post(s, i, 0, t_send(i, 0, 0, ma[i], 0, 1 + i % 256, i));
 	}
-	for (i = 0; i < n - 1; i++) {
-		c = t_recv(i, mb, (i % 8) * 256, 256, NICOFF_ANY, NICOFF_ANY, 0, 0);
-		sim_post(s, 0, 0, &c);
-	}
+	for (i = 0; i < n - 1; i++)
+		t_post(s, 0, 0, t_recv(i, mb, (i % 8) * 256, 256, NICOFF_ANY, NICOFF_ANY, 0, 0));
 	for (i = 0; i < n - 1; i++) {
 		struct nicoff_cqe q = t_cqe(s, 0, 0, sim_now(s) + T_SEC);
 
@@ -615,7 +573,7 @@ static void test_many_peers(void **state)
 	assert_int_equal(got, n - 1);
 	assert_true(sim_run_idle(s, sim_now(s) + T_SEC));
 	assert_int_equal(sim_card(s, 0)->npeers, n - 1);
-	assert_int_equal(sim_card(s, 0)->nheap, 0);
+	assert_int_equal(sim_card(s, 0)->timers.n, 0);
 	assert_int_equal(sim_card(s, 7)->npeers, 1);
 	for (i = 1; i < n; i++) {
 		struct nicoff_cqe q;
