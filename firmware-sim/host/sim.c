@@ -33,6 +33,7 @@
 #include "sim.h"
 #include "fw_os.h"
 #include "fw_pkt.h"
+#include "switch.h"
 
 #define SIM_NO_TIMER	0xffffffffu
 
@@ -127,8 +128,7 @@ struct fw_host {
 	struct sim_mr *mrs;
 	u64 clock;		/* the card's time while the firmware runs */
 	u64 busy;		/* its processor is busy until then */
-	u64 tx_free;		/* its link takes the next packet's first byte then */
-	u64 rx_free;		/* and receives the next packet's first byte then */
+	struct fw_switch_link link;
 	u64 timer_at;		/* its next deadline (its heap entry may be earlier) */
 	long zallocs;
 	u32 node;
@@ -141,6 +141,7 @@ struct fw_host {
 
 struct sim {
 	struct sim_cfg cfg;
+	struct fw_switch sw;
 	struct sim_stats stats;
 	struct sim_hooks hooks;
 	struct sim_mem mem;
@@ -237,12 +238,6 @@ static void *sim_grow(struct sim *s, void *a, u32 *cap, size_t size)
 static u64 sim_max(u64 a, u64 b)
 {
 	return a > b ? a : b;
-}
-
-/* G: time a link takes for @size bytes. */
-static u64 sim_ser(const struct sim *s, u32 size)
-{
-	return (u64)size * s->cfg.byte_ps / 1000;
 }
 
 static struct fw_pkt *sim_pkt_fw(struct sim_pkt *p)
@@ -594,67 +589,65 @@ void fwos_pkt_free(struct fw_host *h, struct fw_pkt *pkt)
 	sim_release(h->sim, p);
 }
 
+/* The switch hands over a packet: one arrival event. */
+static void sim_queue(void *arg, u32 dst, struct fw_pkt *pkt, u32 size, u64 due, u32 faults)
+{
+	struct sim *s = arg;
+	struct sim_pkt *p = sim_pkt_of(pkt);
+
+	p->node = dst;
+	p->size = size;
+	p->corrupt = !!(faults & FW_FAULT_CORRUPT);
+	if (faults & FW_FAULT_DUP) {
+		s->stats.dups++;
+	} else {
+		s->stats.reorders += !!(faults & FW_FAULT_REORDER);
+		s->stats.delays += !!(faults & FW_FAULT_DELAY);
+	}
+	sim_ev_push(s, due, p);
+}
+
+static bool sim_link_up(void *arg, u32 node)
+{
+	struct sim *s = arg;
+
+	return !s->hosts[node].dead;
+}
+
+static const struct fw_switch_ops sim_switch_ops = {
+	.deliver = sim_queue,
+	.link_up = sim_link_up,
+};
+
 /*
- * The card spends o on the packet, then its link takes the first byte when
- * free: g + s * G later it may take the next one, and the last byte
- * arrives s * G + L after the first left.  A packet dropped on the way
- * cost its sender as much.
+ * The card spends o on the packet, then the switch has it (switch.h).  A
+ * packet lost on the way cost its sender as much; one to no node, nothing.
  */
 void fwos_send(struct fw_host *h, struct fw_pkt *pkt)
 {
 	struct sim *s = h->sim;
-	u32 size = FW_PKT_HDR_SIZE + pkt->hdr.len;
-	u32 dst = pkt->hdr.dst_node;
-	struct sim_pkt *p = sim_pkt_of(pkt);
-	struct fw_fault_verdict v;
-	u64 ser = sim_ser(s, size), t;
+	struct fw_switch_src src = {
+		.node = h->node,
+		.host = h,
+		.link = &h->link,
+		.faults = &h->faults,
+		.fault_cfg = &s->cfg.faults,
+	};
+	enum fw_switch_fate fate;
 
 	s->stats.sent++;
-	if (dst >= s->cfg.nodes || h->dead) {
+	if (h->dead) {
 		s->stats.dead++;
 		fwos_pkt_free(h, pkt);
 		return;
 	}
-	h->busy += s->cfg.overhead_ns;
-	t = sim_max(h->busy, h->tx_free);
-	h->tx_free = t + s->cfg.gap_ns + ser;
-	if (s->hosts[dst].dead) {
-		s->stats.dead++;
-		fwos_pkt_free(h, pkt);
-		return;
-	}
-	/* Route and size first: faults hit the packet on the wire. */
-	v = fw_fault_verdict(&h->faults, &s->cfg.faults, size);
-	if (v.faults & FW_FAULT_DROP) {
+	fate = fw_switch_send(&s->sw, &src, pkt, h->busy + s->cfg.overhead_ns);
+	if (fate != FW_SWITCH_NO_ROUTE)
+		h->busy += s->cfg.overhead_ns;
+	if (fate == FW_SWITCH_DROPPED)
 		s->stats.dropped++;
-		fwos_pkt_free(h, pkt);
-		return;
-	}
-	t += ser + s->cfg.latency_ns + v.delay_ns;
-	if (v.faults & FW_FAULT_REORDER)
-		s->stats.reorders++;
-	if (v.faults & FW_FAULT_DELAY)
-		s->stats.delays++;
-	p->node = dst;
-	p->size = size;
-	if (v.faults & FW_FAULT_DUP) {
-		struct fw_pkt *copy = fwos_pkt_alloc(h, pkt->hdr.len);
-
-		if (copy) {
-			struct sim_pkt *cp = sim_pkt_of(copy);
-
-			memcpy(copy, pkt, size);
-			cp->node = dst;
-			cp->size = size;
-			s->stats.dups++;
-			sim_ev_push(s, t, cp);
-		}
-	}
-	if (v.faults & FW_FAULT_CORRUPT) {
-		fw_fault_flip(pkt, v.corrupt_bit);
-		p->corrupt = 1;
-	}
-	sim_ev_push(s, t, p);
+	else if (fate != FW_SWITCH_QUEUED)
+		s->stats.dead++;
 }
 
 /* The module's checks: region of this port, rights, then bounds. */
@@ -1013,6 +1006,13 @@ struct sim *sim_create(const struct sim_cfg *cfg)
 		return NULL;
 	s = sim_xcalloc(1, sizeof(*s));
 	s->cfg = *cfg;
+	s->sw.cfg.nodes = cfg->nodes;
+	s->sw.cfg.gap_ns = cfg->gap_ns;
+	s->sw.cfg.latency_ns = cfg->latency_ns;
+	s->sw.cfg.byte_mul = cfg->byte_ps;
+	s->sw.cfg.byte_div = 1000;
+	s->sw.ops = &sim_switch_ops;
+	s->sw.arg = s;
 	s->rkey_salt = 0x5eed;
 	s->huge = cfg->nodes >= SIM_HUGE_NODES;
 	sim_arena_init(s);
@@ -1088,6 +1088,11 @@ const struct sim_cfg *sim_config(const struct sim *s)
 struct fw_card *sim_card(struct sim *s, u32 node)
 {
 	return s->hosts[node].card;
+}
+
+struct fw_host *sim_host(struct sim *s, u32 node)
+{
+	return &s->hosts[node];
 }
 
 const struct sim_stats *sim_stats(const struct sim *s)
@@ -1293,8 +1298,7 @@ static void sim_arrive(struct sim *s, const struct sim_ev *ev)
 		fwos_pkt_free(h, sim_pkt_fw(p));
 		return;
 	}
-	r = sim_max(ev->time, h->rx_free + sim_ser(s, p->size));
-	h->rx_free = r + s->cfg.gap_ns;
+	r = fw_switch_arrive(&s->sw.cfg, &h->link, ev->time, p->size);
 	sim_enter(s, h, r);
 	h->clock += s->cfg.overhead_ns;
 	h->busy = h->clock;
