@@ -201,6 +201,28 @@ static void test_dup_before_corrupt(void **state)
 	sw_finish(t);
 }
 
+/*
+ * The deliveries from t->out[@o] on that verdict @v gives a packet to @dst
+ * due at @due (before its delay); returns the index after them.
+ */
+static u32 sw_expect(struct sw_test *t, u32 o, const struct fw_fault_verdict *v, u32 dst,
+		     u64 due)
+{
+	u32 copies = v->faults & FW_FAULT_DROP ? 0 : 1 + !!(v->faults & FW_FAULT_DUP);
+	u32 end = o + copies;
+
+	assert_true(t->nout >= end);
+	for (; o < end; o++) {
+		bool dup = o + 1 < end;
+
+		assert_int_equal(t->out[o].dst, dst);
+		assert_int_equal(t->out[o].due, due + v->delay_ns);
+		assert_int_equal(t->out[o].faults,
+				 v->faults & ~(dup ? FW_FAULT_CORRUPT : FW_FAULT_DUP));
+	}
+	return end;
+}
+
 /* Each packet suffers the generator's next verdict, delays included. */
 static void test_verdict_order(void **state)
 {
@@ -214,24 +236,14 @@ static void test_verdict_order(void **state)
 	for (i = 0; i < 20; i++) {
 		struct fw_fault_verdict v = fw_fault_verdict(&twin, &t->fault_cfg, SW_SIZE);
 		u64 ready = 100000ull * i;
-		u64 due = ready + SW_SIZE * 100 / 1000 + 1000 + v.delay_ns;
 		enum fw_switch_fate fate = fw_switch_send(&t->sw, &t->src, sw_pkt(t, 0, (u8)i),
 							  ready);
 
-		if (v.faults & FW_FAULT_DROP) {
-			assert_int_equal(fate, FW_SWITCH_DROPPED);
-			continue;
-		}
-		assert_int_equal(fate, FW_SWITCH_QUEUED);
-		if (v.faults & FW_FAULT_DUP) {
-			assert_int_equal(t->out[o].faults, v.faults & ~FW_FAULT_CORRUPT);
-			assert_int_equal(t->out[o].due, due);
-			o++;
-		}
-		assert_int_equal(t->out[o].faults, v.faults & ~FW_FAULT_DUP);
-		assert_int_equal(t->out[o].due, due);
-		assert_int_equal(t->out[o].pkt->payload[0], i);
-		o++;
+		assert_int_equal(fate, v.faults & FW_FAULT_DROP ? FW_SWITCH_DROPPED :
+				 FW_SWITCH_QUEUED);
+		o = sw_expect(t, o, &v, 0, ready + SW_SIZE * 100 / 1000 + 1000);
+		if (fate == FW_SWITCH_QUEUED)
+			assert_int_equal(t->out[o - 1].pkt->payload[0], i);
 	}
 	assert_int_equal(t->nout, o);
 	assert_memory_equal(&t->faults, &twin, sizeof(twin));
@@ -291,15 +303,10 @@ static void test_replicate_faults(void **state)
 	for (i = 0; i < SW_NODES; i++) {
 		struct fw_fault_verdict v;
 
-		if (i == 1)
-			continue;
-		v = fw_fault_verdict(&twin, &t->fault_cfg, SW_SIZE);
-		if (v.faults & FW_FAULT_DROP)
-			continue;
-		o += !!(v.faults & FW_FAULT_DUP);
-		assert_int_equal(t->out[o].dst, i);
-		assert_int_equal(t->out[o].faults, v.faults & ~FW_FAULT_DUP);
-		o++;
+		if (i != 1) {
+			v = fw_fault_verdict(&twin, &t->fault_cfg, SW_SIZE);
+			o = sw_expect(t, o, &v, i, SW_SIZE * 100 / 1000 + 1000);
+		}
 	}
 	assert_int_equal(t->nout, o);
 	assert_int_equal(queued, SW_NODES - 1 - twin.counts.drops);
