@@ -105,6 +105,14 @@ static void nsim_state_free(struct nsim *ns)
 	ns->wl_state = NULL;
 }
 
+void nsim_start_each(struct nsim *ns, void (*enter)(struct nsim *ns, u32 node, u64 t))
+{
+	u32 n;
+
+	for (n = 0; n < ns->p.nodes; n++)
+		enter(ns, n, 0);
+}
+
 void nsim_check_counts(struct nsim *ns, u64 sends, u64 recvs, u64 want)
 {
 	if (sends != want || recvs != want)

@@ -89,10 +89,7 @@ static void dis_enter(struct nsim *ns, u32 n, u64 t)
 
 static void dis_start(struct nsim *ns)
 {
-	u32 n;
-
-	for (n = 0; n < ns->p.nodes; n++)
-		dis_enter(ns, n, 0);
+	nsim_start_each(ns, dis_enter);
 }
 
 static void dis_cqe(struct nsim *ns, u32 n, const struct nicoff_cqe *cqe, u64 t)

@@ -192,10 +192,7 @@ static void sp_enter(struct nsim *ns, u32 n, u64 t)
 
 static void sp_start(struct nsim *ns)
 {
-	u32 n;
-
-	for (n = 0; n < ns->p.nodes; n++)
-		sp_enter(ns, n, 0);
+	nsim_start_each(ns, sp_enter);
 }
 
 static void sp_cqe(struct nsim *ns, u32 n, const struct nicoff_cqe *cqe, u64 t)
