@@ -22,7 +22,7 @@ FWSIM_SIM_BIN := $(BUILD)/bin/nicoff-sim
 
 # ------------------------------------------------------------- firmware --
 FWSIM_FW_SRCS := $(addprefix $(FWSIM_DIR)/, card.c engine.c peer.c transport.c msg.c rma.c \
-	faults.c atomic.c barrier.c barrier_alg.c timer.c)
+	faults.c atomic.c barrier.c barrier_alg.c switch.c timer.c)
 FWSIM_FW_OBJS := $(patsubst $(FWSIM_DIR)/%.c,$(FWSIM_OBJDIR)/%.o,$(FWSIM_FW_SRCS))
 
 $(FWSIM_FW_OBJS): $(FWSIM_OBJDIR)/%.o: $(FWSIM_DIR)/%.c
@@ -35,12 +35,15 @@ $(FWSIM_LIB): $(FWSIM_FW_OBJS)
 	$(AR) rcs $@ $^
 
 # ----------------------------------------------------------------- host --
-FWSIM_HOST_SRCS := $(FWSIM_DIR)/host/sim.c
+FWSIM_HOST_SRCS := $(sort $(wildcard $(FWSIM_DIR)/host/*.c))
 FWSIM_HOST_OBJS := $(patsubst $(FWSIM_DIR)/%.c,$(FWSIM_OBJDIR)/%.o,$(FWSIM_HOST_SRCS))
 
 $(FWSIM_HOST_OBJS): $(FWSIM_OBJDIR)/%.o: $(FWSIM_DIR)/%.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_USER) $(FWSIM_CPPFLAGS) $(FWSIM_DEPFLAGS) -c -o $@ $<
+
+# The host and the firmware call each other: one link group.
+FWSIM_LINK_HOST := -Wl,--start-group $(FWSIM_HOST_LIB) $(FWSIM_LIB) -Wl,--end-group -lisal -lz
 
 $(FWSIM_HOST_LIB): $(FWSIM_HOST_OBJS)
 	@mkdir -p $(@D)
@@ -65,7 +68,7 @@ $(FWSIM_SIM_LIB): $(FWSIM_SIM_OBJS)
 
 $(FWSIM_SIM_BIN): $(FWSIM_SIM_MAIN) $(FWSIM_SIM_LIB) $(FWSIM_HOST_LIB) $(FWSIM_LIB)
 	@mkdir -p $(@D)
-	$(CC) -o $@ $< $(FWSIM_SIM_LIB) $(FWSIM_HOST_LIB) $(FWSIM_LIB) -lz
+	$(CC) -o $@ $< $(FWSIM_SIM_LIB) $(FWSIM_LINK_HOST)
 
 # ----------------------------------------------------------- unit tests --
 # One cmocka program per tests/test_*.c, each linked with tests/fwtest.c,
@@ -85,8 +88,7 @@ $(FWSIM_TEST_OBJS) $(FWSIM_TEST_UTIL): $(FWSIM_OBJDIR)/%.o: $(FWSIM_DIR)/%.c
 $(FWSIM_UNIT_BINS): $(FWSIM_UNIT_DIR)/fw-%: $(FWSIM_OBJDIR)/tests/test_%.o $(FWSIM_TEST_UTIL) \
 		$(FWSIM_SIM_LIB) $(FWSIM_HOST_LIB) $(FWSIM_LIB)
 	@mkdir -p $(@D)
-	$(CC) -o $@ $< $(FWSIM_TEST_UTIL) $(FWSIM_SIM_LIB) $(FWSIM_HOST_LIB) $(FWSIM_LIB) \
-		-lcmocka -lz
+	$(CC) -o $@ $< $(FWSIM_TEST_UTIL) $(FWSIM_SIM_LIB) $(FWSIM_LINK_HOST) -lcmocka
 
 # Build and run only the firmware's unit tests.
 .PHONY: fwsim-unit

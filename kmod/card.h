@@ -55,6 +55,7 @@ struct nicoff_card {
 	struct fw_host host;
 	u64 next_timer;		/* firmware's next deadline, ns */
 	struct nicoff_rxq rxq;	/* packets from the fabric */
+	struct fw_switch_link link;	/* its link to the switch: under @lock */
 	struct fw_fault_state faults;	/* the card's outgoing link */
 	struct fw_fault_cfg fault_cfg;		/* used when fault_override */
 	bool fault_override;

@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The emulated switch.  Sending runs on the source card's engine; the
- * packet is put on the destination card's receive queue with the time it
- * is due, and that card's engine is woken if it sleeps.  The receive queue
- * is the one structure two engines share, hence its spinlock.
+ * The module's fabric: the switch of firmware-sim/switch.c on the cards'
+ * clock.  Sending runs on the source card's engine; each packet the switch
+ * hands over is put on the destination card's receive queue with the time
+ * it is due, and that card's engine is woken if it sleeps.  The receive
+ * queue is the one structure two engines share, hence its spinlock.
  */
 #include <linux/slab.h>
 #include <linux/ktime.h>
-#include <linux/math64.h>
+#include <linux/lockdep.h>
 #include <linux/sched/mm.h>
 
 #include "fabric.h"
@@ -23,7 +24,6 @@ void nicoff_rxq_init(struct nicoff_rxq *q)
 	spin_lock_init(&q->lock);
 	INIT_LIST_HEAD(&q->pkts);
 	q->head_due = U64_MAX;
-	q->tx_busy_until = 0;
 }
 
 void nicoff_rxq_purge(struct nicoff_rxq *q)
@@ -63,17 +63,6 @@ void nicoff_pkt_free(struct fw_pkt *pkt)
 	kfree(nicoff_kpkt(pkt));
 }
 
-static struct fw_pkt *nicoff_pkt_clone(struct fw_pkt *pkt)
-{
-	struct fw_pkt *copy = nicoff_pkt_alloc(pkt->hdr.len);
-
-	if (copy) {
-		memcpy(copy, pkt, fw_pkt_size(pkt));
-		nicoff_kpkt(copy)->size = nicoff_kpkt(pkt)->size;
-	}
-	return copy;
-}
-
 /* Insert in due order; equal times keep sending order. */
 static void nicoff_rxq_insert(struct nicoff_rxq *q, struct nicoff_kpkt *kp)
 {
@@ -90,62 +79,60 @@ out:
 	q->head_due = list_first_entry(&q->pkts, struct nicoff_kpkt, node)->due_ns;
 }
 
-static void nicoff_fabric_enqueue(struct nicoff_card *dst, struct fw_pkt *pkt, u64 due)
+/* The switch hands over a packet for @dst: queue it, wake the card's engine. */
+static void nicoff_fabric_queue(void *arg, u32 dst, struct fw_pkt *pkt, u32 size, u64 due,
+				u32 faults)
 {
+	struct nicoff_card *card = &nicoff_cards[dst];
 	struct nicoff_kpkt *kp = nicoff_kpkt(pkt);
 	bool wake;
 
+	kp->size = size;
 	kp->due_ns = due;
-	spin_lock(&dst->rxq.lock);
-	nicoff_rxq_insert(&dst->rxq, kp);
-	spin_unlock(&dst->rxq.lock);
+	spin_lock(&card->rxq.lock);
+	nicoff_rxq_insert(&card->rxq, kp);
+	spin_unlock(&card->rxq.lock);
 	/* Pairs with the engine's fence between setting asleep and its last look. */
 	smp_mb();
-	wake = READ_ONCE(dst->engine->asleep);
+	wake = READ_ONCE(card->engine->asleep);
 	if (wake)
-		nicoff_engine_kick(dst->engine);
+		nicoff_engine_kick(card->engine);
 }
 
+static const struct fw_switch_ops nicoff_switch_ops = {
+	.deliver = nicoff_fabric_queue,
+};
+
+/*
+ * Runs in the sending card's context, under its lock, which makes its
+ * link and fault generator its own.  The links have no gap and a time per
+ * byte of 8000 / link_mbps ns.
+ */
 void nicoff_fabric_send(struct nicoff_card *src, struct fw_pkt *pkt)
 {
-	u32 dst_node = pkt->hdr.dst_node;
-	struct fw_fault_verdict v;
+	struct fw_switch sw = {
+		.cfg = {
+			.nodes = nicoff_num_cards,
+			.latency_ns = READ_ONCE(nicoff_link_latency_ns),
+			.byte_mul = 8000,
+			.byte_div = READ_ONCE(nicoff_link_mbps),
+		},
+		.ops = &nicoff_switch_ops,
+	};
 	struct fw_fault_cfg cfg;
-	struct nicoff_card *dst;
-	u64 now = ktime_get_ns(), due, wire;
-	u32 mbps = READ_ONCE(nicoff_link_mbps);
+	struct fw_switch_src from = {
+		.node = src->id,
+		.host = &src->host,
+		.link = &src->link,
+		.faults = &src->faults,
+		.fault_cfg = &cfg,
+	};
 
-	if (dst_node >= nicoff_num_cards) {
-		/* No such node: the switch drops it, as real hardware would. */
-		src->fabric_stats.no_route++;
-		nicoff_pkt_free(pkt);
-		return;
-	}
-	dst = &nicoff_cards[dst_node];
-	nicoff_kpkt(pkt)->size = fw_pkt_size(pkt);
-
-	/* Serialisation on the sender's link, then the wire's latency. */
-	wire = mbps ? div_u64((u64)(sizeof(pkt->hdr) + pkt->hdr.len) * 8000, mbps) : 0;
-	due = max(now, src->rxq.tx_busy_until) + wire;
-	src->rxq.tx_busy_until = due;
-	due += (u64)READ_ONCE(nicoff_link_latency_ns);
-
+	lockdep_assert_held(&src->lock);
 	nicoff_fault_config(src, &cfg);
-	v = fw_fault_verdict(&src->faults, &cfg, fw_pkt_size(pkt));
-	if (v.faults & FW_FAULT_DROP) {
-		nicoff_pkt_free(pkt);
-		return;
-	}
-	/* The duplicate is the intact packet; the original may be corrupted. */
-	if (v.faults & FW_FAULT_DUP) {
-		struct fw_pkt *copy = nicoff_pkt_clone(pkt);
-
-		if (copy)
-			nicoff_fabric_enqueue(dst, copy, due);
-	}
-	if (v.faults & FW_FAULT_CORRUPT)
-		fw_fault_flip(pkt, v.corrupt_bit);
-	nicoff_fabric_enqueue(dst, pkt, due + v.delay_ns);
+	/* No such node: the switch drops it, as real hardware would. */
+	if (fw_switch_send(&sw, &from, pkt, ktime_get_ns()) == FW_SWITCH_NO_ROUTE)
+		src->fabric_stats.no_route++;
 }
 
 /* The faults in force on a card: its own, or the global tunables. */

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * The emulated switch: cards are nodes 0..nics-1; a packet sent by one
- * card is queued, after the link's latency and serialisation time and the
- * fault injector's verdict, on the receive queue of its destination card,
- * whose engine is woken if it sleeps.
+ * The emulated fabric: cards are nodes 0..nics-1 of the switch of
+ * firmware-sim/switch.h; a packet sent by one card is queued, after the
+ * link's latency and serialisation time and the fault injector's verdict,
+ * on the receive queue of its destination card, whose engine is woken if
+ * it sleeps.
  */
 #ifndef NICOFF_FABRIC_H
 #define NICOFF_FABRIC_H
@@ -14,6 +15,7 @@
 
 #include "fw_pkt.h"
 #include "faults.h"
+#include "switch.h"
 
 struct nicoff_card;
 
@@ -30,7 +32,6 @@ struct nicoff_rxq {
 	spinlock_t lock;	/* the sending engine vs the owning one */
 	struct list_head pkts;
 	u64 head_due;		/* due time of the first packet, or U64_MAX */
-	u64 tx_busy_until;	/* this card's link: serialisation */
 };
 
 void nicoff_rxq_init(struct nicoff_rxq *q);

@@ -19,6 +19,8 @@ pkgs=(
 	build-essential g++ make pkg-config kmod clang-format
 	# libraries
 	libnl-3-dev libnl-genl-3-dev liburcu-dev libcmocka-dev zlib1g-dev
+	# the simulator's CRC-32
+	libisal-dev
 	# plots and result tables
 	gnuplot-nox python3
 	# man pages: lint and whatis parsing in `make check`, `man -l`

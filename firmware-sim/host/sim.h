@@ -102,6 +102,8 @@ u64 sim_node_time(const struct sim *s, u32 node);
 u32 sim_nodes(const struct sim *s);
 const struct sim_cfg *sim_config(const struct sim *s);
 struct fw_card *sim_card(struct sim *s, u32 node);
+/* The card's fw_os.h context, to allocate packets with. */
+struct fw_host *sim_host(struct sim *s, u32 node);
 const struct sim_stats *sim_stats(const struct sim *s);
 void sim_mem_usage(const struct sim *s, struct sim_mem *m);
 void sim_set_faults(struct sim *s, const struct fw_fault_cfg *faults);

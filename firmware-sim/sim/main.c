@@ -108,68 +108,81 @@ static bool nsim_byte_ps(const char *arg, u32 *out)
 	return true;
 }
 
+#define NSIM_ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
+
+struct nsim_num_opt {
+	int opt;
+	u64 max;
+	u32 *u32;		/* one of the two */
+	u64 *u64;
+};
+
+static const struct nsim_num_opt *nsim_num_find(const struct nsim_num_opt *t, size_t n, int opt)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (t[i].opt == opt)
+			return &t[i];
+	return NULL;
+}
+
+/* Parse @arg into @num's field; the option's name from nsim_opts for errors. */
+static bool nsim_num_set(const struct nsim_num_opt *num, const char *arg)
+{
+	const struct option *lo = nsim_opts;
+
+	while (lo->name && lo->val != num->opt)
+		lo++;
+	if (num->u32)
+		return nsim_u32(arg, lo->name, (u32)num->max, num->u32);
+	return nsim_num(arg, lo->name, num->max, num->u64);
+}
+
 static int nsim_parse(int argc, char **argv, struct nsim_params *p, const char **json,
 		      bool *quiet)
 {
 	struct sim_cfg *c = &p->cfg;
 	struct fw_fault_cfg *f = &c->faults;
+	/* The plain numbers: option, largest value, field (u32 or u64). */
+	const struct nsim_num_opt nums[] = {
+		{ 'n', 0xfffffffeu, .u32 = &p->nodes },
+		{ OPT_L, 1000000000000ull, .u64 = &c->latency_ns },
+		{ OPT_O, 1000000000u, .u32 = &c->overhead_ns },
+		{ OPT_GAP, 1000000000u, .u32 = &c->gap_ns },
+		{ OPT_SIZE, 1ull << 30, .u64 = &p->size },
+		{ OPT_ITERS, 1u << 30, .u32 = &p->iters },
+		{ OPT_WARMUP, 1u << 30, .u32 = &p->warmup },
+		{ OPT_FANOUT, 64, .u32 = &p->fanout },
+		{ OPT_DROP, FW_FAULT_PPM, .u32 = &f->drop_ppm },
+		{ OPT_DUP, FW_FAULT_PPM, .u32 = &f->dup_ppm },
+		{ OPT_CORRUPT, FW_FAULT_PPM, .u32 = &f->corrupt_ppm },
+		{ OPT_REORDER, FW_FAULT_PPM, .u32 = &f->reorder_ppm },
+		{ OPT_DELAY, FW_FAULT_PPM, .u32 = &f->delay_ppm },
+		{ OPT_DELAY_NS, 0xffffffffu, .u32 = &f->delay_ns },
+		{ OPT_SEED, ~0ull, .u64 = &c->seed },
+		{ OPT_ACK_DELAY, 0xffffffffu, .u32 = &c->fw.ack_delay_ns },
+		{ OPT_WINDOW, 65536, .u32 = &c->fw.window },
+		{ OPT_MTU, 1u << 24, .u32 = &c->fw.mtu },
+	};
 	u64 v;
 	int o;
 
 	while ((o = getopt_long(argc, argv, "n:w:h", nsim_opts, NULL)) != -1) {
+		const struct nsim_num_opt *num = nsim_num_find(nums, NSIM_ARRAY_SIZE(nums), o);
 		bool ok = true;
 
+		if (num) {
+			if (!nsim_num_set(num, optarg))
+				return -EINVAL;
+			continue;
+		}
 		switch (o) {
-		case 'n':
-			ok = nsim_u32(optarg, "nodes", 0xfffffffeu, &p->nodes);
-			break;
 		case 'w':
 			p->workload = optarg;
 			break;
-		case OPT_L:
-			ok = nsim_num(optarg, "L", 1000000000000ull, &c->latency_ns);
-			break;
-		case OPT_O:
-			ok = nsim_u32(optarg, "o", 1000000000u, &c->overhead_ns);
-			break;
-		case OPT_GAP:
-			ok = nsim_u32(optarg, "g", 1000000000u, &c->gap_ns);
-			break;
 		case OPT_BYTE:
 			ok = nsim_byte_ps(optarg, &c->byte_ps);
-			break;
-		case OPT_SIZE:
-			ok = nsim_num(optarg, "size", 1ull << 30, &p->size);
-			break;
-		case OPT_ITERS:
-			ok = nsim_u32(optarg, "iters", 1u << 30, &p->iters);
-			break;
-		case OPT_WARMUP:
-			ok = nsim_u32(optarg, "warmup", 1u << 30, &p->warmup);
-			break;
-		case OPT_FANOUT:
-			ok = nsim_u32(optarg, "fanout", 64, &p->fanout);
-			break;
-		case OPT_DROP:
-			ok = nsim_u32(optarg, "drop", FW_FAULT_PPM, &f->drop_ppm);
-			break;
-		case OPT_DUP:
-			ok = nsim_u32(optarg, "dup", FW_FAULT_PPM, &f->dup_ppm);
-			break;
-		case OPT_CORRUPT:
-			ok = nsim_u32(optarg, "corrupt", FW_FAULT_PPM, &f->corrupt_ppm);
-			break;
-		case OPT_REORDER:
-			ok = nsim_u32(optarg, "reorder", FW_FAULT_PPM, &f->reorder_ppm);
-			break;
-		case OPT_DELAY:
-			ok = nsim_u32(optarg, "delay", FW_FAULT_PPM, &f->delay_ppm);
-			break;
-		case OPT_DELAY_NS:
-			ok = nsim_u32(optarg, "delay-ns", 0xffffffffu, &f->delay_ns);
-			break;
-		case OPT_SEED:
-			ok = nsim_num(optarg, "seed", ~0ull, &c->seed);
 			break;
 		case OPT_JSON:
 			*json = optarg;
@@ -185,15 +198,6 @@ static int nsim_parse(int argc, char **argv, struct nsim_params *p, const char *
 			ok = nsim_num(optarg, "rto-ns", 1ull << 40, &c->fw.rto_ns);
 			if (ok && c->fw.rto_max_ns < c->fw.rto_ns)
 				c->fw.rto_max_ns = c->fw.rto_ns;
-			break;
-		case OPT_ACK_DELAY:
-			ok = nsim_u32(optarg, "ack-delay-ns", 0xffffffffu, &c->fw.ack_delay_ns);
-			break;
-		case OPT_WINDOW:
-			ok = nsim_u32(optarg, "window", 65536, &c->fw.window);
-			break;
-		case OPT_MTU:
-			ok = nsim_u32(optarg, "mtu", 1u << 24, &c->fw.mtu);
 			break;
 		case OPT_QUIET:
 			*quiet = true;

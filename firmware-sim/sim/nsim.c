@@ -86,6 +86,48 @@ void nsim_metric(struct nsim *ns, const char *name, double value, const char *un
 	m->runs = runs;
 }
 
+void *nsim_state(struct nsim *ns, size_t size, size_t node_size)
+{
+	ns->wl_state = calloc(1, size);
+	if (!ns->wl_state || !node_size)
+		return ns->wl_state;
+	ns->wl_nodes = calloc(ns->p.nodes, node_size);
+	return ns->wl_nodes ? ns->wl_state : NULL;
+}
+
+static void nsim_state_free(struct nsim *ns)
+{
+	if (ns->wl->fini)
+		ns->wl->fini(ns);
+	free(ns->wl_nodes);
+	free(ns->wl_state);
+	ns->wl_nodes = NULL;
+	ns->wl_state = NULL;
+}
+
+void nsim_start_each(struct nsim *ns, void (*enter)(struct nsim *ns, u32 node, u64 t))
+{
+	u32 n;
+
+	for (n = 0; n < ns->p.nodes; n++)
+		enter(ns, n, 0);
+}
+
+void nsim_check_counts(struct nsim *ns, u64 sends, u64 recvs, u64 want)
+{
+	if (sends != want || recvs != want)
+		nsim_fail(ns, "%s: %llu sends and %llu receives completed, not %llu", ns->wl->name,
+			  (unsigned long long)sends, (unsigned long long)recvs,
+			  (unsigned long long)want);
+}
+
+void nsim_metric_iters(struct nsim *ns, u64 recvs)
+{
+	nsim_metric(ns, "completion_us", (double)ns->t_done / 1000, "us", 1);
+	nsim_metric(ns, "iter_us", (double)ns->t_done / 1000 / ns->p.iters, "us", ns->p.iters);
+	nsim_metric(ns, "messages", (double)recvs, "messages", 1);
+}
+
 void nsim_node_done(struct nsim *ns, u64 t)
 {
 	if (!ns->unfinished) {
@@ -351,8 +393,7 @@ int nsim_run(struct nsim *ns, const struct nsim_params *p)
 	if (!ret)
 		ret = nsim_setup(ns);
 	if (ret) {
-		if (ns->wl_state)
-			ns->wl->fini(ns);
+		nsim_state_free(ns);
 		sim_destroy(ns->s);
 		free(ns->bufs);
 		return ret;
@@ -378,7 +419,7 @@ int nsim_run(struct nsim *ns, const struct nsim_params *p)
 	if (ns->unfinished)
 		nsim_fail(ns, "%u nodes did not finish", ns->unfinished);
 	ns->wl->finish(ns);
-	ns->wl->fini(ns);
+	nsim_state_free(ns);
 	nsim_measure(ns);
 
 	ns->leaks = sim_destroy(ns->s);

@@ -50,16 +50,30 @@ struct nsim_workload {
 	void (*start)(struct nsim *ns);
 	/* A completion on @node's port 0 at card time @t. */
 	void (*cqe)(struct nsim *ns, u32 node, const struct nicoff_cqe *cqe, u64 t);
-	/* The fabric is idle: check counts, add metrics.  Then free the state. */
+	/* The fabric is idle: check counts, add metrics. */
 	void (*finish)(struct nsim *ns);
+	/* Free what nsim_state() did not allocate (NULL: nothing). */
 	void (*fini)(struct nsim *ns);
 };
+
+/* A workload whose callbacks are @init, pfx_start, pfx_cqe, pfx_finish and @fini. */
+#define NSIM_WORKLOAD(sym, wl_name, text, init_fn, pfx, fini_fn)		\
+const struct nsim_workload sym = {						\
+	.name = wl_name,							\
+	.about = text,								\
+	.init = init_fn,							\
+	.start = pfx##_start,							\
+	.cqe = pfx##_cqe,							\
+	.finish = pfx##_finish,							\
+	.fini = fini_fn,							\
+}
 
 struct nsim {
 	struct nsim_params p;
 	const struct nsim_workload *wl;
 	struct sim *s;
 	void *wl_state;
+	void *wl_nodes;		/* the per-node array of nsim_state() */
 	u32 send_slots;
 	u32 recv_slots;
 	u32 mr;			/* region handle, the same on every node */
@@ -120,6 +134,18 @@ void nsim_recv(struct nsim *ns, u32 node, u32 src, u32 slot, u64 match, u64 mask
 bool nsim_check_recv(struct nsim *ns, u32 node, const struct nicoff_cqe *cqe, u32 slot,
 		     u32 src, u32 src_slot);
 void nsim_fail(struct nsim *ns, const char *fmt, ...);
+/*
+ * The workload's state: @size zeroed bytes (ns->wl_state) and, with
+ * @node_size, a zeroed array of one per node (ns->wl_nodes).  Both are
+ * freed after the workload's fini.  NULL if out of memory.
+ */
+void *nsim_state(struct nsim *ns, size_t size, size_t node_size);
+/* Start every node: @enter(ns, node, 0) for each, in order. */
+void nsim_start_each(struct nsim *ns, void (*enter)(struct nsim *ns, u32 node, u64 t));
+/* Every node's sends and receives completed: @want of each, in all. */
+void nsim_check_counts(struct nsim *ns, u64 sends, u64 recvs, u64 want);
+/* completion_us, iter_us and messages (@recvs). */
+void nsim_metric_iters(struct nsim *ns, u64 recvs);
 void nsim_node_done(struct nsim *ns, u64 t);
 void nsim_metric(struct nsim *ns, const char *name, double value, const char *unit, u32 runs);
 /* A value from the seed and up to three numbers, for workloads' choices. */

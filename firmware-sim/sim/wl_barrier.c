@@ -10,7 +10,6 @@
  * of barrier iters, over iters - warmup), the algorithm run (chosen) and
  * the barrier packets per node and barrier.
  */
-#include <stdlib.h>
 
 #include "nsim.h"
 #include "fw_pkt.h"
@@ -39,19 +38,14 @@ static int bar_init_alg(struct nsim *ns, u32 alg)
 		nsim_fail(ns, "barrier: --verify keeps a table per node: 4096 nodes at most");
 		return -EINVAL;
 	}
-	st = calloc(1, sizeof(*st));
+	st = nsim_state(ns, sizeof(*st), sizeof(*st->done));
 	if (!st)
 		return -ENOMEM;
-	st->done = calloc(ns->p.nodes, sizeof(*st->done));
-	if (!st->done) {
-		free(st);
-		return -ENOMEM;
-	}
+	st->done = ns->wl_nodes;
 	st->alg = alg;
 	/* The member table fills the send slots. */
 	ns->send_slots = (u32)((table + ns->p.size - 1) / ns->p.size);
 	ns->recv_slots = 0;
-	ns->wl_state = st;
 	return 0;
 }
 
@@ -160,30 +154,12 @@ static void bar_finish(struct nsim *ns)
 	nsim_metric(ns, "barrier_nacks", (double)ns->fw.bar_nacks, "packets", 1);
 }
 
-static void bar_fini(struct nsim *ns)
-{
-	struct bar_state *st = ns->wl_state;
-
-	if (st)
-		free(st->done);
-	free(st);
-	ns->wl_state = NULL;
-}
-
 #define BAR_WORKLOAD(sym, wname, alg, text)					\
 static int sym##_init(struct nsim *ns)						\
 {										\
 	return bar_init_alg(ns, alg);						\
 }										\
-const struct nsim_workload sym = {						\
-	.name = wname,								\
-	.about = text,								\
-	.init = sym##_init,							\
-	.start = bar_start,							\
-	.cqe = bar_cqe,								\
-	.finish = bar_finish,							\
-	.fini = bar_fini,							\
-}
+NSIM_WORKLOAD(sym, wname, text, sym##_init, bar, NULL)
 
 BAR_WORKLOAD(nsim_wl_barrier, "barrier", NICOFF_BARRIER_DISSEMINATION,
 	     "card-run barrier (dissemination), back to back: mean time");

@@ -10,7 +10,6 @@
  * of firmware memory, 1.6 GB at a million nodes.  iters barriers back to
  * back; reports the mean barrier time (the last node's exit over iters).
  */
-#include <stdlib.h>
 
 #include "nsim.h"
 
@@ -37,19 +36,14 @@ static int dis_init(struct nsim *ns)
 		nsim_fail(ns, "dissemination: at most 65535 iterations");
 		return -EINVAL;
 	}
-	st = calloc(1, sizeof(*st));
+	st = nsim_state(ns, sizeof(*st), sizeof(*st->node));
 	if (!st)
 		return -ENOMEM;
-	st->node = calloc(ns->p.nodes, sizeof(*st->node));
-	if (!st->node) {
-		free(st);
-		return -ENOMEM;
-	}
+	st->node = ns->wl_nodes;
 	while ((1ull << st->rounds) < ns->p.nodes)
 		st->rounds++;
 	ns->send_slots = st->rounds;
 	ns->recv_slots = st->rounds;
-	ns->wl_state = st;
 	return 0;
 }
 
@@ -95,10 +89,7 @@ static void dis_enter(struct nsim *ns, u32 n, u64 t)
 
 static void dis_start(struct nsim *ns)
 {
-	u32 n;
-
-	for (n = 0; n < ns->p.nodes; n++)
-		dis_enter(ns, n, 0);
+	nsim_start_each(ns, dis_enter);
 }
 
 static void dis_cqe(struct nsim *ns, u32 n, const struct nicoff_cqe *cqe, u64 t)
@@ -147,10 +138,7 @@ static void dis_finish(struct nsim *ns)
 	struct dis_state *st = ns->wl_state;
 	u64 want = (u64)ns->p.nodes * ns->p.iters * st->rounds;
 
-	if (st->sends != want || st->recvs != want)
-		nsim_fail(ns, "dissemination: %llu sends and %llu receives completed, not %llu",
-			  (unsigned long long)st->sends, (unsigned long long)st->recvs,
-			  (unsigned long long)want);
+	nsim_check_counts(ns, st->sends, st->recvs, want);
 	nsim_metric(ns, "rounds", st->rounds, "rounds", 1);
 	nsim_metric(ns, "barrier_us", (double)ns->t_done / 1000 / ns->p.iters, "us",
 		    ns->p.iters);
@@ -158,21 +146,6 @@ static void dis_finish(struct nsim *ns)
 	nsim_metric(ns, "messages", (double)st->recvs, "messages", 1);
 }
 
-static void dis_fini(struct nsim *ns)
-{
-	struct dis_state *st = ns->wl_state;
-
-	free(st->node);
-	free(st);
-	ns->wl_state = NULL;
-}
-
-const struct nsim_workload nsim_wl_dissemination = {
-	.name = "dissemination",
-	.about = "log2 N rounds to node + 2^k: the dissemination barrier, host-driven",
-	.init = dis_init,
-	.start = dis_start,
-	.cqe = dis_cqe,
-	.finish = dis_finish,
-	.fini = dis_fini,
-};
+NSIM_WORKLOAD(nsim_wl_dissemination, "dissemination",
+	      "log2 N rounds to node + 2^k: the dissemination barrier, host-driven", dis_init, dis,
+	      NULL);

@@ -6,7 +6,6 @@
  * half the mean round trip (latency_us); SIMULATOR.md gives the LogGP
  * formula it must match.
  */
-#include <stdlib.h>
 
 #include "nsim.h"
 
@@ -26,8 +25,7 @@ static int pp_init(struct nsim *ns)
 	}
 	ns->send_slots = 1;
 	ns->recv_slots = 1;
-	ns->wl_state = calloc(1, sizeof(struct pp_state));
-	return ns->wl_state ? 0 : -ENOMEM;
+	return nsim_state(ns, sizeof(struct pp_state), 0) ? 0 : -ENOMEM;
 }
 
 static void pp_start(struct nsim *ns)
@@ -100,18 +98,5 @@ static void pp_finish(struct nsim *ns)
 	nsim_metric(ns, "completion_us", (double)st->t_end / 1000, "us", 1);
 }
 
-static void pp_fini(struct nsim *ns)
-{
-	free(ns->wl_state);
-	ns->wl_state = NULL;
-}
-
-const struct nsim_workload nsim_wl_pingpong = {
-	.name = "pingpong",
-	.about = "nodes 0 and 1 bounce a message: half round trip",
-	.init = pp_init,
-	.start = pp_start,
-	.cqe = pp_cqe,
-	.finish = pp_finish,
-	.fini = pp_fini,
-};
+NSIM_WORKLOAD(nsim_wl_pingpong, "pingpong", "nodes 0 and 1 bounce a message: half round trip",
+	      pp_init, pp, NULL);

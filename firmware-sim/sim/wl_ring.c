@@ -7,7 +7,6 @@
  * arrive exactly once and in order.  Reports the completion time of the
  * last node and the mean time per iteration.
  */
-#include <stdlib.h>
 
 #include "nsim.h"
 
@@ -24,18 +23,13 @@ struct ring_state {
 
 static int ring_init(struct nsim *ns)
 {
-	struct ring_state *st = calloc(1, sizeof(*st));
+	struct ring_state *st = nsim_state(ns, sizeof(*st), sizeof(struct ring_node));
 
 	if (!st)
 		return -ENOMEM;
-	st->node = calloc(ns->p.nodes, sizeof(*st->node));
-	if (!st->node) {
-		free(st);
-		return -ENOMEM;
-	}
+	st->node = ns->wl_nodes;
 	ns->send_slots = 1;
 	ns->recv_slots = 1;
-	ns->wl_state = st;
 	return 0;
 }
 
@@ -105,30 +99,10 @@ static void ring_finish(struct nsim *ns)
 	struct ring_state *st = ns->wl_state;
 	u64 want = (u64)ns->p.nodes * ns->p.iters;
 
-	if (st->sends != want || st->recvs != want)
-		nsim_fail(ns, "ring: %llu sends and %llu receives completed, not %llu",
-			  (unsigned long long)st->sends, (unsigned long long)st->recvs,
-			  (unsigned long long)want);
-	nsim_metric(ns, "completion_us", (double)ns->t_done / 1000, "us", 1);
-	nsim_metric(ns, "iter_us", (double)ns->t_done / 1000 / ns->p.iters, "us", ns->p.iters);
-	nsim_metric(ns, "messages", (double)st->recvs, "messages", 1);
+	nsim_check_counts(ns, st->sends, st->recvs, want);
+	nsim_metric_iters(ns, st->recvs);
 }
 
-static void ring_fini(struct nsim *ns)
-{
-	struct ring_state *st = ns->wl_state;
-
-	free(st->node);
-	free(st);
-	ns->wl_state = NULL;
-}
-
-const struct nsim_workload nsim_wl_ring = {
-	.name = "ring",
-	.about = "each node sends to node + 1, receives from node - 1, iters times",
-	.init = ring_init,
-	.start = ring_start,
-	.cqe = ring_cqe,
-	.finish = ring_finish,
-	.fini = ring_fini,
-};
+NSIM_WORKLOAD(nsim_wl_ring, "ring",
+	      "each node sends to node + 1, receives from node - 1, iters times", ring_init, ring,
+	      NULL);

@@ -105,14 +105,11 @@ static int sp_setup(struct nsim *ns, bool random)
 		nsim_fail(ns, "fanout must be 1 to %u", SP_MAX_FANOUT);
 		return -EINVAL;
 	}
-	st = calloc(1, sizeof(*st));
+	st = nsim_state(ns, sizeof(*st), sizeof(*st->node));
 	if (!st)
 		return -ENOMEM;
-	ns->wl_state = st;
+	st->node = ns->wl_nodes;
 	st->random = random;
-	st->node = calloc(m, sizeof(*st->node));
-	if (!st->node)
-		return -ENOMEM;
 	ns->send_slots = ns->p.fanout;
 	ns->recv_slots = ns->p.fanout;
 	if (!random) {
@@ -195,10 +192,7 @@ static void sp_enter(struct nsim *ns, u32 n, u64 t)
 
 static void sp_start(struct nsim *ns)
 {
-	u32 n;
-
-	for (n = 0; n < ns->p.nodes; n++)
-		sp_enter(ns, n, 0);
+	nsim_start_each(ns, sp_enter);
 }
 
 static void sp_cqe(struct nsim *ns, u32 n, const struct nicoff_cqe *cqe, u64 t)
@@ -244,43 +238,22 @@ static void sp_finish(struct nsim *ns)
 {
 	struct sp_state *st = ns->wl_state;
 
-	if (st->sends != st->want || st->recvs != st->want)
-		nsim_fail(ns, "%llu sends and %llu receives completed, not %llu",
-			  (unsigned long long)st->sends, (unsigned long long)st->recvs,
-			  (unsigned long long)st->want);
-	nsim_metric(ns, "completion_us", (double)ns->t_done / 1000, "us", 1);
-	nsim_metric(ns, "iter_us", (double)ns->t_done / 1000 / ns->p.iters, "us", ns->p.iters);
-	nsim_metric(ns, "messages", (double)st->recvs, "messages", 1);
+	nsim_check_counts(ns, st->sends, st->recvs, st->want);
+	nsim_metric_iters(ns, st->recvs);
 }
 
 static void sp_fini(struct nsim *ns)
 {
 	struct sp_state *st = ns->wl_state;
 
-	if (st) {
-		free(st->node);
+	if (st)
 		free(st->indeg);
-		free(st);
-	}
-	ns->wl_state = NULL;
 }
 
-const struct nsim_workload nsim_wl_alltoall_sparse = {
-	.name = "alltoall-sparse",
-	.about = "fanout fixed random permutations: each node sends and receives fanout",
-	.init = sp_init_sparse,
-	.start = sp_start,
-	.cqe = sp_cqe,
-	.finish = sp_finish,
-	.fini = sp_fini,
-};
+NSIM_WORKLOAD(nsim_wl_alltoall_sparse, "alltoall-sparse",
+	      "fanout fixed random permutations: each node sends and receives fanout",
+	      sp_init_sparse, sp, sp_fini);
 
-const struct nsim_workload nsim_wl_random = {
-	.name = "random",
-	.about = "each node sends fanout messages to random peers every iteration",
-	.init = sp_init_random,
-	.start = sp_start,
-	.cqe = sp_cqe,
-	.finish = sp_finish,
-	.fini = sp_fini,
-};
+NSIM_WORKLOAD(nsim_wl_random, "random",
+	      "each node sends fanout messages to random peers every iteration", sp_init_random, sp,
+	      sp_fini);
