@@ -98,7 +98,7 @@ static void fw_apeer_free(struct fw_card *card, struct fw_apeer *ap)
 		fwos_free(card->host, ap->win);
 	}
 	if (ap->ents) {
-		card->stats.atomic_live -= ap->live;
+		card->stats.atomic_table_live -= ap->live;
 		fwos_free(card->host, ap->ents);
 	}
 	fw_list_del(&ap->node);
@@ -396,7 +396,7 @@ static void fw_atomic_ent_drop(struct fw_card *card, struct fw_apeer *ap,
 {
 	e->valid = false;
 	ap->live--;
-	card->stats.atomic_live--;
+	card->stats.atomic_table_live--;
 }
 
 /* The requester has seen every reply below @mark. */
@@ -515,7 +515,7 @@ static void fw_atomic_rx_req(struct fw_card *card, struct fw_peer *peer, const s
 	}
 	/* Beyond the credit: refused, and nothing live is overwritten. */
 	if (h->seq - ap->rlow >= credit || e->valid ||
-	    card->stats.atomic_live >= card->cfg.atomic_table) {
+	    card->stats.atomic_table_live >= card->cfg.atomic_table) {
 		card->stats.atomic_refused++;
 		fw_atomic_reply(card, peer, h, &b, -ENOSPC, 0);
 		return;
@@ -527,9 +527,9 @@ static void fw_atomic_rx_req(struct fw_card *card, struct fw_peer *peer, const s
 	e->old = old;
 	e->valid = true;
 	ap->live++;
-	card->stats.atomic_live++;
+	card->stats.atomic_table_live++;
 	card->stats.atomic_table_peak = fw_max_u64(card->stats.atomic_table_peak,
-						   card->stats.atomic_live);
+						   card->stats.atomic_table_live);
 	fw_atomic_reply(card, peer, h, &b, err, old);
 }
 

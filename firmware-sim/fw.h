@@ -21,6 +21,7 @@
 #define NICOFF_FW_H
 
 #include "fw_compat.h"
+#include <uapi/nicoff.h>
 
 struct fw_host;
 struct fw_card;
@@ -101,36 +102,18 @@ void fw_set_card_group_members(struct fw_card *card, u64 members);
 void fw_rx(struct fw_card *card, struct fw_pkt *pkt, u32 size);
 u64 fw_poll(struct fw_card *card, u64 now);
 
-/* Per-card counters.  Bytes count headers too. */
+/*
+ * Per-card counters: the NICOFF_NL_STAT_FW entries of uapi/nicoff_lists.h,
+ * which lists and explains them all, so that every one reaches netlink.
+ */
 struct fw_stats {
-	u64 tx_pkts, tx_bytes, rx_pkts, rx_bytes;
-	u64 tx_acks, rx_acks;		/* explicit ACK packets */
-	u64 retransmits, timeouts;	/* packets sent again; RTO expiries */
-	u64 duplicates, out_of_order, crc_errors;
-	u64 unexpected, rnr_drops;	/* messages buffered; fragments refused */
-	u64 remote_errors;		/* peers' puts/gets refused here */
-	u64 conn_failures;		/* connections given up (-ETIMEDOUT) */
-	u64 stale;			/* packets of another connection epoch */
-	u64 err_replies;		/* ERR packets queued to peers */
-	/* Remote atomics (atomic.c). */
-	u64 atomics;			/* executed here for peers (errors not counted) */
-	u64 atomic_replays;		/* duplicates answered from the reply table */
-	u64 atomic_refused;		/* requests beyond their sender's credit */
-	u64 atomic_stale;		/* requests below the sender's mark, dropped */
-	u64 atomic_retransmits;		/* our requests sent again */
-	u64 atomic_timeouts;		/* ours given up (-ETIMEDOUT) */
-	u64 atomic_dup_replies;		/* replies to requests no longer waiting */
-	u64 atomic_live;		/* replies held in the table now */
-	u64 atomic_table_peak;		/* most replies held at once */
-	/* Barriers (barrier.c); duplicates above count theirs too. */
-	u64 bar_msgs;			/* barrier messages sent, resends included */
-	u64 bar_nacks;			/* NACKs sent */
-	u64 bar_resends;		/* messages sent again for a NACK */
-	u64 bar_failures;		/* barriers (or creations) failed here */
-	/* Receiver not ready (msg.c); refusals here count in rnr_drops. */
-	u64 rnr_resends;		/* our messages refused, or held back, to go again */
-	u64 rnr_failures;		/* ours given up (-ENOBUFS) */
-	u64 fast_retransmits;		/* resends on the peer's out-of-order report */
+	u64
+#define NICOFF_NL_STAT_FW(attr, name)	name,
+#define NICOFF_NL_STAT_HOST(attr, name)
+#include <uapi/nicoff_lists.h>
+#undef NICOFF_NL_STAT_FW
+#undef NICOFF_NL_STAT_HOST
+	end[0];		/* closes the list */
 };
 
 void fw_get_stats(const struct fw_card *card, struct fw_stats *st);

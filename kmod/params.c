@@ -160,9 +160,11 @@ module_param_named(atomic_table, nicoff_atomic_table, uint, 0444);
 MODULE_PARM_DESC(atomic_table,
 		 "Remote-atomic replies each card keeps; each card may have the largest power of two <= atomic_table/nics outstanding at another (nics-1048576, default 1024)");
 
-/* Barrier algorithms by name, in enum nicoff_barrier_alg order. */
 static const char *const nicoff_barrier_names[NICOFF_BARRIER_MAX] = {
-	"auto", "pairwise", "dissemination", "tree", "central", "combining", "tournament",
+#define NICOFF_BARRIER_ALG(alg, name) \
+	[NICOFF_BARRIER_##alg] = #name,
+#include <uapi/nicoff_lists.h>
+#undef NICOFF_BARRIER_ALG
 };
 
 static int nicoff_set_barrier_alg(const char *val, const struct kernel_param *kp)

@@ -43,8 +43,10 @@ LIBNICOFF_LIB_SRCS := $(addprefix $(LIBNICOFF_DIR)/src/, \
 	group.cpp atomic.cpp lock.cpp)
 LIBNICOFF_LIB_OBJS := $(patsubst $(LIBNICOFF_DIR)/%.cpp,$(LIBNICOFF_OBJDIR)/%.o,$(LIBNICOFF_LIB_SRCS))
 
-$(LIBNICOFF_ABI_H): $(TOP)/include/uapi/nicoff.h
+# nicoff_lists.h, which the ABI header includes, goes next to it.
+$(LIBNICOFF_ABI_H): $(TOP)/include/uapi/nicoff.h $(TOP)/include/uapi/nicoff_lists.h
 	@mkdir -p $(@D)
+	cp $(TOP)/include/uapi/nicoff_lists.h $(@D)/
 	cp $< $@
 
 $(LIBNICOFF_LIB_OBJS): $(LIBNICOFF_OBJDIR)/%.o: $(LIBNICOFF_DIR)/%.cpp | $(LIBNICOFF_ABI_H)

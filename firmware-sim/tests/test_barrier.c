@@ -555,8 +555,8 @@ static void test_faults(void **state)
 			assert_int_equal(b->bad_result, 0);
 			assert_int_equal(b->finished, ns[i]);
 			t_stats_sum(b->s, &st);
-			assert_true(st.bar_nacks > 0);
-			assert_true(st.bar_resends > 0);
+			assert_true(st.barrier_nacks > 0);
+			assert_true(st.barrier_resends > 0);
 			b_free(b);
 		}
 	}
