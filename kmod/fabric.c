@@ -115,6 +115,8 @@ void nicoff_fabric_send(struct nicoff_card *src, struct fw_pkt *pkt)
 	u64 now = ktime_get_ns(), due, wire;
 	u32 mbps = READ_ONCE(nicoff_link_mbps);
 
+	/* The source card's link: its serialisation, faults and counters. */
+	lockdep_assert_held(&src->lock);
 	if (dst_node >= nicoff_num_cards) {
 		/* No such node: the switch drops it, as real hardware would. */
 		src->fabric_stats.no_route++;
@@ -151,6 +153,7 @@ void nicoff_fabric_send(struct nicoff_card *src, struct fw_pkt *pkt)
 /* The faults in force on a card: its own, or the global tunables. */
 void nicoff_fault_config(struct nicoff_card *card, struct fw_fault_cfg *cfg)
 {
+	lockdep_assert_held(&card->lock);
 	if (card->fault_override)
 		*cfg = card->fault_cfg;
 	else
@@ -203,6 +206,7 @@ unsigned int nicoff_fabric_deliver(struct nicoff_card *card, u64 now)
 	unsigned int n = 0;
 	LIST_HEAD(due);
 
+	lockdep_assert_held(&card->lock);
 	if (READ_ONCE(q->head_due) > now)
 		return 0;
 	spin_lock(&q->lock);

@@ -273,6 +273,7 @@ void nicoff_port_complete_async(struct nicoff_port *port, const struct nicoff_cq
 {
 	struct nicoff_kring *cq = &port->cq;
 
+	lockdep_assert_held(&port->card->lock);
 	port->cq_pending--;
 	if (port->error)
 		return;
@@ -347,6 +348,7 @@ unsigned int nicoff_port_service(struct nicoff_port *port, unsigned int budget, 
 	struct nicoff_kring *cmd = &port->cmd, *cq = &port->cq;
 	u32 avail, cq_used, owed, n, i, limit = nicoff_group_limit();
 
+	lockdep_assert_held(&port->card->lock);
 	if (port->error)
 		return 0;
 	if (unlikely(fw_port_remote_errors(port->card->fw, port->num, NULL) !=
@@ -428,6 +430,7 @@ bool nicoff_port_has_work(struct nicoff_port *port)
 {
 	u32 avail, cq_used;
 
+	lockdep_assert_held(&port->card->lock);
 	if (port->error)
 		return false;
 	avail = READ_ONCE(port->cmd.hdr->producer) - port->cmd.priv;
