@@ -70,12 +70,24 @@ void fw_config_default(struct fw_config *cfg, u32 node, u32 num_nodes);
 
 /* NULL if the configuration is invalid or memory runs out. */
 struct fw_card *fw_card_create(struct fw_host *host, const struct fw_config *cfg);
+
 /*
- * Change the unexpected-message budgets (per port, per card) of a running
- * card.  Messages buffered already stay; a budget lowered below what is
- * used refuses new ones until enough are received.
+ * What a running card's host may change, each a field of struct fw_config.
+ * A value applies to what comes next: messages buffered already stay (a
+ * budget lowered below what is used refuses new ones until enough are
+ * received); groups created already keep their algorithm and size.
  */
-void fw_set_unexpected(struct fw_card *card, u64 port_bytes, u64 card_bytes);
+enum fw_config_key {
+	FW_CFG_UNEXPECTED_BYTES,	/* unexpected_bytes */
+	FW_CFG_CARD_UNEXPECTED_BYTES,	/* card_unexpected_bytes */
+	FW_CFG_MAX_GROUP_SIZE,		/* max_group_size: 1-FW_GROUP_SIZE_LIMIT */
+	FW_CFG_CARD_GROUP_MEMBERS,	/* card_group_members */
+	FW_CFG_BARRIER_ALG,		/* barrier_alg: < NICOFF_BARRIER_MAX */
+	FW_CFG_NUM_KEYS,
+};
+
+/* 0, or -EINVAL (unknown key, value out of range: nothing changes). */
+int fw_set_config(struct fw_card *card, enum fw_config_key key, u64 value);
 /* Frees everything; posts no completion. */
 void fw_card_destroy(struct fw_card *card);
 
@@ -89,16 +101,6 @@ int fw_port_attach(struct fw_card *card, u32 port);
 void fw_port_detach(struct fw_card *card, u32 port);
 
 void fw_cmd(struct fw_card *card, u32 port, const struct nicoff_cmd *cmd);
-/*
- * Change cfg.max_group_size of a running card (clamped to its range); it
- * applies to the GROUP_CREATEs given to fw_cmd() from then on.
- */
-void fw_set_max_group_size(struct fw_card *card, u32 size);
-/*
- * Change cfg.card_group_members of a running card: a GROUP_CREATE that
- * would take the card's groups past it fails with -ENOSPC from then on.
- */
-void fw_set_card_group_members(struct fw_card *card, u64 members);
 void fw_rx(struct fw_card *card, struct fw_pkt *pkt, u32 size);
 u64 fw_poll(struct fw_card *card, u64 now);
 

@@ -15,6 +15,7 @@
 
 #include "fabric.h"
 #include "faults.h"
+#include "fw.h"
 
 struct nicoff_port;
 struct task_struct;
@@ -69,6 +70,7 @@ extern unsigned int nicoff_num_cards;
 
 int nicoff_cards_init(void);
 void nicoff_cards_exit(void);
+int nicoff_cards_set_config(enum fw_config_key key, u64 value);
 
 int nicoff_engines_start(void);
 void nicoff_engines_stop(void);

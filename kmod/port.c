@@ -391,14 +391,6 @@ unsigned int nicoff_port_service(struct nicoff_port *port, unsigned int budget, 
 		}
 		cmd->priv++;
 		if (!nicoff_exec_local(port, &c, &status, &result)) {
-			if (c.opcode == NICOFF_OP_GROUP_CREATE) {
-				/* The tunables may change at run time. */
-				if (c.group.algorithm == NICOFF_BARRIER_DEFAULT)
-					c.group.algorithm = READ_ONCE(nicoff_barrier_alg);
-				fw_set_max_group_size(port->card->fw, limit);
-				fw_set_card_group_members(port->card->fw,
-							  READ_ONCE(nicoff_card_group_members));
-			}
 			port->cq_pending++;
 			port->cmds++;
 			fw_cmd(port->card->fw, port->num, &c);
