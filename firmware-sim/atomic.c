@@ -104,7 +104,7 @@ static void fw_apeer_free(struct fw_card *card, struct fw_apeer *ap)
 		fwos_free(card->host, ap->win);
 	}
 	if (ap->ents) {
-		card->stats.atomic_live -= ap->live;
+		card->stats.atomic_table_live -= ap->live;
 		fwos_free(card->host, ap->ents);
 	}
 	fw_timer_del(&card->timers, &ap->timer);
@@ -385,7 +385,7 @@ static void fw_atomic_ent_drop(struct fw_card *card, struct fw_apeer *ap,
 {
 	e->valid = false;
 	ap->live--;
-	card->stats.atomic_live--;
+	card->stats.atomic_table_live--;
 }
 
 /* The requester has seen every reply below @mark. */
@@ -504,7 +504,7 @@ static void fw_atomic_rx_req(struct fw_card *card, struct fw_peer *peer, const s
 	}
 	/* Beyond the credit: refused, and nothing live is overwritten. */
 	if (h->seq - ap->rlow >= credit || e->valid ||
-	    card->stats.atomic_live >= card->cfg.atomic_table) {
+	    card->stats.atomic_table_live >= card->cfg.atomic_table) {
 		card->stats.atomic_refused++;
 		fw_atomic_reply(card, peer, h, &b, -ENOSPC, 0);
 		return;
@@ -516,9 +516,9 @@ static void fw_atomic_rx_req(struct fw_card *card, struct fw_peer *peer, const s
 	e->old = old;
 	e->valid = true;
 	ap->live++;
-	card->stats.atomic_live++;
+	card->stats.atomic_table_live++;
 	card->stats.atomic_table_peak = fw_max_u64(card->stats.atomic_table_peak,
-						   card->stats.atomic_live);
+						   card->stats.atomic_table_live);
 	fw_atomic_reply(card, peer, h, &b, err, old);
 }
 

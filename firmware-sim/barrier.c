@@ -243,9 +243,9 @@ static void fw_bar_send(struct fw_card *card, struct fw_group *g, u8 type, u32 t
 	g->tmpl.bar.value = val;
 	g->tmpl.err = err;
 	if (type == FW_PKT_BARRIER)
-		card->stats.bar_msgs++;
+		card->stats.barrier_msgs++;
 	else if (type == FW_PKT_BARRIER_NACK)
-		card->stats.bar_nacks++;
+		card->stats.barrier_nacks++;
 	fw_bar_xmit(card, &g->tmpl);
 }
 
@@ -271,7 +271,7 @@ static void fw_grp_fail(struct fw_card *card, struct fw_group *g, s32 err)
 	g->state = FW_G_FAILED;
 	g->err = err;
 	g->running = false;
-	card->stats.bar_failures++;
+	card->stats.barrier_failures++;
 	fw_grp_arm(card, g, FW_NEVER);
 	fw_grp_complete(card, g, err, 0);
 }
@@ -867,7 +867,7 @@ static void fw_bar_rx_nack(struct fw_card *card, struct fw_group *g, const struc
 	if (m && (e < g->epoch || (e == g->epoch && m->step < g->sent))) {
 		u64 val = e < g->epoch ? g->last_val : g->acc[e & 1] | fw_grp_own_val(g, e);
 
-		card->stats.bar_resends++;
+		card->stats.barrier_resends++;
 		fw_bar_send(card, g, FW_PKT_BARRIER, who, e, val, 0);
 		return;
 	}

@@ -37,6 +37,72 @@ void fw_config_default(struct fw_config *cfg, u32 node, u32 num_nodes)
 	cfg->group_create_ns = 30000000000ull;
 }
 
+/* The run-time tunables: where each is in struct fw_config, and its range. */
+static const struct fw_tunable {
+	u32 offset;
+	u32 size;
+	u64 min, max;
+} fw_tunables[FW_CFG_NUM_KEYS] = {
+	[FW_CFG_UNEXPECTED_BYTES] = { offsetof(struct fw_config, unexpected_bytes), 8, 0,
+				      FW_U64_MAX },
+	[FW_CFG_CARD_UNEXPECTED_BYTES] = { offsetof(struct fw_config, card_unexpected_bytes), 8,
+					   0, FW_U64_MAX },
+	[FW_CFG_MAX_GROUP_SIZE] = { offsetof(struct fw_config, max_group_size), 4, 1,
+				    FW_GROUP_SIZE_LIMIT },
+	[FW_CFG_CARD_GROUP_MEMBERS] = { offsetof(struct fw_config, card_group_members), 8, 0,
+					FW_U64_MAX },
+	[FW_CFG_BARRIER_ALG] = { offsetof(struct fw_config, barrier_alg), 4, 0,
+				 NICOFF_BARRIER_MAX - 1 },
+};
+
+static u64 fw_tunable_get(const struct fw_config *cfg, const struct fw_tunable *t)
+{
+	const u8 *field = (const u8 *)cfg + t->offset;
+	u32 v32;
+	u64 v64;
+
+	if (t->size == sizeof(v32)) {
+		memcpy(&v32, field, sizeof(v32));
+		return v32;
+	}
+	memcpy(&v64, field, sizeof(v64));
+	return v64;
+}
+
+static bool fw_tunables_valid(const struct fw_config *cfg)
+{
+	u32 i;
+
+	for (i = 0; i < FW_CFG_NUM_KEYS; i++) {
+		u64 v = fw_tunable_get(cfg, &fw_tunables[i]);
+
+		if (v < fw_tunables[i].min || v > fw_tunables[i].max)
+			return false;
+	}
+	return true;
+}
+
+int fw_set_config(struct fw_card *card, enum fw_config_key key, u64 value)
+{
+	const struct fw_tunable *t;
+	u8 *field;
+	u32 v32;
+
+	if ((u32)key >= FW_CFG_NUM_KEYS)
+		return -EINVAL;
+	t = &fw_tunables[key];
+	if (value < t->min || value > t->max)
+		return -EINVAL;
+	field = (u8 *)&card->cfg + t->offset;
+	if (t->size == sizeof(v32)) {
+		v32 = value;
+		memcpy(field, &v32, sizeof(v32));
+	} else {
+		memcpy(field, &value, sizeof(value));
+	}
+	return 0;
+}
+
 static bool fw_config_valid(const struct fw_config *cfg)
 {
 	return cfg->num_nodes && cfg->node < cfg->num_nodes &&
@@ -45,9 +111,8 @@ static bool fw_config_valid(const struct fw_config *cfg)
 	       cfg->rto_ns && cfg->rto_max_ns >= cfg->rto_ns &&
 	       cfg->max_retries <= FW_MAX_RETRIES_LIMIT &&
 	       cfg->atomic_table && cfg->atomic_table <= FW_ATOMIC_TABLE_LIMIT &&
-	       cfg->barrier_alg < NICOFF_BARRIER_MAX && cfg->barrier_rounds &&
-	       cfg->barrier_rounds <= FW_BARRIER_ROUNDS_LIMIT &&
-	       cfg->max_group_size && cfg->max_group_size <= FW_GROUP_SIZE_LIMIT;
+	       cfg->barrier_rounds && cfg->barrier_rounds <= FW_BARRIER_ROUNDS_LIMIT &&
+	       fw_tunables_valid(cfg);
 }
 
 /*
@@ -84,12 +149,6 @@ struct fw_card *fw_card_create(struct fw_host *host, const struct fw_config *cfg
 	card->next_msg_id = 1;
 	fw_engines_init(card);
 	return card;
-}
-
-void fw_set_unexpected(struct fw_card *card, u64 port_bytes, u64 card_bytes)
-{
-	card->cfg.unexpected_bytes = port_bytes;
-	card->cfg.card_unexpected_bytes = card_bytes;
 }
 
 void fw_card_destroy(struct fw_card *card)
@@ -294,16 +353,6 @@ int fw_cmd(struct fw_card *card, u32 port_id, const struct nicoff_cmd *cmd)
 	if (ret)
 		fw_complete(card, port_id, cmd->tag, cmd->opcode, ret, 0);
 	return ret;
-}
-
-void fw_set_max_group_size(struct fw_card *card, u32 size)
-{
-	card->cfg.max_group_size = size ? fw_min_u32(size, FW_GROUP_SIZE_LIMIT) : 1;
-}
-
-void fw_set_card_group_members(struct fw_card *card, u64 members)
-{
-	card->cfg.card_group_members = members;
 }
 
 u64 fw_poll(struct fw_card *card, u64 now)

@@ -21,6 +21,7 @@
 #define NICOFF_FW_H
 
 #include "fw_compat.h"
+#include <uapi/nicoff.h>
 
 struct fw_host;
 struct fw_card;
@@ -69,12 +70,24 @@ void fw_config_default(struct fw_config *cfg, u32 node, u32 num_nodes);
 
 /* NULL if the configuration is invalid or memory runs out. */
 struct fw_card *fw_card_create(struct fw_host *host, const struct fw_config *cfg);
+
 /*
- * Change the unexpected-message budgets (per port, per card) of a running
- * card.  Messages buffered already stay; a budget lowered below what is
- * used refuses new ones until enough are received.
+ * What a running card's host may change, each a field of struct fw_config.
+ * A value applies to what comes next: messages buffered already stay (a
+ * budget lowered below what is used refuses new ones until enough are
+ * received); groups created already keep their algorithm and size.
  */
-void fw_set_unexpected(struct fw_card *card, u64 port_bytes, u64 card_bytes);
+enum fw_config_key {
+	FW_CFG_UNEXPECTED_BYTES,	/* unexpected_bytes */
+	FW_CFG_CARD_UNEXPECTED_BYTES,	/* card_unexpected_bytes */
+	FW_CFG_MAX_GROUP_SIZE,		/* max_group_size: 1-FW_GROUP_SIZE_LIMIT */
+	FW_CFG_CARD_GROUP_MEMBERS,	/* card_group_members */
+	FW_CFG_BARRIER_ALG,		/* barrier_alg: < NICOFF_BARRIER_MAX */
+	FW_CFG_NUM_KEYS,
+};
+
+/* 0, or -EINVAL (unknown key, value out of range: nothing changes). */
+int fw_set_config(struct fw_card *card, enum fw_config_key key, u64 value);
 /* Frees everything; posts no completion. */
 void fw_card_destroy(struct fw_card *card);
 
@@ -93,51 +106,21 @@ void fw_port_detach(struct fw_card *card, u32 port);
  * when no engine has its opcode.
  */
 int fw_cmd(struct fw_card *card, u32 port, const struct nicoff_cmd *cmd);
-/*
- * Change cfg.max_group_size of a running card (clamped to its range); it
- * applies to the GROUP_CREATEs given to fw_cmd() from then on.
- */
-void fw_set_max_group_size(struct fw_card *card, u32 size);
-/*
- * Change cfg.card_group_members of a running card: a GROUP_CREATE that
- * would take the card's groups past it fails with -ENOSPC from then on.
- */
-void fw_set_card_group_members(struct fw_card *card, u64 members);
 void fw_rx(struct fw_card *card, struct fw_pkt *pkt, u32 size);
 u64 fw_poll(struct fw_card *card, u64 now);
 
-/* Per-card counters.  Bytes count headers too. */
+/*
+ * Per-card counters: the NICOFF_NL_STAT_FW entries of uapi/nicoff_lists.h,
+ * which lists and explains them all, so that every one reaches netlink.
+ */
 struct fw_stats {
-	u64 tx_pkts, tx_bytes, rx_pkts, rx_bytes;
-	u64 tx_acks, rx_acks;		/* explicit ACK packets */
-	u64 retransmits, timeouts;	/* packets sent again; RTO expiries */
-	u64 duplicates, out_of_order, crc_errors;
-	u64 unexpected, rnr_drops;	/* messages buffered; fragments refused */
-	u64 remote_errors;		/* peers' puts/gets refused here */
-	u64 conn_failures;		/* connections given up (-ETIMEDOUT) */
-	u64 stale;			/* packets of another connection epoch */
-	u64 err_replies;		/* ERR packets queued to peers */
-	u64 bad_opcodes;		/* commands refused: no engine has their opcode */
-	u64 bad_packets;		/* packets dropped: no engine has their type */
-	/* Remote atomics (atomic.c). */
-	u64 atomics;			/* executed here for peers (errors not counted) */
-	u64 atomic_replays;		/* duplicates answered from the reply table */
-	u64 atomic_refused;		/* requests beyond their sender's credit */
-	u64 atomic_stale;		/* requests below the sender's mark, dropped */
-	u64 atomic_retransmits;		/* our requests sent again */
-	u64 atomic_timeouts;		/* ours given up (-ETIMEDOUT) */
-	u64 atomic_dup_replies;		/* replies to requests no longer waiting */
-	u64 atomic_live;		/* replies held in the table now */
-	u64 atomic_table_peak;		/* most replies held at once */
-	/* Barriers (barrier.c); duplicates above count theirs too. */
-	u64 bar_msgs;			/* barrier messages sent, resends included */
-	u64 bar_nacks;			/* NACKs sent */
-	u64 bar_resends;		/* messages sent again for a NACK */
-	u64 bar_failures;		/* barriers (or creations) failed here */
-	/* Receiver not ready (msg.c); refusals here count in rnr_drops. */
-	u64 rnr_resends;		/* our messages refused, or held back, to go again */
-	u64 rnr_failures;		/* ours given up (-ENOBUFS) */
-	u64 fast_retransmits;		/* resends on the peer's out-of-order report */
+	u64
+#define NICOFF_NL_STAT_FW(attr, name)	name,
+#define NICOFF_NL_STAT_HOST(attr, name)
+#include <uapi/nicoff_lists.h>
+#undef NICOFF_NL_STAT_FW
+#undef NICOFF_NL_STAT_HOST
+	end[0];		/* closes the list */
 };
 
 void fw_get_stats(const struct fw_card *card, struct fw_stats *st);

@@ -2,6 +2,7 @@
 /* The array of emulated cards. */
 #include <linux/slab.h>
 #include <linux/ktime.h>
+#include <linux/moduleparam.h>
 
 #include "card.h"
 #include "params.h"
@@ -10,7 +11,13 @@
 struct nicoff_card *nicoff_cards;
 unsigned int nicoff_num_cards;
 
-/* The firmware's configuration, from the tunables. */
+/* GROUP_CREATE above this fails at once: a larger group cannot have distinct members. */
+static u64 nicoff_fw_group_limit(u64 max_group_size)
+{
+	return min_t(u64, max_group_size, (u64)nicoff_num_cards * nicoff_ports);
+}
+
+/* The firmware's configuration, from the tunables (read under the module's param lock). */
 static void nicoff_fw_config(struct fw_config *cfg, u32 node)
 {
 	fw_config_default(cfg, node, nicoff_num_cards);
@@ -21,9 +28,36 @@ static void nicoff_fw_config(struct fw_config *cfg, u32 node)
 	cfg->barrier_alg = READ_ONCE(nicoff_barrier_alg);
 	cfg->unexpected_bytes = READ_ONCE(nicoff_unexpected_bytes);
 	cfg->card_unexpected_bytes = READ_ONCE(nicoff_card_unexpected_bytes);
+	cfg->max_group_size = nicoff_fw_group_limit(READ_ONCE(nicoff_max_group_size));
+	cfg->card_group_members = READ_ONCE(nicoff_card_group_members);
 }
 
-int nicoff_cards_init(void)
+/*
+ * A run-time tunable changed: every card's firmware takes it now.  Called
+ * by its setter, under the module's param lock, which also keeps the
+ * cards from being created or freed meanwhile (none exist yet when the
+ * module's parameters are first parsed).
+ */
+int nicoff_cards_set_config(enum fw_config_key key, u64 value)
+{
+	unsigned int i;
+	int ret = 0;
+
+	if (key == FW_CFG_MAX_GROUP_SIZE)
+		value = nicoff_fw_group_limit(value);
+	for (i = 0; i < nicoff_num_cards && !ret; i++) {
+		struct nicoff_card *card = &nicoff_cards[i];
+
+		mutex_lock(&card->lock);
+		ret = fw_set_config(card->fw, key, value);
+		mutex_unlock(&card->lock);
+	}
+	return ret;
+}
+
+static void nicoff_cards_free(void);
+
+static int nicoff_cards_create(void)
 {
 	struct fw_config cfg;
 	unsigned int i;
@@ -52,11 +86,21 @@ int nicoff_cards_init(void)
 	}
 	return 0;
 fail:
-	nicoff_cards_exit();
+	nicoff_cards_free();
 	return -ENOMEM;
 }
 
-void nicoff_cards_exit(void)
+int nicoff_cards_init(void)
+{
+	int ret;
+
+	kernel_param_lock(THIS_MODULE);
+	ret = nicoff_cards_create();
+	kernel_param_unlock(THIS_MODULE);
+	return ret;
+}
+
+static void nicoff_cards_free(void)
 {
 	unsigned int i;
 
@@ -73,4 +117,11 @@ void nicoff_cards_exit(void)
 	kfree(nicoff_cards);
 	nicoff_cards = NULL;
 	nicoff_num_cards = 0;
+}
+
+void nicoff_cards_exit(void)
+{
+	kernel_param_lock(THIS_MODULE);
+	nicoff_cards_free();
+	kernel_param_unlock(THIS_MODULE);
 }

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * An emulated card and the card threads ("engines") that run it.  Each card
- * belongs to exactly one engine, so its protocol state has one owner; the
- * card mutex only keeps the port table stable while the engine walks it.
+ * belongs to exactly one engine, which runs its firmware; a process opening
+ * or closing a port, and netlink, take the card mutex too (see struct
+ * nicoff_card.lock).
  */
 #ifndef NICOFF_CARD_H
 #define NICOFF_CARD_H
@@ -14,6 +15,7 @@
 
 #include "fabric.h"
 #include "faults.h"
+#include "fw.h"
 
 struct nicoff_port;
 struct task_struct;
@@ -44,8 +46,10 @@ struct nicoff_card {
 	struct nicoff_engine *engine;
 	/*
 	 * Held by the engine while it runs the card's firmware and serves its
-	 * ports, and by a process opening or closing a port: so the firmware
-	 * state and the port table have one user at a time.
+	 * ports, by a process opening or closing a port or removing a memory
+	 * region, and by netlink: so the firmware state, the port table, the
+	 * ports' regions in use, the fault settings and the counters have one
+	 * user at a time.  Not the receive queue: see struct nicoff_rxq.
 	 */
 	struct mutex lock;
 	struct list_head ports;
@@ -67,6 +71,7 @@ extern unsigned int nicoff_num_cards;
 
 int nicoff_cards_init(void);
 void nicoff_cards_exit(void);
+int nicoff_cards_set_config(enum fw_config_key key, u64 value);
 
 int nicoff_engines_start(void);
 void nicoff_engines_stop(void);

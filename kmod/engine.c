@@ -40,9 +40,6 @@ static unsigned int nicoff_card_pass(struct nicoff_card *card, unsigned int budg
 	unsigned int done;
 
 	mutex_lock(&card->lock);
-	/* The budgets may change at run time; they apply from this pass. */
-	fw_set_unexpected(card->fw, READ_ONCE(nicoff_unexpected_bytes),
-			  READ_ONCE(nicoff_card_unexpected_bytes));
 	done = nicoff_fabric_deliver(card, now);
 	list_for_each_entry(port, &card->ports, node) {
 		/* What the firmware allocates for the port's commands is its owner's. */

@@ -138,6 +138,7 @@ void nicoff_fabric_send(struct nicoff_card *src, struct fw_pkt *pkt)
 /* The faults in force on a card: its own, or the global tunables. */
 void nicoff_fault_config(struct nicoff_card *card, struct fw_fault_cfg *cfg)
 {
+	lockdep_assert_held(&card->lock);
 	if (card->fault_override)
 		*cfg = card->fault_cfg;
 	else
@@ -190,6 +191,7 @@ unsigned int nicoff_fabric_deliver(struct nicoff_card *card, u64 now)
 	unsigned int n = 0;
 	LIST_HEAD(due);
 
+	lockdep_assert_held(&card->lock);
 	if (READ_ONCE(q->head_due) > now)
 		return 0;
 	spin_lock(&q->lock);

@@ -34,6 +34,7 @@ void fwos_pkt_free(struct fw_host *h, struct fw_pkt *pkt)
 
 void fwos_send(struct fw_host *h, struct fw_pkt *pkt)
 {
+	lockdep_assert_held(&h->card->lock);
 	nicoff_fabric_send(h->card, pkt);
 }
 
@@ -43,6 +44,8 @@ static struct nicoff_mr *nicoff_host_mr(struct fw_host *h, u32 port_num, u32 key
 	struct nicoff_port *port;
 	struct nicoff_mr *mr;
 
+	/* The lock keeps the port and its region from going away meanwhile. */
+	lockdep_assert_held(&h->card->lock);
 	port = port_num < nicoff_ports ? h->card->port_tab[port_num] : NULL;
 	if (!port) {
 		*err = -ECONNREFUSED;
@@ -102,6 +105,7 @@ void fwos_complete(struct fw_host *h, u32 port_num, const struct nicoff_cqe *cqe
 {
 	struct nicoff_port *port;
 
+	lockdep_assert_held(&h->card->lock);
 	port = port_num < nicoff_ports ? h->card->port_tab[port_num] : NULL;
 	if (port)
 		nicoff_port_complete_async(port, cqe);

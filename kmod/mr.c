@@ -234,15 +234,19 @@ void nicoff_mr_release_all(struct nicoff_port *port)
 	atomic_set(&port->nr_mrs, 0);
 }
 
+/* The card lock keeps the region found registered while it is used. */
 struct nicoff_mr *nicoff_mr_lookup(struct nicoff_port *port, u32 handle)
 {
+	lockdep_assert_held(&port->card->lock);
 	return xa_load(&port->mrs, handle);
 }
 
 struct nicoff_mr *nicoff_mr_lookup_rkey(struct nicoff_port *port, u32 rkey)
 {
-	struct nicoff_mr *mr = xa_load(&port->mrs, rkey & NICOFF_MR_HANDLE_MAX);
+	struct nicoff_mr *mr;
 
+	lockdep_assert_held(&port->card->lock);
+	mr = xa_load(&port->mrs, rkey & NICOFF_MR_HANDLE_MAX);
 	return mr && mr->rkey == rkey ? mr : NULL;
 }
 

@@ -58,53 +58,61 @@ static int nicoff_put_faults(struct sk_buff *skb, const struct fw_fault_cfg *cfg
 	return 0;
 }
 
-static int nicoff_put_stats(struct sk_buff *skb, struct nicoff_card *card)
+/* The counters the module's fabric keeps for a card: the list's HOST entries. */
+struct nicoff_host_stats {
+	u64
+#define NICOFF_NL_STAT_FW(attr, name)
+#define NICOFF_NL_STAT_HOST(attr, name)	name,
+#include <uapi/nicoff_lists.h>
+#undef NICOFF_NL_STAT_FW
+#undef NICOFF_NL_STAT_HOST
+	end[0];		/* closes the list */
+};
+
+static struct nicoff_host_stats nicoff_host_stats(struct nicoff_card *card)
 {
 	const struct fw_fault_counts *fc = &card->faults.counts;
-	struct nlattr *nest;
+
+	lockdep_assert_held(&card->lock);
+	return (struct nicoff_host_stats) {
+		.fault_drops = fc->drops,
+		.fault_dups = fc->dups,
+		.fault_corrupts = fc->corrupts,
+		.fault_reorders = fc->reorders,
+		.fault_delays = fc->delays,
+		.no_route = card->fabric_stats.no_route,
+	};
+}
+
+static struct fw_stats nicoff_fw_stats(struct nicoff_card *card)
+{
 	struct fw_stats st;
-	u64 list[NICOFF_NL_STAT_MAX + 1] = {};
-	int i;
 
 	fw_get_stats(card->fw, &st);
-	list[NICOFF_NL_STAT_TX_PKTS] = st.tx_pkts;
-	list[NICOFF_NL_STAT_TX_BYTES] = st.tx_bytes;
-	list[NICOFF_NL_STAT_RX_PKTS] = st.rx_pkts;
-	list[NICOFF_NL_STAT_RX_BYTES] = st.rx_bytes;
-	list[NICOFF_NL_STAT_TX_ACKS] = st.tx_acks;
-	list[NICOFF_NL_STAT_RX_ACKS] = st.rx_acks;
-	list[NICOFF_NL_STAT_RETRANSMITS] = st.retransmits;
-	list[NICOFF_NL_STAT_TIMEOUTS] = st.timeouts;
-	list[NICOFF_NL_STAT_DUPLICATES] = st.duplicates;
-	list[NICOFF_NL_STAT_OUT_OF_ORDER] = st.out_of_order;
-	list[NICOFF_NL_STAT_CRC_ERRORS] = st.crc_errors;
-	list[NICOFF_NL_STAT_UNEXPECTED] = st.unexpected;
-	list[NICOFF_NL_STAT_RNR_DROPS] = st.rnr_drops;
-	list[NICOFF_NL_STAT_REMOTE_ERRORS] = st.remote_errors;
-	list[NICOFF_NL_STAT_FAULT_DROPS] = fc->drops;
-	list[NICOFF_NL_STAT_FAULT_DUPS] = fc->dups;
-	list[NICOFF_NL_STAT_FAULT_CORRUPTS] = fc->corrupts;
-	list[NICOFF_NL_STAT_FAULT_REORDERS] = fc->reorders;
-	list[NICOFF_NL_STAT_FAULT_DELAYS] = fc->delays;
-	list[NICOFF_NL_STAT_NO_ROUTE] = card->fabric_stats.no_route;
-	list[NICOFF_NL_STAT_ATOMICS] = st.atomics;
-	list[NICOFF_NL_STAT_ATOMIC_REPLAYS] = st.atomic_replays;
-	list[NICOFF_NL_STAT_ATOMIC_REFUSED] = st.atomic_refused;
-	list[NICOFF_NL_STAT_ATOMIC_STALE] = st.atomic_stale;
-	list[NICOFF_NL_STAT_ATOMIC_RETRANSMITS] = st.atomic_retransmits;
-	list[NICOFF_NL_STAT_ATOMIC_TIMEOUTS] = st.atomic_timeouts;
-	list[NICOFF_NL_STAT_ATOMIC_TABLE_LIVE] = st.atomic_live;
-	list[NICOFF_NL_STAT_ATOMIC_TABLE_PEAK] = st.atomic_table_peak;
-	list[NICOFF_NL_STAT_BARRIER_MSGS] = st.bar_msgs;
-	list[NICOFF_NL_STAT_BARRIER_NACKS] = st.bar_nacks;
-	list[NICOFF_NL_STAT_BARRIER_RESENDS] = st.bar_resends;
-	list[NICOFF_NL_STAT_BARRIER_FAILURES] = st.bar_failures;
-	list[NICOFF_NL_STAT_FAST_RETRANSMITS] = st.fast_retransmits;
+	return st;
+}
+
+/* Every counter of uapi/nicoff_lists.h, in attribute order, one snapshot. */
+static int nicoff_put_stats(struct sk_buff *skb, struct nicoff_card *card)
+{
+	const struct fw_stats st = nicoff_fw_stats(card);
+	const struct nicoff_host_stats hs = nicoff_host_stats(card);
+	const u64 list[NICOFF_NL_STAT_MAX + 1] = {
+#define NICOFF_NL_STAT_FW(attr, name) \
+	[NICOFF_NL_STAT_##attr] = st.name,
+#define NICOFF_NL_STAT_HOST(attr, name) \
+	[NICOFF_NL_STAT_##attr] = hs.name,
+#include <uapi/nicoff_lists.h>
+#undef NICOFF_NL_STAT_FW
+#undef NICOFF_NL_STAT_HOST
+	};
+	struct nlattr *nest;
+	int i;
 
 	nest = nla_nest_start(skb, NICOFF_NL_A_STATS);
 	if (!nest)
 		return -EMSGSIZE;
-	for (i = NICOFF_NL_STAT_TX_PKTS; i <= NICOFF_NL_STAT_MAX; i++) {
+	for (i = NICOFF_NL_STAT_PAD + 1; i <= NICOFF_NL_STAT_MAX; i++) {
 		if (nla_put_u64_64bit(skb, i, list[i], NICOFF_NL_STAT_PAD)) {
 			nla_nest_cancel(skb, nest);
 			return -EMSGSIZE;

@@ -13,6 +13,7 @@
 #include <uapi/nicoff.h>
 
 #include "params.h"
+#include "card.h"
 
 unsigned int nicoff_nics = 8;
 module_param_named(nics, nicoff_nics, uint, 0444);
@@ -51,6 +52,18 @@ static int nicoff_param_set_range(const char *val, const struct kernel_param *kp
 	return 0;
 }
 
+/*
+ * A run-time tunable of the firmware: checked, stored, then handed to
+ * every card (the setter runs under the module's param lock).
+ */
+static int nicoff_param_set_fw(const char *val, const struct kernel_param *kp,
+			       unsigned int min, unsigned int max, enum fw_config_key key)
+{
+	int ret = nicoff_param_set_range(val, kp, min, max);
+
+	return ret ? ret : nicoff_cards_set_config(key, *(unsigned int *)kp->arg);
+}
+
 /* Setters of the run-time tunables, one per range. */
 static int nicoff_set_usecs(const char *val, const struct kernel_param *kp)
 {
@@ -84,7 +97,7 @@ static const struct kernel_param_ops nicoff_budget_ops = {
 
 static int nicoff_set_group_size(const char *val, const struct kernel_param *kp)
 {
-	return nicoff_param_set_range(val, kp, 1, NICOFF_MAX_GROUP_SIZE);
+	return nicoff_param_set_fw(val, kp, 1, NICOFF_MAX_GROUP_SIZE, FW_CFG_MAX_GROUP_SIZE);
 }
 
 static const struct kernel_param_ops nicoff_group_size_ops = {
@@ -94,7 +107,8 @@ static const struct kernel_param_ops nicoff_group_size_ops = {
 
 static int nicoff_set_card_members(const char *val, const struct kernel_param *kp)
 {
-	return nicoff_param_set_range(val, kp, 1, NICOFF_MAX_CARD_GROUP_MEMBERS);
+	return nicoff_param_set_fw(val, kp, 1, NICOFF_MAX_CARD_GROUP_MEMBERS,
+				   FW_CFG_CARD_GROUP_MEMBERS);
 }
 
 static const struct kernel_param_ops nicoff_card_members_ops = {
@@ -124,11 +138,23 @@ static const struct kernel_param_ops nicoff_ns_ops = {
 
 static int nicoff_set_bytes(const char *val, const struct kernel_param *kp)
 {
-	return nicoff_param_set_range(val, kp, 0, NICOFF_MAX_UNEXPECTED_BYTES);
+	return nicoff_param_set_fw(val, kp, 0, NICOFF_MAX_UNEXPECTED_BYTES,
+				   FW_CFG_UNEXPECTED_BYTES);
 }
 
 static const struct kernel_param_ops nicoff_bytes_ops = {
 	.set = nicoff_set_bytes,
+	.get = param_get_uint,
+};
+
+static int nicoff_set_card_bytes(const char *val, const struct kernel_param *kp)
+{
+	return nicoff_param_set_fw(val, kp, 0, NICOFF_MAX_UNEXPECTED_BYTES,
+				   FW_CFG_CARD_UNEXPECTED_BYTES);
+}
+
+static const struct kernel_param_ops nicoff_card_bytes_ops = {
+	.set = nicoff_set_card_bytes,
 	.get = param_get_uint,
 };
 
@@ -160,9 +186,11 @@ module_param_named(atomic_table, nicoff_atomic_table, uint, 0444);
 MODULE_PARM_DESC(atomic_table,
 		 "Remote-atomic replies each card keeps; each card may have the largest power of two <= atomic_table/nics outstanding at another (nics-1048576, default 1024)");
 
-/* Barrier algorithms by name, in enum nicoff_barrier_alg order. */
 static const char *const nicoff_barrier_names[NICOFF_BARRIER_MAX] = {
-	"auto", "pairwise", "dissemination", "tree", "central", "combining", "tournament",
+#define NICOFF_BARRIER_ALG(alg, name) \
+	[NICOFF_BARRIER_##alg] = #name,
+#include <uapi/nicoff_lists.h>
+#undef NICOFF_BARRIER_ALG
 };
 
 static int nicoff_set_barrier_alg(const char *val, const struct kernel_param *kp)
@@ -176,7 +204,7 @@ static int nicoff_set_barrier_alg(const char *val, const struct kernel_param *kp
 	else if (kstrtouint(val, 0, &v) || v >= NICOFF_BARRIER_MAX)
 		return -EINVAL;
 	WRITE_ONCE(*(unsigned int *)kp->arg, v);
-	return 0;
+	return nicoff_cards_set_config(FW_CFG_BARRIER_ALG, v);
 }
 
 static int nicoff_get_barrier_alg(char *buf, const struct kernel_param *kp)
@@ -198,7 +226,7 @@ MODULE_PARM_DESC(barrier_alg,
 
 /*
  * Kernel memory a user can make the cards hold for it without receiving:
- * see Documentation/limits.md.  Read by each card thread once a pass.
+ * see Documentation/limits.md.
  */
 unsigned int nicoff_unexpected_bytes = 4 << 20;
 module_param_cb(unexpected_bytes, &nicoff_bytes_ops, &nicoff_unexpected_bytes, 0644);
@@ -206,7 +234,8 @@ MODULE_PARM_DESC(unexpected_bytes,
 		 "Bytes of unexpected messages one port may buffer (0-1073741824, default 4194304)");
 
 unsigned int nicoff_card_unexpected_bytes = 16 << 20;
-module_param_cb(card_unexpected_bytes, &nicoff_bytes_ops, &nicoff_card_unexpected_bytes, 0644);
+module_param_cb(card_unexpected_bytes, &nicoff_card_bytes_ops, &nicoff_card_unexpected_bytes,
+		0644);
 MODULE_PARM_DESC(card_unexpected_bytes,
 		 "Bytes of unexpected messages one card may buffer, all its ports together (0-1073741824, default 16777216)");
 

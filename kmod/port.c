@@ -264,6 +264,7 @@ void nicoff_port_complete_async(struct nicoff_port *port, const struct nicoff_cq
 {
 	struct nicoff_kring *cq = &port->cq;
 
+	lockdep_assert_held(&port->card->lock);
 	port->cq_pending--;
 	if (port->error)
 		return;
@@ -338,6 +339,7 @@ unsigned int nicoff_port_service(struct nicoff_port *port, unsigned int budget, 
 	struct nicoff_kring *cmd = &port->cmd, *cq = &port->cq;
 	u32 avail, cq_used, owed, n, i, limit = nicoff_group_limit();
 
+	lockdep_assert_held(&port->card->lock);
 	if (port->error)
 		return 0;
 	if (unlikely(fw_port_remote_errors(port->card->fw, port->num, NULL) !=
@@ -380,14 +382,6 @@ unsigned int nicoff_port_service(struct nicoff_port *port, unsigned int budget, 
 		}
 		cmd->priv++;
 		if (!nicoff_exec_local(port, &c, &status, &result)) {
-			if (c.opcode == NICOFF_OP_GROUP_CREATE) {
-				/* The tunables may change at run time. */
-				if (c.group.algorithm == NICOFF_BARRIER_DEFAULT)
-					c.group.algorithm = READ_ONCE(nicoff_barrier_alg);
-				fw_set_max_group_size(port->card->fw, limit);
-				fw_set_card_group_members(port->card->fw,
-							  READ_ONCE(nicoff_card_group_members));
-			}
 			port->cq_pending++;
 			port->cmds++;
 			/* An opcode nobody runs is a bad command, as the host's refusals are. */
@@ -421,6 +415,7 @@ bool nicoff_port_has_work(struct nicoff_port *port)
 {
 	u32 avail, cq_used;
 
+	lockdep_assert_held(&port->card->lock);
 	if (port->error)
 		return false;
 	avail = READ_ONCE(port->cmd.hdr->producer) - port->cmd.priv;

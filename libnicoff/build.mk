@@ -51,8 +51,10 @@ LIBNICOFF_LIB_OBJS := $(patsubst $(LIBNICOFF_DIR)/%.cpp,$(LIBNICOFF_OBJDIR)/%.o,
 	$(LIBNICOFF_FW_OBJS)
 LIBNICOFF_FW_CPPFLAGS := -I$(TOP)/firmware-sim/host -I$(TOP)/firmware-sim -I$(TOP)/include
 
-$(LIBNICOFF_ABI_H): $(TOP)/include/uapi/nicoff.h
+# nicoff_lists.h, which the ABI header includes, goes next to it.
+$(LIBNICOFF_ABI_H): $(TOP)/include/uapi/nicoff.h $(TOP)/include/uapi/nicoff_lists.h
 	@mkdir -p $(@D)
+	cp $(TOP)/include/uapi/nicoff_lists.h $(@D)/
 	cp $< $@
 
 $(filter %.o,$(patsubst $(LIBNICOFF_DIR)/%.cpp,$(LIBNICOFF_OBJDIR)/%.o,$(LIBNICOFF_LIB_SRCS))): \

@@ -12,7 +12,8 @@ include $(TOP)/selftests/tests.mk
 SELFTEST_BINS := $(addprefix $(SELFTEST_DIR)/,$(SELFTEST_NAMES) $(SELFTEST_NAMES_NODEBUG) \
 	$(SELFTEST_NAMES_1K))
 SELFTEST_UTIL_OBJ := $(SELFTEST_DIR)/nicoff_util.o
-SELFTEST_DEPS := $(TOP)/selftests/nicoff_util.h $(TOP)/include/uapi/nicoff.h
+SELFTEST_DEPS := $(TOP)/selftests/nicoff_util.h $(TOP)/include/uapi/nicoff.h \
+	$(TOP)/include/uapi/nicoff_lists.h
 # The harness header has unused parameters and its macros compare mixed
 # signedness by design (as the kernel's own selftests build it).
 SELFTEST_CFLAGS := $(CFLAGS_USER) -Wno-unused-parameter -Wno-sign-compare \

@@ -98,6 +98,8 @@ struct nl_msg {
 
 struct card_stats {
 	uint64_t v[NICOFF_NL_STAT_MAX + 1];
+	unsigned int seen[NICOFF_NL_STAT_MAX + 1];	/* times each counter came */
+	unsigned int unknown;	/* counters beyond NICOFF_NL_STAT_MAX */
 	int global;		/* the card follows the global faults */
 };
 
@@ -232,8 +234,12 @@ static int nl_card(struct nl *nl, uint32_t card, struct card_stats *st)
 				int t = b->nla_type & NLA_TYPE_MASK;
 
 				if (t > NICOFF_NL_STAT_PAD && t <= NICOFF_NL_STAT_MAX &&
-				    b->nla_len >= NLA_HDRLEN + 8)
+				    b->nla_len >= NLA_HDRLEN + 8) {
 					memcpy(&st->v[t], (char *)b + NLA_HDRLEN, 8);
+					st->seen[t]++;
+				} else if (t > NICOFF_NL_STAT_MAX) {
+					st->unknown++;
+				}
 			}
 		} else if (type == NICOFF_NL_A_FAULTS) {
 			for_each_nla(b, in, inlen) {
@@ -2471,9 +2477,29 @@ static int child_rnr(struct chan *ch, void *arg)
 	return 0;
 }
 
+/* The counters the module reports for a card, against the ABI's list. */
+TEST_F_TIMEOUT(p2p, counters_all_reported, 60)
+{
+	struct card_stats st;
+	unsigned int card;
+
+	for (card = CARD_A; card <= CARD_B; card++) {
+		ASSERT_EQ(0, nl_card(&self->nl, card, &st));
+#define NICOFF_NL_STAT_FW(attr, name)						\
+		EXPECT_EQ(1, st.seen[NICOFF_NL_STAT_##attr])			\
+			TH_LOG("card %u: counter " #name " came %u times", card,	\
+			       st.seen[NICOFF_NL_STAT_##attr]);
+#define NICOFF_NL_STAT_HOST NICOFF_NL_STAT_FW
+#include <uapi/nicoff_lists.h>
+#undef NICOFF_NL_STAT_FW
+#undef NICOFF_NL_STAT_HOST
+		EXPECT_EQ(0, st.unknown);
+	}
+}
+
 TEST_F_TIMEOUT(p2p, receiver_not_ready, 120)
 {
-	struct card_stats s0, s1;
+	struct card_stats s0, s1, a0, a1;
 	struct nicoff_cqe cqe[RN_N];
 	struct region s;
 	struct nt_port p;
@@ -2490,6 +2516,7 @@ TEST_F_TIMEOUT(p2p, receiver_not_ready, 120)
 	}
 	ASSERT_EQ(0, from_child(&ch, &ci, sizeof(ci), TMO));
 	ASSERT_EQ(0, nl_card(&self->nl, CARD_B, &s0));
+	ASSERT_EQ(0, nl_card(&self->nl, CARD_A, &a0));
 	for (k = 0; k < RN_N; k++) {
 		struct nicoff_cmd c = cmd_send(k, CARD_B, ci.port, s.handle, k * NR_MSG, NR_MSG, k);
 
@@ -2507,6 +2534,10 @@ TEST_F_TIMEOUT(p2p, receiver_not_ready, 120)
 	TH_LOG("receiver-not-ready drops: %llu",
 	       (unsigned long long)(ST(s1, RNR_DROPS) - ST(s0, RNR_DROPS)));
 	EXPECT_LT(ST(s0, RNR_DROPS), ST(s1, RNR_DROPS));
+	/* What card B refused, card A sent again, and none gave up. */
+	ASSERT_EQ(0, nl_card(&self->nl, CARD_A, &a1));
+	EXPECT_LT(ST(a0, RNR_RESENDS), ST(a1, RNR_RESENDS));
+	EXPECT_EQ(ST(a0, RNR_FAILURES), ST(a1, RNR_FAILURES));
 	chan_close(&ch);
 	nt_port_close(&p);
 }
@@ -2563,6 +2594,8 @@ TEST_F_TIMEOUT(p2p, link_down_times_out, 120)
 	/* Every try of every packet was dropped (three ops, 1 + max_retries tries each). */
 	EXPECT_LE(s0.v[NICOFF_NL_STAT_FAULT_DROPS] + 3 * (self->max_retries + 1),
 		  s1.v[NICOFF_NL_STAT_FAULT_DROPS]);
+	/* Card A gave its connection to card B up, once per operation at least. */
+	EXPECT_LE(ST(s0, CONN_FAILURES) + 3, ST(s1, CONN_FAILURES));
 	/* Nothing reached card B's port. */
 	EXPECT_TRUE(cq_stays_empty(&b, 20));
 	EXPECT_EQ(-1, diff_byte(t.buf, t.len, GUARD));

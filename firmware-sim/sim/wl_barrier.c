@@ -150,8 +150,8 @@ static void bar_finish(struct nsim *ns)
 	nsim_metric(ns, "create_us", (double)st->t_created / 1000, "us", 1);
 	nsim_metric(ns, "chosen", (double)(st->chosen & 0xffffffff), "alg", 1);
 	nsim_metric(ns, "barrier_msgs_per_node",
-		    (double)ns->fw.bar_msgs / ns->p.nodes / (ns->p.iters + 1), "packets", 1);
-	nsim_metric(ns, "barrier_nacks", (double)ns->fw.bar_nacks, "packets", 1);
+		    (double)ns->fw.barrier_msgs / ns->p.nodes / (ns->p.iters + 1), "packets", 1);
+	nsim_metric(ns, "barrier_nacks", (double)ns->fw.barrier_nacks, "packets", 1);
 }
 
 #define BAR_WORKLOAD(sym, wname, alg, text)					\

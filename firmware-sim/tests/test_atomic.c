@@ -291,7 +291,7 @@ static void a_fadd_run(const struct fw_fault_cfg *faults, u32 table, u32 width, 
 	assert_true(target->atomic_table_peak <= 4 * fw_atomic_credit(sim_card(e.s, 1)));
 	/* Once the requesters go quiet, they tell the target: nothing is left. */
 	assert_true(sim_run_idle(e.s, sim_now(e.s) + 100 * T_SEC));
-	assert_int_equal(a_stats(&e, 1).atomic_live, 0);
+	assert_int_equal(a_stats(&e, 1).atomic_table_live, 0);
 	free(olds);
 	a_teardown(&e);
 }
@@ -364,18 +364,18 @@ static void test_retirement(void **state)
 	a_setup(&e, 2, 0, NULL);
 	assert_int_equal(a_op(&e, NICOFF_OP_FETCH_ADD, 0, 8, 1, 0), 0);
 	/* Right after the reply the entry is live: the ACK is ack_delay_ns away. */
-	assert_int_equal(a_stats(&e, 1).atomic_live, 1);
+	assert_int_equal(a_stats(&e, 1).atomic_table_live, 1);
 	assert_true(sim_run_idle(e.s, sim_now(e.s) + T_SEC));
-	assert_int_equal(a_stats(&e, 1).atomic_live, 0);
+	assert_int_equal(a_stats(&e, 1).atomic_table_live, 0);
 
 	/* Back to back: each request retires the previous reply. */
 	assert_int_equal(a_op(&e, NICOFF_OP_FETCH_ADD, 0, 8, 1, 0), 1);
 	c = t_atomic(NICOFF_OP_FETCH_ADD, 11, 1, 2, e.rkey, 0, 8, 1, 0);
 	sim_post(e.s, 0, 1, &c);
 	assert_int_equal(t_cqe(e.s, 0, 1, sim_now(e.s) + T_SEC).result, 2);
-	assert_int_equal(a_stats(&e, 1).atomic_live, 1);
+	assert_int_equal(a_stats(&e, 1).atomic_table_live, 1);
 	assert_true(sim_run_idle(e.s, sim_now(e.s) + T_SEC));
-	assert_int_equal(a_stats(&e, 1).atomic_live, 0);
+	assert_int_equal(a_stats(&e, 1).atomic_table_live, 0);
 	assert_int_equal(a_stats(&e, 1).atomic_table_peak, 1);
 	a_teardown(&e);
 }
@@ -427,7 +427,7 @@ static void a_expect(struct a_env *e, u64 word, u64 executed, u64 replays, u64 r
 	assert_int_equal(st.atomics, executed);
 	assert_int_equal(st.atomic_replays, replays);
 	assert_int_equal(st.atomic_refused, refused);
-	assert_int_equal(st.atomic_live, live);
+	assert_int_equal(st.atomic_table_live, live);
 	assert_true(st.atomic_table_peak <= fw_atomic_credit(sim_card(e->s, 1)));
 }
 
@@ -491,7 +491,7 @@ static void test_hostile_requester(void **state)
 		after = a_stats(&e, 1);
 		executed += after.atomics - before.atomics;
 		word += after.atomics - before.atomics;
-		assert_true(after.atomic_live <= 4);
+		assert_true(after.atomic_table_live <= 4);
 		assert_true(after.atomics - before.atomics <= 1);
 		assert_int_equal(e.mem[0], word);
 	}

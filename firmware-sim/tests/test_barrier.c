@@ -533,8 +533,8 @@ static void test_faults(void **state)
 			assert_int_equal(b->bad_result, 0);
 			assert_int_equal(b->finished, ns[i]);
 			t_stats_sum(b->s, &st);
-			assert_true(st.bar_nacks > 0);
-			assert_true(st.bar_resends > 0);
+			assert_true(st.barrier_nacks > 0);
+			assert_true(st.barrier_resends > 0);
 			b_free(b);
 		}
 	}
@@ -816,11 +816,17 @@ static void test_size_limit(void **state)
 	assert_int_equal(b_create_status(s, 0, 1, 1, 0, 0, mr, 0, 2, 0), -EINVAL);
 	/* At the limit the other checks apply as before. */
 	assert_int_equal(b_create_status(s, 0, 1, 1, 0, 3, mr, 16, 2, 0), -ERANGE);
-	/* Changed at run time, clamped to 1 - FW_GROUP_SIZE_LIMIT. */
-	fw_set_max_group_size(sim_card(s, 0), 0);
+	/* Changed at run time within 1 - FW_GROUP_SIZE_LIMIT; outside it refused. */
+	assert_int_equal(fw_set_config(sim_card(s, 0), FW_CFG_MAX_GROUP_SIZE, 0), -EINVAL);
+	assert_int_equal(b_create_status(s, 0, 1, 2, 0, 5, mr, 0, 2, 0), -E2BIG);
+	assert_int_equal(fw_set_config(sim_card(s, 0), FW_CFG_MAX_GROUP_SIZE, 1), 0);
 	assert_int_equal(b_create_status(s, 0, 1, 2, 0, 2, mr, 0, 2, 0), -E2BIG);
 	assert_int_equal(b_create_status(s, 0, 1, 2, 0, 1, mr, 0, 2, 0), 0);
-	fw_set_max_group_size(sim_card(s, 0), FW_U32_MAX);
+	assert_int_equal(fw_set_config(sim_card(s, 0), FW_CFG_MAX_GROUP_SIZE,
+				       FW_GROUP_SIZE_LIMIT + 1ull), -EINVAL);
+	assert_int_equal(b_create_status(s, 0, 1, 3, 0, 2, mr, 0, 2, 0), -E2BIG);
+	assert_int_equal(fw_set_config(sim_card(s, 0), FW_CFG_MAX_GROUP_SIZE,
+				       FW_GROUP_SIZE_LIMIT), 0);
 	assert_int_equal(b_create_status(s, 0, 1, 3, 0, FW_GROUP_SIZE_LIMIT + 1, mr, 0, 2, 0),
 			 -E2BIG);
 	assert_int_equal(b_create_status(s, 0, 1, 3, 0, 5, mr, 0, 2, 0), -ERANGE);
@@ -863,9 +869,9 @@ static void test_card_group_members(void **state)
 	sim_run_until(s, sim_now(s) + 3 * sim_card(s, 0)->dead_ns);
 	assert_int_equal(b_create_status(s, 0, 2, 1, 0, 1, m2, 0, 2, 0), 0);
 	/* Larger than what is left, or than the whole bound. */
-	fw_set_card_group_members(sim_card(s, 0), 4);
+	assert_int_equal(fw_set_config(sim_card(s, 0), FW_CFG_CARD_GROUP_MEMBERS, 4), 0);
 	assert_int_equal(b_create_status(s, 0, 1, 6, 0, 2, mb, 0, 2, 0), -ENOSPC);
-	fw_set_card_group_members(sim_card(s, 0), 1);
+	assert_int_equal(fw_set_config(sim_card(s, 0), FW_CFG_CARD_GROUP_MEMBERS, 1), 0);
 	assert_int_equal(b_create_status(s, 0, 1, 6, 0, 2, mb, 0, 2, 0), -ENOSPC);
 	t_finish(s);
 }

@@ -713,7 +713,8 @@ static void test_card_budget(void **state)
 	assert_int_equal(c1->unexp_used, 5 * RN_MSG + 512);
 
 	/* No card budget left at all: refused, what is buffered stays. */
-	fw_set_unexpected(c1, 4 * RN_MSG, 0);
+	assert_int_equal(fw_set_config(c1, FW_CFG_UNEXPECTED_BYTES, 4 * RN_MSG), 0);
+	assert_int_equal(fw_set_config(c1, FW_CFG_CARD_UNEXPECTED_BYTES, 0), 0);
 	t0 = sim_now(s);
 	t_post(s, 0, 0, t_send(9, 1, 3, ma, 0, 0, 9));
 	q = t_cqe(s, 0, 0, t0 + budget + cfg.fw.rto_max_ns + 10 * T_MS);

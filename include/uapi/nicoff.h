@@ -162,15 +162,11 @@ struct nicoff_op_atomic {
 	__u64 reserved;
 };
 
-/* Barrier algorithms (struct nicoff_op_group.algorithm). */
+/* Barrier algorithms (struct nicoff_op_group.algorithm): see nicoff_lists.h. */
 enum nicoff_barrier_alg {
-	NICOFF_BARRIER_AUTO = 0,	/* the card times the candidates, keeps the best */
-	NICOFF_BARRIER_PAIRWISE = 1,	/* pairwise exchange */
-	NICOFF_BARRIER_DISSEMINATION = 2,
-	NICOFF_BARRIER_TREE = 3,	/* gather-broadcast tree of degree @param */
-	NICOFF_BARRIER_CENTRAL = 4,	/* central counter */
-	NICOFF_BARRIER_COMBINING = 5,	/* combining tree of fan-in @param */
-	NICOFF_BARRIER_TOURNAMENT = 6,
+#define NICOFF_BARRIER_ALG(alg, name)	NICOFF_BARRIER_##alg,
+#include "nicoff_lists.h"
+#undef NICOFF_BARRIER_ALG
 	NICOFF_BARRIER_MAX,
 };
 
@@ -337,39 +333,11 @@ enum nicoff_nl_attr {
 enum nicoff_nl_stat {
 	NICOFF_NL_STAT_UNSPEC,
 	NICOFF_NL_STAT_PAD,
-	NICOFF_NL_STAT_TX_PKTS,
-	NICOFF_NL_STAT_TX_BYTES,
-	NICOFF_NL_STAT_RX_PKTS,
-	NICOFF_NL_STAT_RX_BYTES,
-	NICOFF_NL_STAT_TX_ACKS,
-	NICOFF_NL_STAT_RX_ACKS,
-	NICOFF_NL_STAT_RETRANSMITS,
-	NICOFF_NL_STAT_TIMEOUTS,
-	NICOFF_NL_STAT_DUPLICATES,
-	NICOFF_NL_STAT_OUT_OF_ORDER,
-	NICOFF_NL_STAT_CRC_ERRORS,
-	NICOFF_NL_STAT_UNEXPECTED,
-	NICOFF_NL_STAT_RNR_DROPS,
-	NICOFF_NL_STAT_REMOTE_ERRORS,
-	NICOFF_NL_STAT_FAULT_DROPS,
-	NICOFF_NL_STAT_FAULT_DUPS,
-	NICOFF_NL_STAT_FAULT_CORRUPTS,
-	NICOFF_NL_STAT_FAULT_REORDERS,
-	NICOFF_NL_STAT_FAULT_DELAYS,
-	NICOFF_NL_STAT_NO_ROUTE,
-	NICOFF_NL_STAT_ATOMICS,			/* remote atomics executed here */
-	NICOFF_NL_STAT_ATOMIC_REPLAYS,		/* duplicates answered from the reply table */
-	NICOFF_NL_STAT_ATOMIC_REFUSED,		/* requests beyond their sender's credit */
-	NICOFF_NL_STAT_ATOMIC_STALE,		/* requests below their sender's mark */
-	NICOFF_NL_STAT_ATOMIC_RETRANSMITS,	/* this card's requests sent again */
-	NICOFF_NL_STAT_ATOMIC_TIMEOUTS,		/* this card's atomics given up */
-	NICOFF_NL_STAT_ATOMIC_TABLE_LIVE,	/* replies held in the table now */
-	NICOFF_NL_STAT_ATOMIC_TABLE_PEAK,	/* most replies held at once */
-	NICOFF_NL_STAT_BARRIER_MSGS,		/* barrier messages sent, resends included */
-	NICOFF_NL_STAT_BARRIER_NACKS,		/* barrier NACKs sent */
-	NICOFF_NL_STAT_BARRIER_RESENDS,		/* barrier messages sent again for a NACK */
-	NICOFF_NL_STAT_BARRIER_FAILURES,	/* barriers or group creations failed */
-	NICOFF_NL_STAT_FAST_RETRANSMITS,	/* resends on a peer's out-of-order report */
+#define NICOFF_NL_STAT_FW(attr, name)	NICOFF_NL_STAT_##attr,
+#define NICOFF_NL_STAT_HOST(attr, name)	NICOFF_NL_STAT_##attr,
+#include "nicoff_lists.h"
+#undef NICOFF_NL_STAT_FW
+#undef NICOFF_NL_STAT_HOST
 	__NICOFF_NL_STAT_MAX,
 };
 

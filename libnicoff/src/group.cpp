@@ -5,6 +5,7 @@
 
 #include <nicoff/group.hpp>
 
+#include <array>
 #include <atomic>
 #include <charconv>
 #include <new>
@@ -14,8 +15,13 @@ namespace nicoff {
 
 namespace {
 
-constexpr std::string_view alg_names[] = {"auto",    "pairwise",  "dissemination", "tree",
-                                          "central", "combining", "tournament"};
+constexpr std::array<std::string_view, NICOFF_BARRIER_MAX> alg_names = [] {
+    std::array<std::string_view, NICOFF_BARRIER_MAX> n{};
+#define NICOFF_BARRIER_ALG(alg, name) n[NICOFF_BARRIER_##alg] = #name;
+#include <nicoff/nicoff_lists.h>
+#undef NICOFF_BARRIER_ALG
+    return n;
+}();
 
 std::atomic<std::uint32_t> job_groups{0};
 

@@ -39,41 +39,14 @@ struct KernelError : std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 
+// Every counter's name by attribute, from the one list in the ABI header.
 constexpr std::array<const char *, NICOFF_NL_STAT_MAX + 1> stat_names = [] {
     std::array<const char *, NICOFF_NL_STAT_MAX + 1> n{};
-    n[NICOFF_NL_STAT_TX_PKTS] = "tx_pkts";
-    n[NICOFF_NL_STAT_TX_BYTES] = "tx_bytes";
-    n[NICOFF_NL_STAT_RX_PKTS] = "rx_pkts";
-    n[NICOFF_NL_STAT_RX_BYTES] = "rx_bytes";
-    n[NICOFF_NL_STAT_TX_ACKS] = "tx_acks";
-    n[NICOFF_NL_STAT_RX_ACKS] = "rx_acks";
-    n[NICOFF_NL_STAT_RETRANSMITS] = "retransmits";
-    n[NICOFF_NL_STAT_TIMEOUTS] = "timeouts";
-    n[NICOFF_NL_STAT_DUPLICATES] = "duplicates";
-    n[NICOFF_NL_STAT_OUT_OF_ORDER] = "out_of_order";
-    n[NICOFF_NL_STAT_CRC_ERRORS] = "crc_errors";
-    n[NICOFF_NL_STAT_UNEXPECTED] = "unexpected";
-    n[NICOFF_NL_STAT_RNR_DROPS] = "rnr_drops";
-    n[NICOFF_NL_STAT_REMOTE_ERRORS] = "remote_errors";
-    n[NICOFF_NL_STAT_FAULT_DROPS] = "fault_drops";
-    n[NICOFF_NL_STAT_FAULT_DUPS] = "fault_dups";
-    n[NICOFF_NL_STAT_FAULT_CORRUPTS] = "fault_corrupts";
-    n[NICOFF_NL_STAT_FAULT_REORDERS] = "fault_reorders";
-    n[NICOFF_NL_STAT_FAULT_DELAYS] = "fault_delays";
-    n[NICOFF_NL_STAT_NO_ROUTE] = "no_route";
-    n[NICOFF_NL_STAT_ATOMICS] = "atomics";
-    n[NICOFF_NL_STAT_ATOMIC_REPLAYS] = "atomic_replays";
-    n[NICOFF_NL_STAT_ATOMIC_REFUSED] = "atomic_refused";
-    n[NICOFF_NL_STAT_ATOMIC_STALE] = "atomic_stale";
-    n[NICOFF_NL_STAT_ATOMIC_RETRANSMITS] = "atomic_retransmits";
-    n[NICOFF_NL_STAT_ATOMIC_TIMEOUTS] = "atomic_timeouts";
-    n[NICOFF_NL_STAT_ATOMIC_TABLE_LIVE] = "atomic_table_live";
-    n[NICOFF_NL_STAT_ATOMIC_TABLE_PEAK] = "atomic_table_peak";
-    n[NICOFF_NL_STAT_BARRIER_MSGS] = "barrier_msgs";
-    n[NICOFF_NL_STAT_BARRIER_NACKS] = "barrier_nacks";
-    n[NICOFF_NL_STAT_BARRIER_RESENDS] = "barrier_resends";
-    n[NICOFF_NL_STAT_BARRIER_FAILURES] = "barrier_failures";
-    n[NICOFF_NL_STAT_FAST_RETRANSMITS] = "fast_retransmits";
+#define NICOFF_NL_STAT_FW(attr, name) n[NICOFF_NL_STAT_##attr] = #name;
+#define NICOFF_NL_STAT_HOST(attr, name) n[NICOFF_NL_STAT_##attr] = #name;
+#include <nicoff/nicoff_lists.h>
+#undef NICOFF_NL_STAT_FW
+#undef NICOFF_NL_STAT_HOST
     return n;
 }();
 
@@ -243,14 +216,19 @@ int run(int argc, char **argv) {
         return 0;
     }
     if (cmd == "get-stat" && argc == 4) {
+        const std::string_view name = argv[3];
+        int attr = NICOFF_NL_STAT_PAD + 1;
+        while (attr <= NICOFF_NL_STAT_MAX && name != stat_names[attr])
+            attr++;
+        if (attr > NICOFF_NL_STAT_MAX)
+            throw UsageError("unknown counter: " + std::string(name));
         const auto r =
             fam.request(NICOFF_NL_CMD_GET_CARD, 0, put_card(parse_u32(argv[2], "card"))).at(0);
-        for (const auto &[attr, v] : r.stats)
-            if (std::string_view(argv[3]) == stat_names[attr]) {
-                std::printf("%llu\n", static_cast<unsigned long long>(v));
-                return 0;
-            }
-        throw UsageError(std::string("unknown counter: ") + argv[3]);
+        const auto it = r.stats.find(attr);
+        if (it == r.stats.end())
+            throw KernelError("the module does not report " + std::string(name));
+        std::printf("%llu\n", static_cast<unsigned long long>(it->second));
+        return 0;
     }
     if (cmd == "faults") {
         std::optional<std::uint32_t> card;

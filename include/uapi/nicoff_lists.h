@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: GPL-2.0 WITH Linux-syscall-note */
+/*
+ * The nicoff ABI's lists, each defined once here and expanded wherever it
+ * is needed: define the entry macros of a list, include this file, undefine
+ * them (nicoff.h does so for its enums).  No include guard on purpose.
+ */
+
+/*
+ * The per-card counters (u64), in attribute order from NICOFF_NL_STAT_TX_PKTS:
+ * append only, the numbers are ABI.  NICOFF_NL_STAT_FW(ATTR, name) is kept
+ * by the card's firmware (struct fw_stats), NICOFF_NL_STAT_HOST(ATTR, name)
+ * by the module's fabric (its fault injector and routing);
+ * NICOFF_NL_STAT_<ATTR> is the attribute, name what tools call it.  Bytes
+ * count headers too.
+ */
+#if defined(NICOFF_NL_STAT_FW) && defined(NICOFF_NL_STAT_HOST)
+NICOFF_NL_STAT_FW(TX_PKTS, tx_pkts)
+NICOFF_NL_STAT_FW(TX_BYTES, tx_bytes)
+NICOFF_NL_STAT_FW(RX_PKTS, rx_pkts)
+NICOFF_NL_STAT_FW(RX_BYTES, rx_bytes)
+NICOFF_NL_STAT_FW(TX_ACKS, tx_acks)			/* explicit ACK packets */
+NICOFF_NL_STAT_FW(RX_ACKS, rx_acks)
+NICOFF_NL_STAT_FW(RETRANSMITS, retransmits)		/* packets sent again */
+NICOFF_NL_STAT_FW(TIMEOUTS, timeouts)			/* retransmission timer expiries */
+NICOFF_NL_STAT_FW(DUPLICATES, duplicates)		/* barriers' too */
+NICOFF_NL_STAT_FW(OUT_OF_ORDER, out_of_order)
+NICOFF_NL_STAT_FW(CRC_ERRORS, crc_errors)
+NICOFF_NL_STAT_FW(UNEXPECTED, unexpected)		/* messages buffered */
+NICOFF_NL_STAT_FW(RNR_DROPS, rnr_drops)			/* fragments refused */
+NICOFF_NL_STAT_FW(REMOTE_ERRORS, remote_errors)		/* peers' puts and gets refused here */
+NICOFF_NL_STAT_HOST(FAULT_DROPS, fault_drops)
+NICOFF_NL_STAT_HOST(FAULT_DUPS, fault_dups)
+NICOFF_NL_STAT_HOST(FAULT_CORRUPTS, fault_corrupts)
+NICOFF_NL_STAT_HOST(FAULT_REORDERS, fault_reorders)
+NICOFF_NL_STAT_HOST(FAULT_DELAYS, fault_delays)
+NICOFF_NL_STAT_HOST(NO_ROUTE, no_route)
+NICOFF_NL_STAT_FW(ATOMICS, atomics)			/* remote atomics executed here for peers */
+NICOFF_NL_STAT_FW(ATOMIC_REPLAYS, atomic_replays)	/* duplicates answered from the table */
+NICOFF_NL_STAT_FW(ATOMIC_REFUSED, atomic_refused)	/* requests beyond their sender's credit */
+NICOFF_NL_STAT_FW(ATOMIC_STALE, atomic_stale)		/* requests below their sender's mark */
+NICOFF_NL_STAT_FW(ATOMIC_RETRANSMITS, atomic_retransmits) /* this card's requests sent again */
+NICOFF_NL_STAT_FW(ATOMIC_TIMEOUTS, atomic_timeouts)	/* this card's atomics given up */
+NICOFF_NL_STAT_FW(ATOMIC_TABLE_LIVE, atomic_table_live)	/* replies held in the table now */
+NICOFF_NL_STAT_FW(ATOMIC_TABLE_PEAK, atomic_table_peak)	/* most replies held at once */
+NICOFF_NL_STAT_FW(BARRIER_MSGS, barrier_msgs)		/* barrier messages sent, resends too */
+NICOFF_NL_STAT_FW(BARRIER_NACKS, barrier_nacks)		/* barrier NACKs sent */
+NICOFF_NL_STAT_FW(BARRIER_RESENDS, barrier_resends)	/* barrier messages sent again for a NACK */
+NICOFF_NL_STAT_FW(BARRIER_FAILURES, barrier_failures)	/* barriers or group creations failed */
+NICOFF_NL_STAT_FW(FAST_RETRANSMITS, fast_retransmits)	/* on a peer's out-of-order report */
+NICOFF_NL_STAT_FW(CONN_FAILURES, conn_failures)		/* connections given up (ETIMEDOUT) */
+NICOFF_NL_STAT_FW(STALE, stale)				/* packets of another connection epoch */
+NICOFF_NL_STAT_FW(ERR_REPLIES, err_replies)		/* ERR packets queued to peers */
+NICOFF_NL_STAT_FW(ATOMIC_DUP_REPLIES, atomic_dup_replies) /* to requests no longer waiting */
+NICOFF_NL_STAT_FW(RNR_RESENDS, rnr_resends)		/* ours refused or held back, to go again */
+NICOFF_NL_STAT_FW(RNR_FAILURES, rnr_failures)		/* ours given up (ENOBUFS) */
+NICOFF_NL_STAT_FW(BAD_OPCODES, bad_opcodes)		/* commands of no engine's opcode */
+NICOFF_NL_STAT_FW(BAD_PACKETS, bad_packets)		/* packets of no engine's type */
+#endif
+
+/*
+ * Barrier algorithms in number order from 0: append only, the numbers are
+ * ABI.  NICOFF_BARRIER_ALG(ALG, name) is NICOFF_BARRIER_<ALG>, and name what
+ * the module's barrier_alg tunable, libnicoff and the tools call it.
+ */
+#ifdef NICOFF_BARRIER_ALG
+NICOFF_BARRIER_ALG(AUTO, auto)			/* the card times the others, keeps the best */
+NICOFF_BARRIER_ALG(PAIRWISE, pairwise)		/* pairwise exchange */
+NICOFF_BARRIER_ALG(DISSEMINATION, dissemination)
+NICOFF_BARRIER_ALG(TREE, tree)			/* gather-broadcast tree of degree @param */
+NICOFF_BARRIER_ALG(CENTRAL, central)		/* central counter */
+NICOFF_BARRIER_ALG(COMBINING, combining)		/* combining tree of fan-in @param */
+NICOFF_BARRIER_ALG(TOURNAMENT, tournament)
+#endif
