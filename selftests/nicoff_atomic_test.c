@@ -132,12 +132,12 @@ static int fadd_child(void *argp, int i)
 	if (!cmds || !out || nt_port_open(&p, req_cards[i], NICOFF_PORT_ANY, 256, 256))
 		return 2;
 	for (j = 0; j < k; j++) {
-		at_make(&cmds[3 * j], NICOFF_OP_FETCH_ADD, 3 * j, TARGET_CARD,
-			self->target.po.port, self->rkey, OFF_FADD64, 8, 1, 0);
-		at_make(&cmds[3 * j + 1], NICOFF_OP_FETCH_ADD, 3 * j + 1, TARGET_CARD,
-			self->target.po.port, self->rkey, OFF_FADD32, 4, 1, 0);
-		at_make(&cmds[3 * j + 2], NICOFF_OP_FETCH_ADD, 3 * j + 2, TARGET_CARD,
-			self->target.po.port, self->rkey, OFF_MIXED, 8, 1, 0);
+		nicoff_prep_fetch_add(&cmds[3 * j], TARGET_CARD, self->target.po.port, self->rkey,
+				      OFF_FADD64, 8, 1, 3 * j);
+		nicoff_prep_fetch_add(&cmds[3 * j + 1], TARGET_CARD, self->target.po.port,
+				      self->rkey, OFF_FADD32, 4, 1, 3 * j + 1);
+		nicoff_prep_fetch_add(&cmds[3 * j + 2], TARGET_CARD, self->target.po.port,
+				      self->rkey, OFF_MIXED, 8, 1, 3 * j + 2);
 	}
 	if (at_pipeline(&p, cmds, n, 8, out, NULL, NULL, 60000))
 		return 3;
@@ -238,8 +238,7 @@ static int hist_child(void *argp, int i)
 	for (j = 0; j < HIST_K; j++) {
 		uint64_t *h = hist(self, i, j), v = 1 + i * HIST_K + j;
 
-		at_make(&c, NICOFF_OP_FETCH_WRITE, j, TARGET_CARD, port, self->rkey, OFF_SWAP, 8,
-			v, 0);
+		nicoff_prep_fetch_write(&c, TARGET_CARD, port, self->rkey, OFF_SWAP, 8, v, j);
 		h[1] = nt_now_ns();
 		if (nt_run_one(&p, &c, &q, 60000) || q.status)
 			return 3;
@@ -252,8 +251,8 @@ static int hist_child(void *argp, int i)
 
 		if (ops >= 4 * HIST_K)
 			return 4;
-		at_make(&c, NICOFF_OP_COMPARE_SWAP, ops, TARGET_CARD, port, self->rkey, OFF_CAS, 4,
-			cur + 1, cur);
+		nicoff_prep_compare_swap(&c, TARGET_CARD, port, self->rkey, OFF_CAS, 4, cur,
+					 cur + 1, ops);
 		h[1] = nt_now_ns();
 		if (nt_run_one(&p, &c, &q, 60000) || q.status)
 			return 5;
@@ -444,8 +443,8 @@ static int flood_child(void *argp, int i)
 	if (!cmds || !out || nt_port_open(&p, req_cards[i], NICOFF_PORT_ANY, 4096, 4096))
 		return 2;
 	for (j = 0; j < FLOOD_N; j++)
-		at_make(&cmds[j], NICOFF_OP_FETCH_ADD, j, TARGET_CARD, self->target.po.port,
-			self->rkey, OFF_CREDIT, 8, 1, 0);
+		nicoff_prep_fetch_add(&cmds[j], TARGET_CARD, self->target.po.port, self->rkey,
+				      OFF_CREDIT, 8, 1, j);
 	/* Everything at once: far beyond the credit. */
 	if (at_pipeline(&p, cmds, FLOOD_N, FLOOD_N, out, NULL, NULL, 60000))
 		return 3;
@@ -545,8 +544,9 @@ TEST_F_TIMEOUT(atomic, bad_input, 120)
 	};
 
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		at_make(&c, cases[i].op, i, cases[i].card, cases[i].port, cases[i].rkey,
-			cases[i].off, cases[i].width, cases[i].operand, cases[i].compare);
+		nicoff_prep_atomic(&c, cases[i].op, cases[i].card, cases[i].port, cases[i].rkey,
+				   cases[i].off, cases[i].width, cases[i].operand, cases[i].compare,
+				   i);
 		c.atomic.reserved = cases[i].reserved;
 		ASSERT_EQ(0, nt_run_one(&p, &c, &q, 10000));
 		EXPECT_EQ(i, q.tag);
@@ -569,7 +569,7 @@ TEST_F_TIMEOUT(atomic, bad_input, 120)
 	EXPECT_EQ(p.po.port, ev[0].src_port);
 
 	/* And the aligned word at offset 7 works. */
-	at_make(&c, NICOFF_OP_FETCH_ADD, 99, 1, port, r.rkey, 7, 8, 5, 0);
+	nicoff_prep_fetch_add(&c, 1, port, r.rkey, 7, 8, 5, 99);
 	ASSERT_EQ(0, nt_run_one(&p, &c, &q, 10000));
 	EXPECT_EQ(0, q.status);
 	EXPECT_EQ(*(uint64_t *)(self->mem + 4096 + 8) - 5, q.result);
@@ -589,8 +589,8 @@ static int doomed_child(void *argp, int i)
 	if (nt_port_open(&p, 2, NICOFF_PORT_ANY, 4096, 4096))
 		return 2;
 	for (j = 0; j < 4000; j++) {
-		at_make(&c, NICOFF_OP_FETCH_ADD, j, TARGET_CARD, self->target.po.port, self->rkey,
-			OFF_CREDIT, 8, 1, 0);
+		nicoff_prep_fetch_add(&c, TARGET_CARD, self->target.po.port, self->rkey, OFF_CREDIT,
+				      8, 1, j);
 		nt_cmd_write(&p, &c);
 	}
 	nt_publish(&p);
@@ -629,8 +629,8 @@ TEST_F_TIMEOUT(atomic, requester_killed, 120)
 
 	/* The card serves the next requester on the same card. */
 	ASSERT_EQ(0, nt_port_open(&p, 2, NICOFF_PORT_ANY, 64, 64));
-	at_make(&c, NICOFF_OP_FETCH_ADD, 1, TARGET_CARD, self->target.po.port, self->rkey,
-		OFF_CREDIT, 8, 1, 0);
+	nicoff_prep_fetch_add(&c, TARGET_CARD, self->target.po.port, self->rkey, OFF_CREDIT, 8, 1,
+			      1);
 	ASSERT_EQ(0, nt_run_one(&p, &c, &q, 10000));
 	EXPECT_EQ(0, q.status);
 	EXPECT_EQ(executed, q.result);

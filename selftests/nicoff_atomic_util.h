@@ -209,22 +209,6 @@ static inline int at_reap(pid_t pid)
 
 /* --------------------------------------------------------------- atomics -- */
 
-static inline void at_make(struct nicoff_cmd *c, uint8_t opcode, uint64_t tag, uint32_t card,
-			   uint32_t port, uint32_t rkey, uint64_t off, uint32_t width,
-			   uint64_t operand, uint64_t compare)
-{
-	memset(c, 0, sizeof(*c));
-	c->opcode = opcode;
-	c->tag = tag;
-	c->atomic.dst_card = card;
-	c->atomic.dst_port = port;
-	c->atomic.rkey = rkey;
-	c->atomic.remote_off = off;
-	c->atomic.width = width;
-	c->atomic.operand = operand;
-	c->atomic.compare = compare;
-}
-
 /*
  * Run cmds[0..n) with at most @depth in flight; the completion of the
  * command tagged i goes to out[i] (tags must be 0..n-1) and, if t_inv /

@@ -158,7 +158,7 @@ TEST_F(fork, fork_semantics)
 	ASSERT_TRUE(sync_recv(self->to_parent[0]));
 	/* The parent writes its source after the fork: the card sees that. */
 	memset(self->src, 0x5e, PAGE);
-	nt_make_copy(&c, 1, self->hs, 0, self->hd, 0, LEN);
+	nicoff_prep_copy(&c, self->hs, 0, self->hd, 0, LEN, 1);
 	ASSERT_EQ(0, nt_run_one(&self->p, &c, &cqe, TMO));
 	EXPECT_EQ(0, cqe.status);
 	EXPECT_EQ(LEN, cqe.result);
@@ -200,7 +200,7 @@ TEST_F(fork, child_writes_invisible)
 	ASSERT_TRUE(sync_recv(self->to_parent[0]));
 	for (i = 0; i < 50; i++) {
 		memset(self->src, i, LEN);
-		nt_make_copy(&c, i, self->hs, 0, self->hd, 0, LEN);
+		nicoff_prep_copy(&c, self->hs, 0, self->hd, 0, LEN, i);
 		ASSERT_EQ(0, nt_run_one(&self->p, &c, &cqe, TMO));
 		ASSERT_EQ(0, cqe.status);
 		ASSERT_TRUE(all_bytes(self->dst, LEN, i)) TH_LOG("round %u: %#x", i, self->dst[0]);

@@ -1277,7 +1277,7 @@ static void fz_act_garbage(void)
 		/* Claims completions the card never produced, then a command. */
 		v = f->p.cq_cons + f->cq_entries + 1 + rn(1u << 30);
 		nt_store_release(&f->p.cq_hdr->consumer, v);
-		nt_make_nop(&c, (uint64_t)f->serial << 32 | f->seq);
+		nicoff_prep_nop(&c, (uint64_t)f->serial << 32 | f->seq);
 		f->op[f->seq] = NICOFF_OP_NOP;
 		f->allowed[f->seq] = E(0);
 		f->ep[f->seq++] = f->epoch;
@@ -1838,27 +1838,26 @@ static void *fz_race_io(void *arg)
 		if (n > space)
 			n = space;
 		for (i = 0; i < n; i++) {
-			uint32_t last = __atomic_load_n(&r->last, __ATOMIC_ACQUIRE);
+			uint32_t last = __atomic_load_n(&r->last, __ATOMIC_ACQUIRE), rkey;
 			struct nicoff_cmd c;
+			uint8_t op;
 
 			switch (fz_race_rn(&rs, 3)) {
 			case 0:
-				nt_make_nop(&c, ++tag);
+				nicoff_prep_nop(&c, ++tag);
 				break;
 			case 1:
-				nt_make_copy(&c, ++tag, last - fz_race_rn(&rs, 3),
-					     fz_race_rn(&rs, PAGE), last + fz_race_rn(&rs, 2),
-					     fz_race_rn(&rs, PAGE), fz_race_rn(&rs, PAGE));
+				nicoff_prep_copy(&c, last - fz_race_rn(&rs, 3),
+						 fz_race_rn(&rs, PAGE), last + fz_race_rn(&rs, 2),
+						 fz_race_rn(&rs, PAGE), fz_race_rn(&rs, PAGE),
+						 ++tag);
 				break;
 			default:
-				memset(&c, 0, sizeof(c));
-				c.opcode = fz_race_rn(&rs, 2) ? NICOFF_OP_PUT : NICOFF_OP_GET;
-				c.tag = ++tag;
-				c.rdma.dst_card = p->card;
-				c.rdma.dst_port = p->po.port;
-				c.rdma.rkey = (uint32_t)nt_rand64(&rs);
-				c.rdma.mr = last;
-				c.rdma.len = fz_race_rn(&rs, PAGE);
+				/* Drawn in this order, as the test always drew them. */
+				op = fz_race_rn(&rs, 2) ? NICOFF_OP_PUT : NICOFF_OP_GET;
+				rkey = (uint32_t)nt_rand64(&rs);
+				nicoff_prep_rdma(&c, op, p->card, p->po.port, rkey, 0, last, 0,
+						 fz_race_rn(&rs, PAGE), ++tag);
 				break;
 			}
 			nt_cmd_write(p, &c);
@@ -2404,7 +2403,7 @@ static int fz_nop_round_trip(struct nt_port *p, uint64_t tag, int ms)
 	struct nicoff_cmd c;
 	int ret;
 
-	nt_make_nop(&c, tag);
+	nicoff_prep_nop(&c, tag);
 	ret = nt_submit(p, &c, 1);
 	if (ret)
 		return ret;

@@ -55,7 +55,7 @@ static int good_nop(struct nt_port *p, uint64_t tag)
 	struct nicoff_cqe cqe;
 	int ret;
 
-	nt_make_nop(&c, tag);
+	nicoff_prep_nop(&c, tag);
 	ret = nt_run_one(p, &c, &cqe, TMO);
 	if (ret)
 		return ret;
@@ -102,7 +102,7 @@ static void check_error_state(struct __test_metadata *_metadata, FIXTURE_DATA(ho
 	}
 	/* The card ignores the port from now on. */
 	prod = nt_load_acquire(&self->bad.cq_hdr->producer);
-	nt_make_nop(&c, 77);
+	nicoff_prep_nop(&c, 77);
 	self->bad.cmd_prod = nt_load_acquire(&self->bad.cmd_hdr->consumer);
 	nt_cmd_write(&self->bad, &c);
 	nt_publish(&self->bad);
@@ -128,7 +128,7 @@ static void warm_up(struct __test_metadata *_metadata, FIXTURE_DATA(hostile) *se
 	/* A registered region must be released with the broken port. */
 	ASSERT_EQ(0, nt_reg_mr(self->bad.fd, buf, sizeof(buf), NICOFF_ACCESS_LOCAL_WRITE, NULL));
 	for (i = 0; i < 40; i++)
-		nt_make_nop(&c[i], i);
+		nicoff_prep_nop(&c[i], i);
 	ASSERT_EQ(0, nt_submit(&self->bad, c, 40));
 	ASSERT_EQ(40, nt_wait_cqes(&self->bad, NULL, 40, TMO));
 	ASSERT_EQ(0, good_nop(&self->good, ++self->good_tag));
@@ -171,7 +171,7 @@ TEST_F(hostile, producer_full_ring_is_legal)
 
 	warm_up(_metadata, self);
 	for (i = 0; i < 64; i++)
-		nt_make_nop(&c[i], 1000 + i);
+		nicoff_prep_nop(&c[i], 1000 + i);
 	ASSERT_EQ(0, nt_submit(&self->bad, c, 64));
 	ASSERT_EQ(64, nt_wait_cqes(&self->bad, NULL, 64, TMO));
 	EXPECT_FALSE(nt_cq_flags(&self->bad) & NICOFF_RING_ERROR);
@@ -185,7 +185,7 @@ TEST_F(hostile, completion_consumer_ahead)
 	/* Claim five completions more than the card produced ... */
 	nt_store_release(&self->bad.cq_hdr->consumer, self->bad.cq_cons + 5);
 	/* ... and give the card a reason to look at the ring. */
-	nt_make_nop(&c, 1);
+	nicoff_prep_nop(&c, 1);
 	nt_cmd_write(&self->bad, &c);
 	nt_publish(&self->bad);
 	nt_doorbell(&self->bad);
@@ -198,7 +198,7 @@ TEST_F(hostile, completion_consumer_huge)
 
 	warm_up(_metadata, self);
 	nt_store_release(&self->bad.cq_hdr->consumer, self->bad.cq_cons + 0x7fffffffu);
-	nt_make_nop(&c, 1);
+	nicoff_prep_nop(&c, 1);
 	nt_cmd_write(&self->bad, &c);
 	nt_publish(&self->bad);
 	nt_doorbell(&self->bad);
@@ -216,7 +216,7 @@ TEST_F(hostile, error_with_full_completion_ring)
 
 	warm_up(_metadata, self);
 	for (i = 0; i < 64; i++)
-		nt_make_nop(&c[i], 5000 + i);
+		nicoff_prep_nop(&c[i], 5000 + i);
 	ASSERT_EQ(0, nt_submit(&self->bad, c, 64));
 	for (i = 0; i < 500 && nt_cq_ready(&self->bad) < 64; i++)
 		nt_sleep_ms(10);
@@ -241,7 +241,7 @@ TEST_F(hostile, bystander_under_load)
 	warm_up(_metadata, self);
 	for (round = 0; round < 20; round++) {
 		for (i = 0; i < 32; i++)
-			nt_make_nop(&c[i], round * 32 + i);
+			nicoff_prep_nop(&c[i], round * 32 + i);
 		ASSERT_EQ(0, nt_submit(&self->good, c, 32));
 		if (round == 10)
 			publish_garbage(&self->bad, self->bad.cmd_prod + 1000);

@@ -204,22 +204,6 @@ struct child {
 	uint64_t ring_used;		/* pages charged for rings */
 };
 
-static struct nicoff_cmd cmd_send(uint64_t tag, uint32_t card, uint32_t port, uint32_t mr,
-				  uint64_t len)
-{
-	struct nicoff_cmd c;
-
-	memset(&c, 0, sizeof(c));
-	c.opcode = NICOFF_OP_SEND;
-	c.tag = tag;
-	c.send.dst_card = card;
-	c.send.dst_port = port;
-	c.send.mr = mr;
-	c.send.len = len;
-	c.send.msg_tag = tag;
-	return c;
-}
-
 static uint32_t ring_pages(uint32_t entries)
 {
 	return (NICOFF_RING_HDR_SIZE + entries * 64ul + PAGE - 1) / PAGE;
@@ -371,13 +355,8 @@ static int child_groups(struct child *c)
 
 	for (card = 0; card < c->o.nics; card++) {
 		for (g = 1; g <= MAX_GROUPS; g++) {
-			memset(&cmd, 0, sizeof(cmd));
-			cmd.opcode = NICOFF_OP_GROUP_CREATE;
-			cmd.tag = g;
-			cmd.group.group_id = g;
-			cmd.group.size = 1;
-			cmd.group.mr = c->smr[card];
-			cmd.group.algorithm = NICOFF_BARRIER_DEFAULT;
+			nicoff_prep_group_create(&cmd, g, 0, 1, c->smr[card], 0,
+						 NICOFF_BARRIER_DEFAULT, 0, g);
 			ret = nt_run_one(c->snd[card], &cmd, &q, TMO_MS);
 			NT_CK(ret == 0);
 			if (q.status) {
@@ -411,8 +390,9 @@ static int child_fill(struct child *c, struct nt_port **snd, struct nicoff_cmd *
 			uint64_t give = per_port < left ? per_port : left;
 
 			for (j = 0; j < give / c->r.msg; j++) {
-				cmds[card][n[card]] = cmd_send(n[card], card, c->p[card * c->o.ports +
-						i].po.port, c->smr[src], c->r.msg);
+				nicoff_prep_send(&cmds[card][n[card]], card,
+						 c->p[card * c->o.ports + i].po.port, c->smr[src],
+						 0, c->r.msg, n[card], n[card]);
 				n[card]++;
 			}
 			left -= give / c->r.msg * c->r.msg;
@@ -448,8 +428,8 @@ static int child_probe(struct child *c, struct nt_port **snd, struct nicoff_cmd 
 		n[card] = c->nports[card];
 		for (i = 0; i < n[card]; i++) {
 			st[card][i] = 1;
-			cmds[card][i] = cmd_send(i, card, c->p[card * c->o.ports + i].po.port,
-						 c->smr[(card + 1) % c->o.nics], 1);
+			nicoff_prep_send(&cmds[card][i], card, c->p[card * c->o.ports + i].po.port,
+					 c->smr[(card + 1) % c->o.nics], 0, 1, i, i);
 		}
 	}
 	pump(snd, c->o.nics, cmds, n, st, c->o.budget_us / 1000 + TMO_MS);
@@ -479,9 +459,9 @@ static int child_probe(struct child *c, struct nt_port **snd, struct nicoff_cmd 
 
 			for (j = 0; j < k; j++) {
 				st[card][j] = 1;
-				cmds[card][j] = cmd_send(j, card,
-							 c->p[card * c->o.ports + took[i]].po.port,
-							 c->smr[(card + 1) % c->o.nics], c->r.msg);
+				nicoff_prep_send(&cmds[card][j], card,
+						 c->p[card * c->o.ports + took[i]].po.port,
+						 c->smr[(card + 1) % c->o.nics], 0, c->r.msg, j, j);
 			}
 			pump(&s, 1, &cmds[card], &k, &st[card], TMO_MS);
 			for (j = 0; j < k; j++) {

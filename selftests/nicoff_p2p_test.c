@@ -298,63 +298,6 @@ static int clear_faults(void)
 	return ret;
 }
 
-/* ------------------------------------------------------------ commands -- */
-
-static struct nicoff_cmd cmd_send(uint64_t tag, uint32_t card, uint32_t port, uint32_t mr,
-				  uint64_t off, uint64_t len, uint64_t msg_tag)
-{
-	struct nicoff_cmd c;
-
-	memset(&c, 0, sizeof(c));
-	c.opcode = NICOFF_OP_SEND;
-	c.tag = tag;
-	c.send.dst_card = card;
-	c.send.dst_port = port;
-	c.send.mr = mr;
-	c.send.off = off;
-	c.send.len = len;
-	c.send.msg_tag = msg_tag;
-	return c;
-}
-
-static struct nicoff_cmd cmd_recv(uint64_t tag, uint32_t mr, uint64_t off, uint64_t len,
-				  uint32_t src_card, uint32_t src_port, uint64_t msg_tag,
-				  uint64_t mask)
-{
-	struct nicoff_cmd c;
-
-	memset(&c, 0, sizeof(c));
-	c.opcode = NICOFF_OP_RECV;
-	c.tag = tag;
-	c.recv.mr = mr;
-	c.recv.off = off;
-	c.recv.len = len;
-	c.recv.src_card = src_card;
-	c.recv.src_port = src_port;
-	c.recv.tag = msg_tag;
-	c.recv.tag_mask = mask;
-	return c;
-}
-
-static struct nicoff_cmd cmd_rdma(uint8_t op, uint64_t tag, uint32_t card, uint32_t port,
-				  uint32_t rkey, uint64_t roff, uint32_t mr, uint64_t off,
-				  uint64_t len)
-{
-	struct nicoff_cmd c;
-
-	memset(&c, 0, sizeof(c));
-	c.opcode = op;
-	c.tag = tag;
-	c.rdma.dst_card = card;
-	c.rdma.dst_port = port;
-	c.rdma.rkey = rkey;
-	c.rdma.remote_off = roff;
-	c.rdma.mr = mr;
-	c.rdma.off = off;
-	c.rdma.len = len;
-	return c;
-}
-
 /* ------------------------------------------------------------- regions -- */
 
 struct region {
@@ -743,8 +686,8 @@ static int child_sizes(struct chan *ch, void *arg)
 	CKEQ(0, region_new(&p, &r, s->total, NICOFF_ACCESS_LOCAL_WRITE, GUARD));
 	/* Receives posted ahead, one per size, matched by exact tag. */
 	for (i = 0; i < NSIZES; i++) {
-		struct nicoff_cmd c = cmd_recv(100 + i, r.handle, s->off[i], s->size[i], CARD_A,
-					       pa.port, i, ~0ull);
+		struct nicoff_cmd c = NT_CMD(recv, r.handle, s->off[i], s->size[i], CARD_A, pa.port,
+					     i, ~0ull, 100 + i);
 
 		CKEQ(0, nt_submit(&p, &c, 1));
 	}
@@ -774,8 +717,8 @@ static int child_sizes(struct chan *ch, void *arg)
 	/* Echo everything back from the receive buffers. */
 	CK(token_from_parent(ch, CHILD_TMO) == 0);
 	for (i = 0; i < NSIZES; i++) {
-		struct nicoff_cmd c = cmd_send(200 + i, CARD_A, pa.port, r.handle, s->off[i],
-					       s->size[i], 0x100 + i);
+		struct nicoff_cmd c = NT_CMD(send, CARD_A, pa.port, r.handle, s->off[i], s->size[i],
+					     0x100 + i, 200 + i);
 
 		CKEQ(0, nt_submit(&p, &c, 1));
 	}
@@ -815,8 +758,8 @@ static void sizes_test(struct __test_metadata *_metadata, FIXTURE_DATA(p2p) *sel
 
 	/* All seven in flight at once. */
 	for (i = 0; i < NSIZES; i++) {
-		struct nicoff_cmd c = cmd_send(i, CARD_B, ch_info.port, src.handle, s->off[i],
-					       s->size[i], i);
+		struct nicoff_cmd c = NT_CMD(send, CARD_B, ch_info.port, src.handle, s->off[i],
+					     s->size[i], i, i);
 
 		ASSERT_EQ(0, nt_submit(&p, &c, 1));
 	}
@@ -830,8 +773,8 @@ static void sizes_test(struct __test_metadata *_metadata, FIXTURE_DATA(p2p) *sel
 
 	/* The echo: receives posted, then the child sends. */
 	for (i = 0; i < NSIZES; i++) {
-		struct nicoff_cmd c = cmd_recv(300 + i, dst.handle, s->off[i], s->size[i], CARD_B,
-					       ch_info.port, 0x100 + i, ~0ull);
+		struct nicoff_cmd c = NT_CMD(recv, dst.handle, s->off[i], s->size[i], CARD_B,
+					     ch_info.port, 0x100 + i, ~0ull, 300 + i);
 
 		ASSERT_EQ(0, nt_submit(&p, &c, 1));
 	}
@@ -945,15 +888,14 @@ static void put_get_test(struct __test_metadata *_metadata, FIXTURE_DATA(p2p) *s
 		size_t n = s.size[i], roff = s.off[i] + PG_LEAD;
 		struct nicoff_cmd c;
 
-		c = cmd_rdma(NICOFF_OP_PUT, i, CARD_B, ci.port, ci.rkey[0], roff, src.handle,
-			     s.off[i], n);
+		nicoff_prep_put(&c, CARD_B, ci.port, ci.rkey[0], roff, src.handle, s.off[i], n, i);
 		ASSERT_EQ(0, nt_run_one(&p, &c, cqe, CHILD_TMO));
 		EXPECT_EQ(NICOFF_OP_PUT, cqe[0].opcode);
 		EXPECT_EQ(0, cqe[0].status) TH_LOG("put of %zu bytes", n);
 		EXPECT_EQ(n, cqe[0].result);
 		/* Read it back: a put is complete at the target once acknowledged. */
-		c = cmd_rdma(NICOFF_OP_GET, 100 + i, CARD_B, ci.port, ci.rkey[0], roff, dst.handle,
-			     s.off[i], n);
+		nicoff_prep_get(&c, CARD_B, ci.port, ci.rkey[0], roff, dst.handle, s.off[i], n,
+				100 + i);
 		ASSERT_EQ(0, nt_run_one(&p, &c, cqe, CHILD_TMO));
 		EXPECT_EQ(NICOFF_OP_GET, cqe[0].opcode);
 		EXPECT_EQ(0, cqe[0].status) TH_LOG("get of %zu bytes", n);
@@ -962,8 +904,7 @@ static void put_get_test(struct __test_metadata *_metadata, FIXTURE_DATA(p2p) *s
 		EXPECT_EQ(-1, diff_byte(dst.buf + s.off[i] + n, 4096, GUARD));
 		/* And what the child wrote itself, from offset 0. */
 		memset(big.buf, GUARD, n + 1 < big.len ? n + 1 : n);
-		c = cmd_rdma(NICOFF_OP_GET, 200 + i, CARD_B, ci.port, ci.rkey[1], 0, big.handle,
-			     0, n);
+		nicoff_prep_get(&c, CARD_B, ci.port, ci.rkey[1], 0, big.handle, 0, n, 200 + i);
 		ASSERT_EQ(0, nt_run_one(&p, &c, cqe, CHILD_TMO));
 		EXPECT_EQ(0, cqe[0].status);
 		EXPECT_EQ(n, cqe[0].result);
@@ -979,8 +920,8 @@ static void put_get_test(struct __test_metadata *_metadata, FIXTURE_DATA(p2p) *s
 	memset(dst.buf, GUARD, dst.len);
 	for (i = 0; i < NSIZES; i++) {
 		size_t n = s.size[i], roff = ((size_t)i * 12347) % ((4 << 20) - n + 1);
-		struct nicoff_cmd c = cmd_rdma(NICOFF_OP_GET, 300 + i, CARD_B, ci.port,
-					       ci.rkey[1], roff, dst.handle, s.off[i], n);
+		struct nicoff_cmd c = NT_CMD(get, CARD_B, ci.port, ci.rkey[1], roff, dst.handle,
+					     s.off[i], n, 300 + i);
 
 		ASSERT_EQ(0, nt_submit(&p, &c, 1));
 	}
@@ -1058,11 +999,13 @@ static int child_tags(struct chan *ch, void *arg)
 	CKEQ(0, region_new(&p, &r, 16 * TM_SLOT, NICOFF_ACCESS_LOCAL_WRITE, GUARD));
 #define RSLOT(t) ((uint64_t)((t) - 1) * TM_SLOT)
 	/* Posting order matters: the first compatible receive wins. */
-	c[0] = cmd_recv(1, r.handle, RSLOT(1), TM_SLOT, NICOFF_ANY, NICOFF_ANY, 0x100, 0xf00);
-	c[1] = cmd_recv(2, r.handle, RSLOT(2), TM_SLOT, NICOFF_ANY, NICOFF_ANY, 5, ~0ull);
-	c[2] = cmd_recv(3, r.handle, RSLOT(3), TM_SLOT, CARD_A, P1, 0, 0);
-	c[3] = cmd_recv(4, r.handle, RSLOT(4), TM_SLOT, 2, NICOFF_ANY, 0, 0);	/* nobody */
-	c[4] = cmd_recv(5, r.handle, RSLOT(5), TM_SLOT, NICOFF_ANY, NICOFF_ANY, 0, 0);
+	nicoff_prep_recv(&c[0], r.handle, RSLOT(1), TM_SLOT, NICOFF_ANY, NICOFF_ANY, 0x100, 0xf00,
+			 1);
+	nicoff_prep_recv(&c[1], r.handle, RSLOT(2), TM_SLOT, NICOFF_ANY, NICOFF_ANY, 5, ~0ull, 2);
+	nicoff_prep_recv(&c[2], r.handle, RSLOT(3), TM_SLOT, CARD_A, P1, 0, 0, 3);
+	/* From card 2: nobody. */
+	nicoff_prep_recv(&c[3], r.handle, RSLOT(4), TM_SLOT, 2, NICOFF_ANY, 0, 0, 4);
+	nicoff_prep_recv(&c[4], r.handle, RSLOT(5), TM_SLOT, NICOFF_ANY, NICOFF_ANY, 0, 0, 5);
 	CKEQ(0, nt_submit(&p, c, 5));
 	CKEQ(0, wait_consumed(&p, TMO));
 	me.port = p.po.port;
@@ -1077,18 +1020,18 @@ static int child_tags(struct chan *ch, void *arg)
 	CK(token_from_parent(ch, CHILD_TMO) == 0);
 	CK(cq_stays_empty(&p, 20));
 	/* The oldest compatible one: tag 6 takes message 6, over the older 5. */
-	c[0] = cmd_recv(6, r.handle, RSLOT(6), TM_SLOT, CARD_A, NICOFF_ANY, 6, ~0ull);
+	nicoff_prep_recv(&c[0], r.handle, RSLOT(6), TM_SLOT, CARD_A, NICOFF_ANY, 6, ~0ull, 6);
 	CKEQ(0, nt_submit(&p, c, 1));
 	CKEQ(1, nt_wait_cqes(&p, q, 1, TMO));
 	if (tm_check(&q[0], &r, 6, 6, 6, P0))
 		return 1;
-	c[0] = cmd_recv(7, r.handle, RSLOT(7), TM_SLOT, NICOFF_ANY, NICOFF_ANY, 0, 0);
+	nicoff_prep_recv(&c[0], r.handle, RSLOT(7), TM_SLOT, NICOFF_ANY, NICOFF_ANY, 0, 0, 7);
 	CKEQ(0, nt_submit(&p, c, 1));
 	CKEQ(1, nt_wait_cqes(&p, q, 1, TMO));
 	if (tm_check(&q[0], &r, 7, 5, 5, P0))
 		return 1;
 	/* A source port filter and a partial mask. */
-	c[0] = cmd_recv(8, r.handle, RSLOT(8), TM_SLOT, CARD_A, P0, 0x42, 0xff);
+	nicoff_prep_recv(&c[0], r.handle, RSLOT(8), TM_SLOT, CARD_A, P0, 0x42, 0xff, 8);
 	CKEQ(0, nt_submit(&p, c, 1));
 	CKEQ(0, wait_consumed(&p, TMO));
 	CK(token_to_parent(ch) == 0);
@@ -1096,7 +1039,7 @@ static int child_tags(struct chan *ch, void *arg)
 	CKEQ(1, nt_wait_cqes(&p, q, 1, TMO));
 	if (tm_check(&q[0], &r, 8, 8, 0x142, P0))
 		return 1;
-	c[0] = cmd_recv(9, r.handle, RSLOT(9), TM_SLOT, NICOFF_ANY, P1, 0, 0);
+	nicoff_prep_recv(&c[0], r.handle, RSLOT(9), TM_SLOT, NICOFF_ANY, P1, 0, 0, 9);
 	CKEQ(0, nt_submit(&p, c, 1));
 	CKEQ(1, nt_wait_cqes(&p, q, 1, TMO));
 	if (tm_check(&q[0], &r, 9, 7, 0x42, P1))
@@ -1138,8 +1081,8 @@ TEST_F_TIMEOUT(p2p, tag_matching, 120)
 	ASSERT_EQ(0, from_child(&ch, &ci, sizeof(ci), TMO));
 	for (i = 0; i < sizeof(m) / sizeof(m[0]); i++) {
 		struct nt_port *pp = &p[m[i].p1];
-		struct nicoff_cmd c = cmd_send(i, CARD_B, ci.port, src[m[i].p1].handle,
-					       i * TM_LEN, TM_LEN, m[i].tag);
+		struct nicoff_cmd c = NT_CMD(send, CARD_B, ci.port, src[m[i].p1].handle, i * TM_LEN,
+					     TM_LEN, m[i].tag, i);
 		struct nicoff_cqe cqe;
 
 		if (i == 6) {
@@ -1245,13 +1188,13 @@ static int stream_run(struct stream *st, int timeout_ms)
 		/* Receives: ahead ones first; the rest after the late pause. */
 		while (rposted < st->nmsg && n < 32 &&
 		       (rposted < st->ahead || (slept && rposted - rdone < SW_RECVS))) {
-			c[n++] = cmd_recv(1000000 + rposted, st->r.handle, rposted * st->slot,
-					  st->slot, NICOFF_ANY, NICOFF_ANY, 0, 0);
+			nicoff_prep_recv(&c[n++], st->r.handle, rposted * st->slot, st->slot,
+					 NICOFF_ANY, NICOFF_ANY, 0, 0, 1000000 + rposted);
 			rposted++;
 		}
 		while (sent < st->nmsg && sent - sdone < SW_SENDS && n < 64) {
-			c[n++] = cmd_send(sent, st->peer_card, st->peer_port, st->s.handle,
-					  sent * st->slot, sw_len(st->mtu, sent), sent);
+			nicoff_prep_send(&c[n++], st->peer_card, st->peer_port, st->s.handle,
+					 sent * st->slot, sw_len(st->mtu, sent), sent, sent);
 			sent++;
 		}
 		ret = n ? nt_submit(st->p, c, n) : 0;
@@ -1644,14 +1587,12 @@ TEST_F_TIMEOUT(p2p, put_get_under_faults, 600)
 		struct nicoff_cmd c;
 
 		nt_fill_pattern(src.buf, PF_BIG, 3000 + r);
-		c = cmd_rdma(NICOFF_OP_PUT, r, CARD_B, ci.port, ci.rkey[0], 0, src.handle, 0,
-			     PF_BIG);
+		nicoff_prep_put(&c, CARD_B, ci.port, ci.rkey[0], 0, src.handle, 0, PF_BIG, r);
 		ASSERT_EQ(0, nt_run_one(&p, &c, cqe, CHILD_TMO));
 		ASSERT_EQ(0, cqe[0].status) TH_LOG("round %d put", r);
 		EXPECT_EQ(PF_BIG, cqe[0].result);
 		memset(dst.buf, GUARD, PF_BIG + 1);
-		c = cmd_rdma(NICOFF_OP_GET, 100 + r, CARD_B, ci.port, ci.rkey[0], 0, dst.handle, 0,
-			     PF_BIG);
+		nicoff_prep_get(&c, CARD_B, ci.port, ci.rkey[0], 0, dst.handle, 0, PF_BIG, 100 + r);
 		ASSERT_EQ(0, nt_run_one(&p, &c, cqe, CHILD_TMO));
 		ASSERT_EQ(0, cqe[0].status) TH_LOG("round %d get", r);
 		EXPECT_EQ(PF_BIG, cqe[0].result);
@@ -1663,8 +1604,8 @@ TEST_F_TIMEOUT(p2p, put_get_under_faults, 600)
 		struct nicoff_cmd c;
 
 		nt_fill_pattern(src.buf + pf_chunk_off(j), PF_CHUNK, 4000 + j);
-		c = cmd_rdma(NICOFF_OP_PUT, 200 + j, CARD_B, ci.port, ci.rkey[0], pf_chunk_off(j),
-			     src.handle, pf_chunk_off(j), PF_CHUNK);
+		nicoff_prep_put(&c, CARD_B, ci.port, ci.rkey[0], pf_chunk_off(j), src.handle,
+				pf_chunk_off(j), PF_CHUNK, 200 + j);
 		ASSERT_EQ(0, nt_submit(&p, &c, 1));
 	}
 	ASSERT_EQ(PF_NCHUNK, nt_wait_cqes(&p, cqe, PF_NCHUNK, CHILD_TMO));
@@ -1673,9 +1614,8 @@ TEST_F_TIMEOUT(p2p, put_get_under_faults, 600)
 		EXPECT_EQ(PF_CHUNK, cqe[j].result);
 	}
 	for (j = 0; j < PF_NCHUNK; j++) {
-		struct nicoff_cmd c = cmd_rdma(NICOFF_OP_GET, 300 + j, CARD_B, ci.port, ci.rkey[0],
-					       pf_chunk_off(j), dst.handle, pf_chunk_off(j),
-					       PF_CHUNK);
+		struct nicoff_cmd c = NT_CMD(get, CARD_B, ci.port, ci.rkey[0], pf_chunk_off(j),
+					     dst.handle, pf_chunk_off(j), PF_CHUNK, 300 + j);
 
 		ASSERT_EQ(0, nt_submit(&p, &c, 1));
 	}
@@ -1749,59 +1689,61 @@ TEST_F_TIMEOUT(p2p, bad_input, 120)
 	{
 		const struct bad_case bc[] = {
 			{ "send to a card beyond the fabric",
-			  cmd_send(0, nc, 0, s.handle, 0, 1, 0), -EINVAL },
-			{ "send to card ~0", cmd_send(0, ~0u, 0, s.handle, 0, 1, 0), -EINVAL },
+			  NT_CMD(send, nc, 0, s.handle, 0, 1, 0, 0), -EINVAL },
+			{ "send to card ~0", NT_CMD(send, ~0u, 0, s.handle, 0, 1, 0, 0), -EINVAL },
 			{ "put to a card beyond the fabric",
-			  cmd_rdma(NICOFF_OP_PUT, 0, nc, 0, 1, 0, s.handle, 0, 1), -EINVAL },
+			  NT_CMD(put, nc, 0, 1, 0, s.handle, 0, 1, 0), -EINVAL },
 			{ "get from a card beyond the fabric",
-			  cmd_rdma(NICOFF_OP_GET, 0, nc, 0, 1, 0, w.handle, 0, 1), -EINVAL },
+			  NT_CMD(get, nc, 0, 1, 0, w.handle, 0, 1, 0), -EINVAL },
 			{ "receive from a card beyond the fabric",
-			  cmd_recv(0, w.handle, 0, 1, nc, NICOFF_ANY, 0, 0), -EINVAL },
+			  NT_CMD(recv, w.handle, 0, 1, nc, NICOFF_ANY, 0, 0, 0), -EINVAL },
 			{ "send longer than max_msg",
-			  cmd_send(0, CARD_B, closed, s.handle, 0, FW_MAX_MSG + 1, 0), -EMSGSIZE },
+			  NT_CMD(send, CARD_B, closed, s.handle, 0, FW_MAX_MSG + 1, 0, 0),
+			  -EMSGSIZE },
 			{ "put longer than max_msg",
-			  cmd_rdma(NICOFF_OP_PUT, 0, CARD_B, closed, 1, 0, s.handle, 0,
-				   FW_MAX_MSG + 1), -EMSGSIZE },
+			  NT_CMD(put, CARD_B, closed, 1, 0, s.handle, 0, FW_MAX_MSG + 1, 0),
+			  -EMSGSIZE },
 			{ "get longer than max_msg",
-			  cmd_rdma(NICOFF_OP_GET, 0, CARD_B, closed, 1, 0, w.handle, 0,
-				   FW_MAX_MSG + 1), -EMSGSIZE },
+			  NT_CMD(get, CARD_B, closed, 1, 0, w.handle, 0, FW_MAX_MSG + 1, 0),
+			  -EMSGSIZE },
 			{ "send from an unknown region",
-			  cmd_send(0, CARD_B, closed, 0xfffff, 0, 1, 0), -ENOENT },
+			  NT_CMD(send, CARD_B, closed, 0xfffff, 0, 1, 0, 0), -ENOENT },
 			{ "send beyond its region",
-			  cmd_send(0, CARD_B, closed, s.handle, L - 10, 20, 0), -ERANGE },
+			  NT_CMD(send, CARD_B, closed, s.handle, L - 10, 20, 0, 0), -ERANGE },
 			{ "send with a wrapping range",
-			  cmd_send(0, CARD_B, closed, s.handle, ~0ull, 2, 0), -ERANGE },
+			  NT_CMD(send, CARD_B, closed, s.handle, ~0ull, 2, 0, 0), -ERANGE },
 			{ "receive into a region without LOCAL_WRITE",
-			  cmd_recv(0, s.handle, 0, 16, NICOFF_ANY, NICOFF_ANY, 0, 0), -EACCES },
+			  NT_CMD(recv, s.handle, 0, 16, NICOFF_ANY, NICOFF_ANY, 0, 0, 0), -EACCES },
 			{ "receive beyond its region",
-			  cmd_recv(0, w.handle, L - 1, 2, NICOFF_ANY, NICOFF_ANY, 0, 0), -ERANGE },
+			  NT_CMD(recv, w.handle, L - 1, 2, NICOFF_ANY, NICOFF_ANY, 0, 0, 0),
+			  -ERANGE },
 			{ "get into a region without LOCAL_WRITE",
-			  cmd_rdma(NICOFF_OP_GET, 0, CARD_B, closed, 1, 0, ro.handle, 0, 16),
+			  NT_CMD(get, CARD_B, closed, 1, 0, ro.handle, 0, 16, 0),
 			  -EACCES },
 			{ "put with a wrapping remote range",
-			  cmd_rdma(NICOFF_OP_PUT, 0, CARD_B, closed, 1, ~0ull - 3, s.handle, 0, 8),
+			  NT_CMD(put, CARD_B, closed, 1, ~0ull - 3, s.handle, 0, 8, 0),
 			  -ERANGE },
 			{ "get beyond the local region",
-			  cmd_rdma(NICOFF_OP_GET, 0, CARD_B, closed, 1, 0, w.handle, L, 1),
+			  NT_CMD(get, CARD_B, closed, 1, 0, w.handle, L, 1, 0),
 			  -ERANGE },
 		};
 
 		run_bad(_metadata, &p, bc, sizeof(bc) / sizeof(bc[0]));
 	}
 	/* Reserved fields of the message and RMA commands. */
-	c = cmd_send(1, CARD_B, closed, s.handle, 0, 1, 0);
+	nicoff_prep_send(&c, CARD_B, closed, s.handle, 0, 1, 0, 1);
 	c.send.reserved0 = 1;
 	ASSERT_EQ(0, nt_run_one(&p, &c, &cqe, TMO));
 	EXPECT_EQ(-EINVAL, cqe.status);
-	c = cmd_send(2, CARD_B, closed, s.handle, 0, 1, 0);
+	nicoff_prep_send(&c, CARD_B, closed, s.handle, 0, 1, 0, 2);
 	c.send.reserved1 = 1;
 	ASSERT_EQ(0, nt_run_one(&p, &c, &cqe, TMO));
 	EXPECT_EQ(-EINVAL, cqe.status);
-	c = cmd_recv(3, w.handle, 0, 1, NICOFF_ANY, NICOFF_ANY, 0, 0);
+	nicoff_prep_recv(&c, w.handle, 0, 1, NICOFF_ANY, NICOFF_ANY, 0, 0, 3);
 	c.recv.reserved0 = 1;
 	ASSERT_EQ(0, nt_run_one(&p, &c, &cqe, TMO));
 	EXPECT_EQ(-EINVAL, cqe.status);
-	c = cmd_rdma(NICOFF_OP_PUT, 4, CARD_B, closed, 1, 0, s.handle, 0, 1);
+	nicoff_prep_put(&c, CARD_B, closed, 1, 0, s.handle, 0, 1, 4);
 	c.rdma.reserved = 1;
 	ASSERT_EQ(0, nt_run_one(&p, &c, &cqe, TMO));
 	EXPECT_EQ(-EINVAL, cqe.status);
@@ -1810,21 +1752,21 @@ TEST_F_TIMEOUT(p2p, bad_input, 120)
 	do {
 		const struct bad_case bc[] = {
 			{ "send to a closed port",
-			  cmd_send(0, CARD_B, closed, s.handle, 0, 1, 0), -ECONNREFUSED },
+			  NT_CMD(send, CARD_B, closed, s.handle, 0, 1, 0, 0), -ECONNREFUSED },
 			{ "long send to a closed port",
-			  cmd_send(0, CARD_B, closed, s.handle, 0, 3 * self->mtu + 5, 0),
+			  NT_CMD(send, CARD_B, closed, s.handle, 0, 3 * self->mtu + 5, 0, 0),
 			  -ECONNREFUSED },
 			{ "put to a closed port",
-			  cmd_rdma(NICOFF_OP_PUT, 0, CARD_B, closed, 1, 0, s.handle, 0, 100),
+			  NT_CMD(put, CARD_B, closed, 1, 0, s.handle, 0, 100, 0),
 			  -ECONNREFUSED },
 			{ "get from a closed port",
-			  cmd_rdma(NICOFF_OP_GET, 0, CARD_B, closed, 1, 0, w.handle, 0, 100),
+			  NT_CMD(get, CARD_B, closed, 1, 0, w.handle, 0, 100, 0),
 			  -ECONNREFUSED },
 			{ "long get from a closed port",
-			  cmd_rdma(NICOFF_OP_GET, 0, CARD_B, closed, 1, 0, w.handle, 0, L),
+			  NT_CMD(get, CARD_B, closed, 1, 0, w.handle, 0, L, 0),
 			  -ECONNREFUSED },
 			{ "send to a port beyond the card's ports",
-			  cmd_send(0, CARD_B, self->q.max_ports + 7, s.handle, 0, 1, 0),
+			  NT_CMD(send, CARD_B, self->q.max_ports + 7, s.handle, 0, 1, 0, 0),
 			  -ECONNREFUSED },
 		};
 
@@ -1835,7 +1777,7 @@ TEST_F_TIMEOUT(p2p, bad_input, 120)
 	EXPECT_EQ(-1, diff_byte(ro.buf, L, GUARD));
 	/* And the port goes on. */
 	EXPECT_EQ(0, nt_cq_flags(&p) & NICOFF_RING_ERROR);
-	nt_make_nop(&c, 99);
+	nicoff_prep_nop(&c, 99);
 	ASSERT_EQ(0, nt_run_one(&p, &c, &cqe, TMO));
 	EXPECT_EQ(0, cqe.status);
 	nt_port_close(&p);
@@ -1927,46 +1869,46 @@ TEST_F_TIMEOUT(p2p, remote_access_errors, 120)
 	{
 		const struct bad_case remote[] = {
 			{ "put with a wrong rkey",
-			  cmd_rdma(NICOFF_OP_PUT, 0, CARD_B, P, ci.rkey[0] ^ 0x80000000u, 0,
-				   s.handle, 0, 16), -ENOENT },
+			  NT_CMD(put, CARD_B, P, ci.rkey[0] ^ 0x80000000u, 0, s.handle, 0, 16, 0),
+			  -ENOENT },
 			{ "put to a deregistered region",
-			  cmd_rdma(NICOFF_OP_PUT, 0, CARD_B, P, ci.rkey[3], 0, s.handle, 0, 16),
+			  NT_CMD(put, CARD_B, P, ci.rkey[3], 0, s.handle, 0, 16, 0),
 			  -ENOENT },
 			{ "put across the end of the region",
-			  cmd_rdma(NICOFF_OP_PUT, 0, CARD_B, P, ci.rkey[0], RA_LEN - 10, s.handle,
-				   0, 20), -ERANGE },
+			  NT_CMD(put, CARD_B, P, ci.rkey[0], RA_LEN - 10, s.handle, 0, 20, 0),
+			  -ERANGE },
 			{ "put just past the end",
-			  cmd_rdma(NICOFF_OP_PUT, 0, CARD_B, P, ci.rkey[0], RA_LEN, s.handle, 0, 1),
+			  NT_CMD(put, CARD_B, P, ci.rkey[0], RA_LEN, s.handle, 0, 1, 0),
 			  -ERANGE },
 			{ "long put one byte too long",
-			  cmd_rdma(NICOFF_OP_PUT, 0, CARD_B, P, ci.rkey[0], 0, s.handle, 0,
-				   RA_LEN + 1), -ERANGE },
+			  NT_CMD(put, CARD_B, P, ci.rkey[0], 0, s.handle, 0, RA_LEN + 1, 0),
+			  -ERANGE },
 			{ "put without REMOTE_WRITE",
-			  cmd_rdma(NICOFF_OP_PUT, 0, CARD_B, P, ci.rkey[1], 0, s.handle, 0, 16),
+			  NT_CMD(put, CARD_B, P, ci.rkey[1], 0, s.handle, 0, 16, 0),
 			  -EACCES },
 			{ "get without REMOTE_READ",
-			  cmd_rdma(NICOFF_OP_GET, 0, CARD_B, P, ci.rkey[2], 0, w.handle, 0, 16),
+			  NT_CMD(get, CARD_B, P, ci.rkey[2], 0, w.handle, 0, 16, 0),
 			  -EACCES },
 			{ "get with a wrong rkey",
-			  cmd_rdma(NICOFF_OP_GET, 0, CARD_B, P, ci.rkey[0] ^ 0x80000000u, 0,
-				   w.handle, 0, 16), -ENOENT },
+			  NT_CMD(get, CARD_B, P, ci.rkey[0] ^ 0x80000000u, 0, w.handle, 0, 16, 0),
+			  -ENOENT },
 			{ "get across the end of the region",
-			  cmd_rdma(NICOFF_OP_GET, 0, CARD_B, P, ci.rkey[0], RA_LEN - 1, w.handle, 0,
-				   2), -ERANGE },
+			  NT_CMD(get, CARD_B, P, ci.rkey[0], RA_LEN - 1, w.handle, 0, 2, 0),
+			  -ERANGE },
 		};
 		const struct bad_case local[] = {
 			{ "get into a region without LOCAL_WRITE",
-			  cmd_rdma(NICOFF_OP_GET, 0, CARD_B, P, ci.rkey[0], 0, nw.handle, 0, 16),
+			  NT_CMD(get, CARD_B, P, ci.rkey[0], 0, nw.handle, 0, 16, 0),
 			  -EACCES },
 			{ "put with a wrapping remote offset",
-			  cmd_rdma(NICOFF_OP_PUT, 0, CARD_B, P, ci.rkey[0], ~0ull - 4, s.handle, 0,
-				   8), -ERANGE },
+			  NT_CMD(put, CARD_B, P, ci.rkey[0], ~0ull - 4, s.handle, 0, 8, 0),
+			  -ERANGE },
 			{ "put longer than max_msg",
-			  cmd_rdma(NICOFF_OP_PUT, 0, CARD_B, P, ci.rkey[0], 0, s.handle, 0,
-				   FW_MAX_MSG + 1), -EMSGSIZE },
+			  NT_CMD(put, CARD_B, P, ci.rkey[0], 0, s.handle, 0, FW_MAX_MSG + 1, 0),
+			  -EMSGSIZE },
 			{ "put from beyond the local region",
-			  cmd_rdma(NICOFF_OP_PUT, 0, CARD_B, P, ci.rkey[0], 0, s.handle, RA_LEN,
-				   RA_LEN + 1), -ERANGE },
+			  NT_CMD(put, CARD_B, P, ci.rkey[0], 0, s.handle, RA_LEN, RA_LEN + 1, 0),
+			  -ERANGE },
 		};
 
 		run_bad(_metadata, &p, remote, sizeof(remote) / sizeof(remote[0]));
@@ -1978,15 +1920,15 @@ TEST_F_TIMEOUT(p2p, remote_access_errors, 120)
 	EXPECT_EQ(-1, diff_byte(w.buf, w.len, GUARD));
 	EXPECT_EQ(-1, diff_byte(nw.buf, nw.len, GUARD));
 	/* The connection is fine: a valid put and gets. */
-	c = cmd_rdma(NICOFF_OP_PUT, 1, CARD_B, P, ci.rkey[0], RA_POFF, s.handle, 0, RA_PLEN);
+	nicoff_prep_put(&c, CARD_B, P, ci.rkey[0], RA_POFF, s.handle, 0, RA_PLEN, 1);
 	nt_fill_pattern(s.buf, RA_PLEN, 99);
 	ASSERT_EQ(0, nt_run_one(&p, &c, &cqe, TMO));
 	EXPECT_EQ(0, cqe.status);
-	c = cmd_rdma(NICOFF_OP_GET, 2, CARD_B, P, ci.rkey[1], 0, w.handle, 0, RA_LEN);
+	nicoff_prep_get(&c, CARD_B, P, ci.rkey[1], 0, w.handle, 0, RA_LEN, 2);
 	ASSERT_EQ(0, nt_run_one(&p, &c, &cqe, TMO));
 	EXPECT_EQ(0, cqe.status);
 	EXPECT_EQ(-1, diff_pattern(w.buf, RA_LEN, 12));
-	c = cmd_rdma(NICOFF_OP_GET, 3, CARD_B, P, ci.rkey[0], 0, w.handle, 0, RA_LEN);
+	nicoff_prep_get(&c, CARD_B, P, ci.rkey[0], 0, w.handle, 0, RA_LEN, 3);
 	ASSERT_EQ(0, nt_run_one(&p, &c, &cqe, TMO));
 	EXPECT_EQ(0, cqe.status);
 	want = malloc(RA_LEN);
@@ -2015,8 +1957,8 @@ static int child_small(struct chan *ch, void *arg)
 	(void)arg;
 	CKEQ(0, nt_port_open(&p, CARD_B, NICOFF_PORT_ANY, 16, 16));
 	CKEQ(0, region_new(&p, &r, 8192, NICOFF_ACCESS_LOCAL_WRITE, GUARD));
-	c[0] = cmd_recv(1, r.handle, 0, 100, NICOFF_ANY, NICOFF_ANY, 0, 0);
-	c[1] = cmd_recv(2, r.handle, 4096, 4096, NICOFF_ANY, NICOFF_ANY, 0, 0);
+	nicoff_prep_recv(&c[0], r.handle, 0, 100, NICOFF_ANY, NICOFF_ANY, 0, 0, 1);
+	nicoff_prep_recv(&c[1], r.handle, 4096, 4096, NICOFF_ANY, NICOFF_ANY, 0, 0, 2);
 	CKEQ(0, nt_submit(&p, c, 2));
 	CKEQ(0, wait_consumed(&p, TMO));
 	me.port = p.po.port;
@@ -2054,11 +1996,11 @@ TEST_F_TIMEOUT(p2p, recv_buffer_too_small, 120)
 	nt_fill_pattern(s.buf + 5000, 50, 51);
 	ASSERT_EQ(0, from_child(&ch, &ci, sizeof(ci), TMO));
 	/* The sender is told nothing of the receiver's truncation. */
-	c = cmd_send(1, CARD_B, ci.port, s.handle, 0, 5000, 1);
+	nicoff_prep_send(&c, CARD_B, ci.port, s.handle, 0, 5000, 1, 1);
 	ASSERT_EQ(0, nt_run_one(&p, &c, &cqe, TMO));
 	EXPECT_EQ(0, cqe.status);
 	EXPECT_EQ(5000, cqe.result);
-	c = cmd_send(2, CARD_B, ci.port, s.handle, 5000, 50, 2);
+	nicoff_prep_send(&c, CARD_B, ci.port, s.handle, 5000, 50, 2, 2);
 	ASSERT_EQ(0, nt_run_one(&p, &c, &cqe, TMO));
 	EXPECT_EQ(0, cqe.status);
 	EXPECT_EQ(50, cqe.result);
@@ -2102,7 +2044,7 @@ TEST_F_TIMEOUT(p2p, dead_peer_port_closed, 120)
 	ASSERT_EQ(0, region_new(&p, &w, 65536, NICOFF_ACCESS_LOCAL_WRITE, GUARD));
 	ASSERT_EQ(0, from_child(&ch, &ci, sizeof(ci), TMO));
 	/* While the peer lives, its memory is there. */
-	c = cmd_rdma(NICOFF_OP_PUT, 1, CARD_B, ci.port, ci.rkey[0], 0, s.handle, 0, 100);
+	nicoff_prep_put(&c, CARD_B, ci.port, ci.rkey[0], 0, s.handle, 0, 100, 1);
 	ASSERT_EQ(0, nt_run_one(&p, &c, &cqe, TMO));
 	EXPECT_EQ(0, cqe.status);
 	ASSERT_EQ(0, token_to_child(&ch));
@@ -2112,15 +2054,15 @@ TEST_F_TIMEOUT(p2p, dead_peer_port_closed, 120)
 	{
 		const struct bad_case bc[] = {
 			{ "send to the dead peer",
-			  cmd_send(0, CARD_B, ci.port, s.handle, 0, 10, 0), -ECONNREFUSED },
+			  NT_CMD(send, CARD_B, ci.port, s.handle, 0, 10, 0, 0), -ECONNREFUSED },
 			{ "long send to the dead peer",
-			  cmd_send(0, CARD_B, ci.port, s.handle, 0, 65536, 0), -ECONNREFUSED },
+			  NT_CMD(send, CARD_B, ci.port, s.handle, 0, 65536, 0, 0), -ECONNREFUSED },
 			{ "put to the dead peer",
-			  cmd_rdma(NICOFF_OP_PUT, 0, CARD_B, ci.port, ci.rkey[0], 0, s.handle, 0,
-				   100), -ECONNREFUSED },
+			  NT_CMD(put, CARD_B, ci.port, ci.rkey[0], 0, s.handle, 0, 100, 0),
+			  -ECONNREFUSED },
 			{ "get from the dead peer",
-			  cmd_rdma(NICOFF_OP_GET, 0, CARD_B, ci.port, ci.rkey[0], 0, w.handle, 0,
-				   100), -ECONNREFUSED },
+			  NT_CMD(get, CARD_B, ci.port, ci.rkey[0], 0, w.handle, 0, 100, 0),
+			  -ECONNREFUSED },
 		};
 
 		run_bad(_metadata, &p, bc, sizeof(bc) / sizeof(bc[0]));
@@ -2128,7 +2070,7 @@ TEST_F_TIMEOUT(p2p, dead_peer_port_closed, 120)
 	EXPECT_EQ(-1, diff_byte(w.buf, w.len, GUARD));
 	/* A new port with the same number knows nothing of the old rkey. */
 	ASSERT_EQ(0, nt_port_open(&q, CARD_B, ci.port, 16, 16));
-	c = cmd_rdma(NICOFF_OP_PUT, 2, CARD_B, ci.port, ci.rkey[0], 0, s.handle, 0, 100);
+	nicoff_prep_put(&c, CARD_B, ci.port, ci.rkey[0], 0, s.handle, 0, 100, 2);
 	ASSERT_EQ(0, nt_run_one(&p, &c, &cqe, TMO));
 	EXPECT_EQ(-ENOENT, cqe.status);
 	ASSERT_EQ(0, wait1(&q, &cqe, TMO));
@@ -2182,7 +2124,7 @@ static int child_no_recv(struct chan *ch, void *arg)
 		uint64_t id;
 
 		memset(r.buf, GUARD, NR_MSG + 1);
-		c = cmd_recv(k, r.handle, 0, NR_MSG + 4096, NICOFF_ANY, NICOFF_ANY, 0, 0);
+		nicoff_prep_recv(&c, r.handle, 0, NR_MSG + 4096, NICOFF_ANY, NICOFF_ANY, 0, 0, k);
 		CKEQ(0, nt_submit(&p, &c, 1));
 		CKEQ(0, wait1(&p, &q, TMO));
 		CKEQ(0, q.status);
@@ -2195,7 +2137,7 @@ static int child_no_recv(struct chan *ch, void *arg)
 	}
 	/* The message that timed out was never taken: next comes the new one. */
 	CK(token_to_parent(ch) == 0);
-	c = cmd_recv(1000, r.handle, 0, NR_MSG, NICOFF_ANY, NICOFF_ANY, 0, 0);
+	nicoff_prep_recv(&c, r.handle, 0, NR_MSG, NICOFF_ANY, NICOFF_ANY, 0, 0, 1000);
 	CKEQ(0, nt_submit(&p, &c, 1));
 	CKEQ(0, wait1(&p, &q, TMO));
 	CKEQ(0, q.status);
@@ -2232,7 +2174,7 @@ TEST_F_TIMEOUT(p2p, dead_peer_never_receives, 180)
 	for (k = 0; k < NR_MAX; k++) {
 		nt_fill_pattern(s.buf + 8, NR_MSG - 8, 600 + k);
 		memcpy(s.buf, &(uint64_t){ k }, 8);
-		c = cmd_send(k, CARD_B, ci.port, s.handle, 0, NR_MSG, k);
+		nicoff_prep_send(&c, CARD_B, ci.port, s.handle, 0, NR_MSG, k, k);
 		t0 = nt_now_ns();
 		ASSERT_EQ(0, nt_run_one(&p, &c, &cqe, CHILD_TMO)) TH_LOG("message %u", k);
 		took = (nt_now_ns() - t0) / 1000;
@@ -2252,7 +2194,7 @@ TEST_F_TIMEOUT(p2p, dead_peer_never_receives, 180)
 	me.v[0] = k;
 	ASSERT_EQ(0, to_child(&ch, &me, sizeof(me)));
 	ASSERT_EQ(0, token_from_child(&ch, CHILD_TMO));
-	c = cmd_send(0x1000, CARD_B, ci.port, s2.handle, 0, 100, 0x77);
+	nicoff_prep_send(&c, CARD_B, ci.port, s2.handle, 0, 100, 0x77, 0x1000);
 	ASSERT_EQ(0, nt_run_one(&p, &c, &cqe, TMO));
 	EXPECT_EQ(0, cqe.status);
 	EXPECT_EQ(0, wait_child(ch.pid, CHILD_TMO));
@@ -2271,7 +2213,7 @@ static int child_victim(struct chan *ch, void *arg)
 	(void)arg;
 	CKEQ(0, nt_port_open(&p, CARD_B, NICOFF_PORT_ANY, 16, 16));
 	CKEQ(0, region_new(&p, &r, 4 << 20, NICOFF_ACCESS_LOCAL_WRITE, 0));
-	c = cmd_recv(1, r.handle, 0, r.len, NICOFF_ANY, NICOFF_ANY, 0, 0);
+	nicoff_prep_recv(&c, r.handle, 0, r.len, NICOFF_ANY, NICOFF_ANY, 0, 0, 1);
 	CKEQ(0, nt_submit(&p, &c, 1));
 	CKEQ(0, wait_consumed(&p, TMO));
 	me.port = p.po.port;
@@ -2294,7 +2236,7 @@ TEST_F_TIMEOUT(p2p, peer_killed_mid_send, 120)
 	ASSERT_EQ(0, nt_port_open(&p, CARD_A, NICOFF_PORT_ANY, 16, 16));
 	ASSERT_EQ(0, region_new(&p, &s, 4 << 20, 0, 0));
 	ASSERT_EQ(0, from_child(&ch, &ci, sizeof(ci), TMO));
-	c = cmd_send(1, CARD_B, ci.port, s.handle, 0, s.len, 1);
+	nicoff_prep_send(&c, CARD_B, ci.port, s.handle, 0, s.len, 1, 1);
 	ASSERT_EQ(0, nt_submit(&p, &c, 1));
 	t0 = nt_now_ns();
 	kill(ch.pid, SIGKILL);
@@ -2306,7 +2248,7 @@ TEST_F_TIMEOUT(p2p, peer_killed_mid_send, 120)
 	       (unsigned long long)(nt_now_ns() - t0) / 1000);
 	EXPECT_TRUE(cqe.status == 0 || cqe.status == -ECONNREFUSED ||
 		    cqe.status == -ECONNABORTED) TH_LOG("status %d", cqe.status);
-	c = cmd_send(2, CARD_B, ci.port, s.handle, 0, 100, 1);
+	nicoff_prep_send(&c, CARD_B, ci.port, s.handle, 0, 100, 1, 2);
 	ASSERT_EQ(0, nt_run_one(&p, &c, &cqe, TMO));
 	EXPECT_EQ(-ECONNREFUSED, cqe.status);
 	nt_port_close(&p);
@@ -2329,9 +2271,9 @@ TEST_F_TIMEOUT(p2p, same_card, 60)
 	ASSERT_EQ(0, region_new(&b, &r, L + 1, NICOFF_ACCESS_LOCAL_WRITE |
 				NICOFF_ACCESS_REMOTE_READ | NICOFF_ACCESS_REMOTE_WRITE, GUARD));
 	nt_fill_pattern(s.buf, L, 31);
-	c = cmd_recv(1, r.handle, 0, L, CARD_A, a.po.port, 9, ~0ull);
+	nicoff_prep_recv(&c, r.handle, 0, L, CARD_A, a.po.port, 9, ~0ull, 1);
 	ASSERT_EQ(0, nt_submit(&b, &c, 1));
-	c = cmd_send(2, CARD_A, b.po.port, s.handle, 0, L, 9);
+	nicoff_prep_send(&c, CARD_A, b.po.port, s.handle, 0, L, 9, 2);
 	ASSERT_EQ(0, nt_run_one(&a, &c, &cqe, TMO));
 	EXPECT_EQ(0, cqe.status);
 	ASSERT_EQ(0, wait1(&b, &cqe, TMO));
@@ -2342,11 +2284,11 @@ TEST_F_TIMEOUT(p2p, same_card, 60)
 	EXPECT_EQ(-1, diff_pattern(r.buf, L, 31));
 	EXPECT_EQ(GUARD, r.buf[L]);
 	nt_fill_pattern(s.buf, L, 32);
-	c = cmd_rdma(NICOFF_OP_PUT, 3, CARD_A, b.po.port, r.rkey, 0, s.handle, 0, L);
+	nicoff_prep_put(&c, CARD_A, b.po.port, r.rkey, 0, s.handle, 0, L, 3);
 	ASSERT_EQ(0, nt_run_one(&a, &c, &cqe, TMO));
 	EXPECT_EQ(0, cqe.status);
 	EXPECT_EQ(-1, diff_pattern(r.buf, L, 32));
-	c = cmd_rdma(NICOFF_OP_GET, 4, CARD_A, b.po.port, r.rkey, 0, t.handle, 0, L);
+	nicoff_prep_get(&c, CARD_A, b.po.port, r.rkey, 0, t.handle, 0, L, 4);
 	ASSERT_EQ(0, nt_run_one(&a, &c, &cqe, TMO));
 	EXPECT_EQ(0, cqe.status);
 	EXPECT_EQ(-1, diff_pattern(t.buf, L, 32));
@@ -2371,10 +2313,10 @@ TEST_F_TIMEOUT(p2p, zero_length, 60)
 	ASSERT_EQ(0, region_new(&b, &t, 4096, NICOFF_ACCESS_LOCAL_WRITE |
 				NICOFF_ACCESS_REMOTE_READ | NICOFF_ACCESS_REMOTE_WRITE, GUARD));
 	/* An empty message into a posted empty receive. */
-	c = cmd_recv(1, t.handle, 0, 0, CARD_A, a.po.port, 0, 0);
+	nicoff_prep_recv(&c, t.handle, 0, 0, CARD_A, a.po.port, 0, 0, 1);
 	ASSERT_EQ(0, nt_submit(&b, &c, 1));
 	ASSERT_EQ(0, wait_consumed(&b, TMO));
-	c = cmd_send(2, CARD_B, b.po.port, s.handle, 0, 0, 5);
+	nicoff_prep_send(&c, CARD_B, b.po.port, s.handle, 0, 0, 5, 2);
 	ASSERT_EQ(0, nt_run_one(&a, &c, &cqe, TMO));
 	EXPECT_EQ(0, cqe.status);
 	EXPECT_EQ(0, cqe.result);
@@ -2384,21 +2326,21 @@ TEST_F_TIMEOUT(p2p, zero_length, 60)
 	EXPECT_EQ(0, cqe.result);
 	EXPECT_EQ(5, cqe.msg_tag);
 	/* An empty message nobody waits for, taken later. */
-	c = cmd_send(3, CARD_B, b.po.port, s.handle, 4096, 0, 6);
+	nicoff_prep_send(&c, CARD_B, b.po.port, s.handle, 4096, 0, 6, 3);
 	ASSERT_EQ(0, nt_run_one(&a, &c, &cqe, TMO));
 	EXPECT_EQ(0, cqe.status);
 	EXPECT_TRUE(cq_stays_empty(&b, 10));
-	c = cmd_recv(4, t.handle, 0, 16, NICOFF_ANY, NICOFF_ANY, 0, 0);
+	nicoff_prep_recv(&c, t.handle, 0, 16, NICOFF_ANY, NICOFF_ANY, 0, 0, 4);
 	ASSERT_EQ(0, nt_run_one(&b, &c, &cqe, TMO));
 	EXPECT_EQ(4, cqe.tag);
 	EXPECT_EQ(0, cqe.status);
 	EXPECT_EQ(0, cqe.result);
 	EXPECT_EQ(6, cqe.msg_tag);
 	/* A message into an empty receive: too long. */
-	c = cmd_recv(5, t.handle, 4096, 0, NICOFF_ANY, NICOFF_ANY, 0, 0);
+	nicoff_prep_recv(&c, t.handle, 4096, 0, NICOFF_ANY, NICOFF_ANY, 0, 0, 5);
 	ASSERT_EQ(0, nt_submit(&b, &c, 1));
 	ASSERT_EQ(0, wait_consumed(&b, TMO));
-	c = cmd_send(6, CARD_B, b.po.port, s.handle, 0, 100, 7);
+	nicoff_prep_send(&c, CARD_B, b.po.port, s.handle, 0, 100, 7, 6);
 	ASSERT_EQ(0, nt_run_one(&a, &c, &cqe, TMO));
 	EXPECT_EQ(0, cqe.status);
 	ASSERT_EQ(0, wait1(&b, &cqe, TMO));
@@ -2406,16 +2348,16 @@ TEST_F_TIMEOUT(p2p, zero_length, 60)
 	EXPECT_EQ(-EMSGSIZE, cqe.status);
 	EXPECT_EQ(100, cqe.result);
 	/* Empty put and get, even at the very end of the region. */
-	c = cmd_rdma(NICOFF_OP_PUT, 7, CARD_B, b.po.port, t.rkey, 4096, s.handle, 4096, 0);
+	nicoff_prep_put(&c, CARD_B, b.po.port, t.rkey, 4096, s.handle, 4096, 0, 7);
 	ASSERT_EQ(0, nt_run_one(&a, &c, &cqe, TMO));
 	EXPECT_EQ(0, cqe.status);
 	EXPECT_EQ(0, cqe.result);
-	c = cmd_rdma(NICOFF_OP_GET, 8, CARD_B, b.po.port, t.rkey, 4096, w.handle, 0, 0);
+	nicoff_prep_get(&c, CARD_B, b.po.port, t.rkey, 4096, w.handle, 0, 0, 8);
 	ASSERT_EQ(0, nt_run_one(&a, &c, &cqe, TMO));
 	EXPECT_EQ(0, cqe.status);
 	EXPECT_EQ(0, cqe.result);
 	/* Empty or not, a wrong rkey is refused. */
-	c = cmd_rdma(NICOFF_OP_PUT, 9, CARD_B, b.po.port, t.rkey ^ 0x80000000u, 0, s.handle, 0, 0);
+	nicoff_prep_put(&c, CARD_B, b.po.port, t.rkey ^ 0x80000000u, 0, s.handle, 0, 0, 9);
 	ASSERT_EQ(0, nt_run_one(&a, &c, &cqe, TMO));
 	EXPECT_EQ(-ENOENT, cqe.status);
 	ASSERT_EQ(0, wait1(&b, &cqe, TMO));
@@ -2450,8 +2392,8 @@ static int child_rnr(struct chan *ch, void *arg)
 	CK(token_from_parent(ch, CHILD_TMO) == 0);
 	nt_sleep_ms(50);
 	for (k = 0; k < RN_N; k++) {
-		c = cmd_recv(k, r.handle, k * (NR_MSG + 4096), NR_MSG, NICOFF_ANY, NICOFF_ANY, 0,
-			     0);
+		nicoff_prep_recv(&c, r.handle, k * (NR_MSG + 4096), NR_MSG, NICOFF_ANY, NICOFF_ANY,
+				 0, 0, k);
 		CKEQ(0, nt_submit(&p, &c, 1));
 	}
 	CKEQ(RN_N, nt_wait_cqes(&p, q, RN_N, CHILD_TMO));
@@ -2491,7 +2433,8 @@ TEST_F_TIMEOUT(p2p, receiver_not_ready, 120)
 	ASSERT_EQ(0, from_child(&ch, &ci, sizeof(ci), TMO));
 	ASSERT_EQ(0, nl_card(&self->nl, CARD_B, &s0));
 	for (k = 0; k < RN_N; k++) {
-		struct nicoff_cmd c = cmd_send(k, CARD_B, ci.port, s.handle, k * NR_MSG, NR_MSG, k);
+		struct nicoff_cmd c = NT_CMD(send, CARD_B, ci.port, s.handle, k * NR_MSG, NR_MSG, k,
+					     k);
 
 		ASSERT_EQ(0, nt_submit(&p, &c, 1));
 	}
@@ -2531,7 +2474,7 @@ TEST_F_TIMEOUT(p2p, link_down_times_out, 120)
 	ASSERT_EQ(0, region_new(&b, &t, 65536, NICOFF_ACCESS_LOCAL_WRITE |
 				NICOFF_ACCESS_REMOTE_READ | NICOFF_ACCESS_REMOTE_WRITE, GUARD));
 	nt_fill_pattern(s.buf, 65536, 81);
-	c = cmd_recv(1, t.handle, 0, 65536, CARD_A, a.po.port, 0, 0);
+	nicoff_prep_recv(&c, t.handle, 0, 65536, CARD_A, a.po.port, 0, 0, 1);
 	ASSERT_EQ(0, nt_submit(&b, &c, 1));
 	ASSERT_EQ(0, wait_consumed(&b, TMO));
 
@@ -2544,13 +2487,11 @@ TEST_F_TIMEOUT(p2p, link_down_times_out, 120)
 		uint64_t t0 = nt_now_ns(), took;
 
 		if (i == 0)
-			c = cmd_send(10, CARD_B, b.po.port, s.handle, 0, 5000, 1);
+			nicoff_prep_send(&c, CARD_B, b.po.port, s.handle, 0, 5000, 1, 10);
 		else if (i == 1)
-			c = cmd_rdma(NICOFF_OP_PUT, 11, CARD_B, b.po.port, t.rkey, 0, s.handle, 0,
-				     65536);
+			nicoff_prep_put(&c, CARD_B, b.po.port, t.rkey, 0, s.handle, 0, 65536, 11);
 		else
-			c = cmd_rdma(NICOFF_OP_GET, 12, CARD_B, b.po.port, t.rkey, 0, w.handle, 0,
-				     65536);
+			nicoff_prep_get(&c, CARD_B, b.po.port, t.rkey, 0, w.handle, 0, 65536, 12);
 		ASSERT_EQ(0, nt_run_one(&a, &c, &cqe, TMO));
 		took = (nt_now_ns() - t0) / 1000;
 		TH_LOG("opcode %u over a dead link: status %d after %llu us (budget %llu us)",
@@ -2572,7 +2513,7 @@ TEST_F_TIMEOUT(p2p, link_down_times_out, 120)
 	ASSERT_EQ(0, nl_card_follow_global(&self->nl, CARD_A));
 	ASSERT_EQ(0, nl_card(&self->nl, CARD_A, &s1));
 	EXPECT_EQ(1, s1.global);
-	c = cmd_send(13, CARD_B, b.po.port, s.handle, 100, 5000, 2);
+	nicoff_prep_send(&c, CARD_B, b.po.port, s.handle, 100, 5000, 2, 13);
 	ASSERT_EQ(0, nt_run_one(&a, &c, &cqe, TMO));
 	EXPECT_EQ(0, cqe.status);
 	ASSERT_EQ(0, wait1(&b, &cqe, TMO));
@@ -2581,7 +2522,7 @@ TEST_F_TIMEOUT(p2p, link_down_times_out, 120)
 	EXPECT_EQ(2, cqe.msg_tag);
 	EXPECT_EQ(5000, cqe.result);
 	EXPECT_EQ(0, memcmp(t.buf, s.buf + 100, 5000));
-	c = cmd_rdma(NICOFF_OP_GET, 14, CARD_B, b.po.port, t.rkey, 0, w.handle, 0, 5000);
+	nicoff_prep_get(&c, CARD_B, b.po.port, t.rkey, 0, w.handle, 0, 5000, 14);
 	ASSERT_EQ(0, nt_run_one(&a, &c, &cqe, TMO));
 	EXPECT_EQ(0, cqe.status);
 	EXPECT_EQ(0, memcmp(w.buf, s.buf + 100, 5000));
@@ -2623,8 +2564,9 @@ static int child_sender(struct chan *ch, void *arg)
 		int got;
 
 		while (sent < FI_N && sent - done < SW_SENDS) {
-			struct nicoff_cmd c = cmd_send(sent, CARD_A, pa.port, st.s.handle,
-						       sent * st.slot, sw_len(fa->mtu, sent), sent);
+			struct nicoff_cmd c = NT_CMD(send, CARD_A, pa.port, st.s.handle,
+						     sent * st.slot, sw_len(fa->mtu, sent), sent,
+						     sent);
 
 			CKEQ(0, nt_submit(&p, &c, 1));
 			sent++;
@@ -2670,8 +2612,8 @@ TEST_F_TIMEOUT(p2p, fan_in, 180)
 		for (n = 0; n < 32 && posted < 2 * FI_N; n++, posted++) {
 			unsigned int src = posted & 1, kk = posted / 2;
 
-			c[n] = cmd_recv((uint64_t)src << 16 | kk, r.handle, posted * slot, slot,
-					fa[src].card, ci[src].port, 0, 0);
+			nicoff_prep_recv(&c[n], r.handle, posted * slot, slot, fa[src].card,
+					 ci[src].port, 0, 0, (uint64_t)src << 16 | kk);
 		}
 		ASSERT_EQ(0, nt_submit(&p, c, n));
 		ASSERT_EQ(0, wait_consumed(&p, TMO));
@@ -2743,7 +2685,7 @@ static int child_dereg(struct chan *ch, void *arg)
 	me.rkey[1] = t2.rkey;
 	CK(from_parent(ch, &pa, sizeof(pa), TMO) == 0);
 	/* 1. A receive whose buffer is deregistered before the message comes. */
-	c = cmd_recv(1, r.handle, 0, 4096, NICOFF_ANY, NICOFF_ANY, 0, 0);
+	nicoff_prep_recv(&c, r.handle, 0, 4096, NICOFF_ANY, NICOFF_ANY, 0, 0, 1);
 	CKEQ(0, nt_submit(&p, &c, 1));
 	CKEQ(0, wait_consumed(&p, TMO));
 	CKEQ(0, nt_dereg_mr(p.fd, r.handle));
@@ -2762,7 +2704,7 @@ static int child_dereg(struct chan *ch, void *arg)
 	CKEQ(0, nt_dereg_mr(p.fd, t2.handle));
 	CK(token_to_parent(ch) == 0);
 	/* 4. A message whose source the sender deregisters half way. */
-	c = cmd_recv(4, r4.handle, 0, DG_LEN, NICOFF_ANY, NICOFF_ANY, 0, 0);
+	nicoff_prep_recv(&c, r4.handle, 0, DG_LEN, NICOFF_ANY, NICOFF_ANY, 0, 0, 4);
 	CKEQ(0, nt_submit(&p, &c, 1));
 	CKEQ(0, wait_consumed(&p, TMO));
 	CK(token_to_parent(ch) == 0);
@@ -2817,11 +2759,11 @@ TEST_F_TIMEOUT(p2p, dereg_under_transfer, 120)
 	ASSERT_EQ(0, to_child(&ch, &me, sizeof(me)));
 	ASSERT_EQ(0, from_child(&ch, &ci, sizeof(ci), TMO));
 	/* 1. The sender is not told about the receiver's vanished buffer. */
-	c = cmd_send(1, CARD_B, ci.port, s.handle, 0, 100, 1);
+	nicoff_prep_send(&c, CARD_B, ci.port, s.handle, 0, 100, 1, 1);
 	ASSERT_EQ(0, nt_run_one(&p, &c, &cqe, TMO));
 	EXPECT_EQ(0, cqe.status);
 	/* 2. Get: all of it, right, or an error and nothing claimed. */
-	c = cmd_rdma(NICOFF_OP_GET, 2, CARD_B, ci.port, ci.rkey[0], 0, w.handle, 0, DG_LEN);
+	nicoff_prep_get(&c, CARD_B, ci.port, ci.rkey[0], 0, w.handle, 0, DG_LEN, 2);
 	ASSERT_EQ(0, nt_submit(&p, &c, 1));
 	ASSERT_EQ(0, wait_written(w.buf, TMO));
 	ASSERT_EQ(0, token_to_child(&ch));
@@ -2836,7 +2778,7 @@ TEST_F_TIMEOUT(p2p, dereg_under_transfer, 120)
 		EXPECT_EQ(0, cqe.result);
 	}
 	/* 3. Put. */
-	c = cmd_rdma(NICOFF_OP_PUT, 3, CARD_B, ci.port, ci.rkey[1], 0, s.handle, 0, DG_LEN);
+	nicoff_prep_put(&c, CARD_B, ci.port, ci.rkey[1], 0, s.handle, 0, DG_LEN, 3);
 	ASSERT_EQ(0, nt_submit(&p, &c, 1));
 	ASSERT_EQ(0, token_to_child(&ch));
 	ASSERT_EQ(0, token_from_child(&ch, CHILD_TMO));
@@ -2845,7 +2787,7 @@ TEST_F_TIMEOUT(p2p, dereg_under_transfer, 120)
 	EXPECT_TRUE(cqe.status == 0 || cqe.status == -ENOENT);
 	/* 4. Send, its source deregistered right after posting. */
 	ASSERT_EQ(0, token_from_child(&ch, CHILD_TMO));
-	c = cmd_send(4, CARD_B, ci.port, s.handle, 0, DG_LEN, 4);
+	nicoff_prep_send(&c, CARD_B, ci.port, s.handle, 0, DG_LEN, 4, 4);
 	ASSERT_EQ(0, nt_submit(&p, &c, 1));
 	ASSERT_EQ(0, token_from_child(&ch, CHILD_TMO));	/* the first bytes arrived */
 	ASSERT_EQ(0, nt_dereg_mr(p.fd, s.handle));
@@ -2893,12 +2835,12 @@ TEST_F_TIMEOUT(p2p, other_port_behind_rnr, 120)
 	ASSERT_EQ(0, region_new(&b1, &r1, NR_MSG, NICOFF_ACCESS_LOCAL_WRITE, GUARD));
 	ASSERT_EQ(0, region_new(&b2, &r2, 4096, NICOFF_ACCESS_LOCAL_WRITE, GUARD));
 	nt_fill_pattern(s.buf, NR_MSG, 66);
-	c = cmd_recv(1, r2.handle, 0, 4096, NICOFF_ANY, NICOFF_ANY, 0, 0);
+	nicoff_prep_recv(&c, r2.handle, 0, 4096, NICOFF_ANY, NICOFF_ANY, 0, 0, 1);
 	ASSERT_EQ(0, nt_submit(&b2, &c, 1));
 	ASSERT_EQ(0, wait_consumed(&b2, TMO));
 	/* Fill b1's unexpected budget (4 MiB, firmware-sim/card.c). */
 	for (k = 0; k < 4; k++) {
-		c = cmd_send(k, CARD_B, b1.po.port, s.handle, 0, NR_MSG, k);
+		nicoff_prep_send(&c, CARD_B, b1.po.port, s.handle, 0, NR_MSG, k, k);
 		ASSERT_EQ(0, nt_run_one(&a, &c, q, CHILD_TMO));
 		ASSERT_EQ(0, q[0].status) TH_LOG("message %u to b1", k);
 	}
@@ -2906,10 +2848,10 @@ TEST_F_TIMEOUT(p2p, other_port_behind_rnr, 120)
 	ASSERT_EQ(0, nl_card(&self->nl, CARD_B, &sb0));
 	/* The next one to b1 is refused; b2's goes right after it. */
 	t0 = nt_now_ns();
-	c = cmd_send(k, CARD_B, b1.po.port, s.handle, 0, NR_MSG, k);
+	nicoff_prep_send(&c, CARD_B, b1.po.port, s.handle, 0, NR_MSG, k, k);
 	ASSERT_EQ(0, nt_submit(&a, &c, 1));
 	nt_sleep_ms(5);
-	c = cmd_send(200, CARD_B, b2.po.port, s.handle, 0, 8, 200);
+	nicoff_prep_send(&c, CARD_B, b2.po.port, s.handle, 0, 8, 200, 200);
 	ASSERT_EQ(0, nt_submit(&a, &c, 1));
 	for (i = 0; i < 2; i++) {
 		ASSERT_EQ(1, nt_wait_cqes(&a, &q[i], 1, CHILD_TMO));
@@ -2948,23 +2890,23 @@ TEST_F_TIMEOUT(p2p, other_port_behind_rnr, 120)
 	       (unsigned long long)(ST(sb1, RNR_DROPS) - ST(sb0, RNR_DROPS)));
 	/* b1's buffered messages are all still there, in order. */
 	for (i = 0; i < (int)k; i++) {
-		c = cmd_recv(10 + i, r1.handle, 0, NR_MSG, NICOFF_ANY, NICOFF_ANY, 0, 0);
+		nicoff_prep_recv(&c, r1.handle, 0, NR_MSG, NICOFF_ANY, NICOFF_ANY, 0, 0, 10 + i);
 		ASSERT_EQ(0, nt_run_one(&b1, &c, q, TMO));
 		EXPECT_EQ(0, q[0].status);
 		EXPECT_EQ(i, q[0].msg_tag);
 		EXPECT_EQ(-1, diff_pattern(r1.buf, NR_MSG, 66));
 	}
 	/* The pair b1 works again, and so does b2. */
-	c = cmd_recv(50, r1.handle, 0, NR_MSG, NICOFF_ANY, NICOFF_ANY, 0, 0);
+	nicoff_prep_recv(&c, r1.handle, 0, NR_MSG, NICOFF_ANY, NICOFF_ANY, 0, 0, 50);
 	ASSERT_EQ(0, nt_submit(&b1, &c, 1));
-	c = cmd_send(301, CARD_B, b1.po.port, s.handle, 0, 4096, 301);
+	nicoff_prep_send(&c, CARD_B, b1.po.port, s.handle, 0, 4096, 301, 301);
 	ASSERT_EQ(0, nt_run_one(&a, &c, q, TMO));
 	EXPECT_EQ(0, q[0].status);
 	ASSERT_EQ(0, wait1(&b1, q, TMO));
 	EXPECT_EQ(301, q[0].msg_tag);
-	c = cmd_recv(2, r2.handle, 0, 4096, NICOFF_ANY, NICOFF_ANY, 0, 0);
+	nicoff_prep_recv(&c, r2.handle, 0, 4096, NICOFF_ANY, NICOFF_ANY, 0, 0, 2);
 	ASSERT_EQ(0, nt_submit(&b2, &c, 1));
-	c = cmd_send(300, CARD_B, b2.po.port, s.handle, 0, 8, 300);
+	nicoff_prep_send(&c, CARD_B, b2.po.port, s.handle, 0, 8, 300, 300);
 	ASSERT_EQ(0, nt_run_one(&a, &c, q, TMO));
 	EXPECT_EQ(0, q[0].status);
 	ASSERT_EQ(0, wait1(&b2, q, TMO));

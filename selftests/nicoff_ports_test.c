@@ -45,7 +45,7 @@ static void nop_on_all(struct __test_metadata *_metadata, struct nt_port *p, uns
 	for (i = 0; i < n; i++) {
 		struct nicoff_cmd c;
 
-		nt_make_nop(&c, tag0 + i);
+		nicoff_prep_nop(&c, tag0 + i);
 		ASSERT_EQ(0, nt_submit(&p[i], &c, 1)) TH_LOG("port %u", i);
 	}
 	for (i = 0; i < n; i++) {

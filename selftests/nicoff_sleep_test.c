@@ -72,7 +72,7 @@ TEST_F(sleep, idle_sets_need_wakeup)
 		/* The doorbell sees the flag and kicks; the NOP completes. */
 		ASSERT_TRUE(wait_need_wakeup(&self->p, 5000));
 		before = self->p.kicks;
-		nt_make_nop(&c, 100 + i);
+		nicoff_prep_nop(&c, 100 + i);
 		ASSERT_EQ(0, nt_submit(&self->p, &c, 1));
 		kicked += self->p.kicks - before;
 		ASSERT_EQ(1, nt_wait_cqes(&self->p, &cqe, 1, TMO));
@@ -100,7 +100,7 @@ TEST_F(sleep, new_port_while_asleep)
 	nt_sleep_ms(50);
 	ASSERT_EQ(0, nt_port_open(&q, 0, NICOFF_PORT_ANY, 8, 8));
 	EXPECT_TRUE(nt_cmd_flags(&q) & NICOFF_RING_NEED_WAKEUP);
-	nt_make_nop(&c, 9);
+	nicoff_prep_nop(&c, 9);
 	EXPECT_EQ(0, nt_run_one(&q, &c, &cqe, TMO));
 	EXPECT_EQ(9, cqe.tag);
 	nt_port_close(&q);
@@ -154,7 +154,7 @@ TEST_F(sleep, poll_blocks_until_completion)
 	for (attempt = 1; attempt <= 5; attempt++) {
 		nt_sleep_ms(50);
 		ASSERT_TRUE(wait_need_wakeup(&self->p, 5000));
-		nt_make_nop(&c, 0x5133);
+		nicoff_prep_nop(&c, 0x5133);
 		nt_cmd_write(&self->p, &c);
 		nt_publish(&self->p);
 		ASSERT_EQ(0, pthread_create(&th, NULL, kick_later, &k));
@@ -214,7 +214,7 @@ TEST_F_TIMEOUT(sleep, doorbell_race, 120)
 		spin = nt_rand64(&seed) % 4 ? 0 : nt_rand64(&seed) % 20000;
 		while (spin--)
 			__asm__ __volatile__("" ::: "memory");
-		nt_make_nop(&c, i);
+		nicoff_prep_nop(&c, i);
 		ASSERT_EQ(0, nt_submit(&self->p, &c, 1));
 		got = nt_wait_cqes(&self->p, &cqe, 1, 5000);
 		if (got != 1) {
@@ -249,7 +249,7 @@ TEST_F(sleep, awake_thread_needs_no_kick)
 		nt_sleep_ms(1);
 	ASSERT_FALSE(nt_cmd_flags(&self->p) & NICOFF_RING_NEED_WAKEUP);
 	for (i = 0; i < 20; i++) {
-		nt_make_nop(&c, i);
+		nicoff_prep_nop(&c, i);
 		ASSERT_EQ(0, nt_run_one(&self->p, &c, &cqe, TMO));
 		EXPECT_EQ(i, cqe.tag);
 	}

@@ -252,26 +252,6 @@ int nt_wait_cqes(struct nt_port *p, struct nicoff_cqe *out, uint32_t n, int time
 	return got;
 }
 
-void nt_make_nop(struct nicoff_cmd *c, uint64_t tag)
-{
-	memset(c, 0, sizeof(*c));
-	c->opcode = NICOFF_OP_NOP;
-	c->tag = tag;
-}
-
-void nt_make_copy(struct nicoff_cmd *c, uint64_t tag, uint32_t src_mr, uint64_t src_off,
-		  uint32_t dst_mr, uint64_t dst_off, uint64_t len)
-{
-	memset(c, 0, sizeof(*c));
-	c->opcode = NICOFF_OP_COPY;
-	c->tag = tag;
-	c->copy.src_mr = src_mr;
-	c->copy.src_off = src_off;
-	c->copy.dst_mr = dst_mr;
-	c->copy.dst_off = dst_off;
-	c->copy.len = len;
-}
-
 int nt_run_one(struct nt_port *p, const struct nicoff_cmd *c, struct nicoff_cqe *cqe,
 	       int timeout_ms)
 {

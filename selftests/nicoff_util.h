@@ -18,6 +18,7 @@
 #include <sys/types.h>
 
 #include <uapi/nicoff.h>
+#include <nicoff/prep.h>
 
 #define NT_PINNED_PAGES_PATH "/sys/class/nicoff/pinned_pages"
 #define NT_PARAM_DIR "/sys/module/nicoff/parameters/"
@@ -112,10 +113,16 @@ int nt_reap(struct nt_port *p, struct nicoff_cqe *out, uint32_t max);
  */
 int nt_wait_cqes(struct nt_port *p, struct nicoff_cqe *out, uint32_t n, int timeout_ms);
 
-/* Descriptor builders. */
-void nt_make_nop(struct nicoff_cmd *c, uint64_t tag);
-void nt_make_copy(struct nicoff_cmd *c, uint64_t tag, uint32_t src_mr, uint64_t src_off,
-		  uint32_t dst_mr, uint64_t dst_off, uint64_t len);
+/*
+ * A command built by nicoff_prep_<op>() of <nicoff/prep.h>, as a value: for
+ * tables and initialisers, e.g. NT_CMD(send, card, port, mr, off, len,
+ * msg_tag, tag).
+ */
+#define NT_CMD(op, ...) ({ \
+	struct nicoff_cmd nt_cmd_; \
+	nicoff_prep_##op(&nt_cmd_, __VA_ARGS__); \
+	nt_cmd_; \
+})
 /* Post one command and wait for its completion (timeout_ms); 0 or -errno. */
 int nt_run_one(struct nt_port *p, const struct nicoff_cmd *c, struct nicoff_cqe *cqe,
 	       int timeout_ms);
