@@ -35,8 +35,9 @@ SELFTEST_NAMES_NODEBUG := \
 SELFTEST_NAMES_1K := nicoff_barrier1k_test
 SELFTEST_BINS := $(addprefix $(SELFTEST_DIR)/,$(SELFTEST_NAMES) $(SELFTEST_NAMES_NODEBUG) \
 	$(SELFTEST_NAMES_1K))
-SELFTEST_UTIL_OBJ := $(SELFTEST_DIR)/nicoff_util.o
-SELFTEST_DEPS := $(TOP)/selftests/nicoff_util.h $(TOP)/include/uapi/nicoff.h \
+SELFTEST_UTIL_OBJ := $(SELFTEST_DIR)/nicoff_util.o $(SELFTEST_DIR)/nicoff_nl.o
+SELFTEST_DEPS := $(TOP)/selftests/nicoff_util.h $(TOP)/selftests/nicoff_nl.h \
+	$(TOP)/include/uapi/nicoff.h \
 	$(LIBNICOFF_DIR)/include/nicoff/prep.h
 # The harness header has unused parameters and its macros compare mixed
 # signedness by design (as the kernel's own selftests build it).
@@ -46,7 +47,7 @@ SELFTEST_LDLIBS := -lpthread
 
 USER_TARGETS += $(SELFTEST_BINS)
 
-$(SELFTEST_UTIL_OBJ): $(TOP)/selftests/nicoff_util.c $(SELFTEST_DEPS) | $(LIBNICOFF_ABI_H)
+$(SELFTEST_UTIL_OBJ): $(SELFTEST_DIR)/%.o: $(TOP)/selftests/%.c $(SELFTEST_DEPS) | $(LIBNICOFF_ABI_H)
 	@mkdir -p $(@D)
 	$(CC) $(SELFTEST_CFLAGS) -c -o $@ $<
 

@@ -160,7 +160,7 @@ static int cmp_u64(const void *a, const void *b)
 TEST_F_TIMEOUT(atomic, fetch_add_under_faults, 400)
 {
 	const uint32_t k = FADD_K, n = NREQ * k;
-	uint64_t before[NICOFF_NL_STAT_MAX + 1], after[NICOFF_NL_STAT_MAX + 1];
+	struct nt_card_stats before, after;
 	uint64_t *olds64 = calloc(n, sizeof(uint64_t)), *olds32 = calloc(n, sizeof(uint64_t));
 	struct fadd_arg arg = { self, k };
 	pid_t pids[NREQ];
@@ -168,7 +168,7 @@ TEST_F_TIMEOUT(atomic, fetch_add_under_faults, 400)
 
 	ASSERT_NE(NULL, olds64);
 	ASSERT_NE(NULL, olds32);
-	ASSERT_EQ(0, at_card_stats(TARGET_CARD, before));
+	ASSERT_EQ(0, nt_card_stats(TARGET_CARD, &before));
 	ASSERT_EQ(0, at_faults_set(AT_DROP_PPM, AT_DUP_PPM, AT_REORDER_PPM));
 	for (i = 0; i < NREQ; i++)
 		pids[i] = at_spawn(fadd_child, &arg, i);
@@ -181,7 +181,7 @@ TEST_F_TIMEOUT(atomic, fetch_add_under_faults, 400)
 	for (i = 0; i < NREQ; i++)
 		EXPECT_EQ(0, at_reap(pids[i]));
 	ASSERT_EQ(0, at_faults_clear());
-	ASSERT_EQ(0, at_card_stats(TARGET_CARD, after));
+	ASSERT_EQ(0, nt_card_stats(TARGET_CARD, &after));
 
 	EXPECT_EQ(n, *word64(self, OFF_FADD64));
 	EXPECT_EQ(n, *word32(self, OFF_FADD32));
@@ -198,16 +198,16 @@ TEST_F_TIMEOUT(atomic, fetch_add_under_faults, 400)
 		ASSERT_EQ(i, olds32[i]);
 	}
 	/* Exactly once: executed 3n times, every duplicate answered from the table. */
-	EXPECT_EQ(3ull * n, after[NICOFF_NL_STAT_ATOMICS] - before[NICOFF_NL_STAT_ATOMICS]);
-	EXPECT_LT(0, after[NICOFF_NL_STAT_ATOMIC_REPLAYS] -
-		     before[NICOFF_NL_STAT_ATOMIC_REPLAYS]);
-	EXPECT_EQ(0, after[NICOFF_NL_STAT_ATOMIC_REFUSED] - before[NICOFF_NL_STAT_ATOMIC_REFUSED]);
+	EXPECT_EQ(3ull * n, after.v[NICOFF_NL_STAT_ATOMICS] - before.v[NICOFF_NL_STAT_ATOMICS]);
+	EXPECT_LT(0, after.v[NICOFF_NL_STAT_ATOMIC_REPLAYS] -
+		     before.v[NICOFF_NL_STAT_ATOMIC_REPLAYS]);
+	EXPECT_EQ(0, after.v[NICOFF_NL_STAT_ATOMIC_REFUSED] - before.v[NICOFF_NL_STAT_ATOMIC_REFUSED]);
 	TH_LOG("replays %llu, stale %llu, requester retransmits %llu",
-	       (unsigned long long)(after[NICOFF_NL_STAT_ATOMIC_REPLAYS] -
-				    before[NICOFF_NL_STAT_ATOMIC_REPLAYS]),
-	       (unsigned long long)(after[NICOFF_NL_STAT_ATOMIC_STALE] -
-				    before[NICOFF_NL_STAT_ATOMIC_STALE]),
-	       (unsigned long long)at_stat(0, NICOFF_NL_STAT_ATOMIC_RETRANSMITS));
+	       (unsigned long long)(after.v[NICOFF_NL_STAT_ATOMIC_REPLAYS] -
+				    before.v[NICOFF_NL_STAT_ATOMIC_REPLAYS]),
+	       (unsigned long long)(after.v[NICOFF_NL_STAT_ATOMIC_STALE] -
+				    before.v[NICOFF_NL_STAT_ATOMIC_STALE]),
+	       (unsigned long long)nt_card_stat(0, NICOFF_NL_STAT_ATOMIC_RETRANSMITS));
 	free(olds64);
 	free(olds32);
 }
@@ -457,7 +457,7 @@ static int flood_child(void *argp, int i)
 
 TEST_F_TIMEOUT(atomic, credit_never_overflows, 300)
 {
-	uint64_t before[NICOFF_NL_STAT_MAX + 1], after[NICOFF_NL_STAT_MAX + 1];
+	struct nt_card_stats before, after;
 	unsigned long table, nics, credit = 1;
 	pid_t pids[3];
 	uint32_t i;
@@ -467,24 +467,24 @@ TEST_F_TIMEOUT(atomic, credit_never_overflows, 300)
 	ASSERT_EQ(0, nt_param_get("nics", &nics));
 	while (credit <= table / nics / 2)
 		credit <<= 1;
-	ASSERT_EQ(0, at_card_stats(TARGET_CARD, before));
+	ASSERT_EQ(0, nt_card_stats(TARGET_CARD, &before));
 	for (i = 0; i < 3; i++)
 		pids[i] = at_spawn(flood_child, self, i);
 	for (i = 0; i < 3; i++)
 		EXPECT_EQ(0, at_reap(pids[i]));
 	EXPECT_EQ(3ull * FLOOD_N, *word64(self, OFF_CREDIT));
-	ASSERT_EQ(0, at_card_stats(TARGET_CARD, after));
-	EXPECT_EQ(0, after[NICOFF_NL_STAT_ATOMIC_REFUSED] - before[NICOFF_NL_STAT_ATOMIC_REFUSED]);
+	ASSERT_EQ(0, nt_card_stats(TARGET_CARD, &after));
+	EXPECT_EQ(0, after.v[NICOFF_NL_STAT_ATOMIC_REFUSED] - before.v[NICOFF_NL_STAT_ATOMIC_REFUSED]);
 	/* Three requesting cards (0, 2, 3): a credit each at most. */
-	EXPECT_GE(3 * credit, after[NICOFF_NL_STAT_ATOMIC_TABLE_PEAK]);
-	EXPECT_GE(table, after[NICOFF_NL_STAT_ATOMIC_TABLE_PEAK]);
+	EXPECT_GE(3 * credit, after.v[NICOFF_NL_STAT_ATOMIC_TABLE_PEAK]);
+	EXPECT_GE(table, after.v[NICOFF_NL_STAT_ATOMIC_TABLE_PEAK]);
 	TH_LOG("credit %lu, table peak %llu", credit,
-	       (unsigned long long)after[NICOFF_NL_STAT_ATOMIC_TABLE_PEAK]);
+	       (unsigned long long)after.v[NICOFF_NL_STAT_ATOMIC_TABLE_PEAK]);
 	/* Idle requesters tell the target: the table empties. */
-	for (tries = 0; tries < 100 && at_stat(TARGET_CARD, NICOFF_NL_STAT_ATOMIC_TABLE_LIVE);
+	for (tries = 0; tries < 100 && nt_card_stat(TARGET_CARD, NICOFF_NL_STAT_ATOMIC_TABLE_LIVE);
 	     tries++)
 		nt_sleep_ms(20);
-	EXPECT_EQ(0, at_stat(TARGET_CARD, NICOFF_NL_STAT_ATOMIC_TABLE_LIVE));
+	EXPECT_EQ(0, nt_card_stat(TARGET_CARD, NICOFF_NL_STAT_ATOMIC_TABLE_LIVE));
 }
 
 /* ---------------------------------------------------------- bad input -- */
@@ -518,7 +518,7 @@ TEST_F_TIMEOUT(atomic, bad_input, 120)
 	ASSERT_EQ(0, nt_port_open(&p, 0, NICOFF_PORT_ANY, 64, 64));
 
 	nt_fill_pattern(self->mem, MEM_LEN, 77);
-	executed = at_stat(TARGET_CARD, NICOFF_NL_STAT_ATOMICS);
+	executed = nt_card_stat(TARGET_CARD, NICOFF_NL_STAT_ATOMICS);
 	const struct {
 		uint8_t op;
 		uint32_t card, port, rkey;
@@ -555,7 +555,7 @@ TEST_F_TIMEOUT(atomic, bad_input, 120)
 		seen += cases[i].remote;
 	}
 	/* Nothing executed, nothing written. */
-	EXPECT_EQ(executed, at_stat(TARGET_CARD, NICOFF_NL_STAT_ATOMICS));
+	EXPECT_EQ(executed, nt_card_stat(TARGET_CARD, NICOFF_NL_STAT_ATOMICS));
 	ASSERT_NE(NULL, copy);
 	nt_fill_pattern(copy, MEM_LEN, 77);
 	EXPECT_EQ(0, memcmp(copy, self->mem, MEM_LEN));
@@ -611,7 +611,7 @@ TEST_F_TIMEOUT(atomic, requester_killed, 120)
 	int i;
 
 	ASSERT_EQ(0, at_faults_set(AT_DROP_PPM, AT_DUP_PPM, AT_REORDER_PPM));
-	before = at_stat(TARGET_CARD, NICOFF_NL_STAT_ATOMICS);
+	before = nt_card_stat(TARGET_CARD, NICOFF_NL_STAT_ATOMICS);
 	self->shared[0] = 0;
 	pid = at_spawn(doomed_child, self, 0);
 	for (i = 0; i < 5000 && !self->shared[0]; i++)
@@ -622,7 +622,7 @@ TEST_F_TIMEOUT(atomic, requester_killed, 120)
 	ASSERT_EQ(0, at_faults_clear());
 	/* What it left in flight settles: the word counts each executed once. */
 	nt_sleep_ms(500);
-	after = at_stat(TARGET_CARD, NICOFF_NL_STAT_ATOMICS);
+	after = nt_card_stat(TARGET_CARD, NICOFF_NL_STAT_ATOMICS);
 	executed = after - before;
 	EXPECT_EQ(executed, *word64(self, OFF_CREDIT));
 	EXPECT_GE(4000, executed);

@@ -57,6 +57,7 @@
 #include <linux/netlink.h>
 
 #include "kselftest_harness.h"
+#include "nicoff_nl.h"
 #include "nicoff_util.h"
 
 #define TMO		20000	/* ms: one completion, one handshake */
@@ -81,197 +82,6 @@ static const char *const fault_params[] = {
 	"fault_drop_ppm", "fault_dup_ppm", "fault_corrupt_ppm", "fault_reorder_ppm",
 	"fault_delay_ppm",
 };
-
-/* ------------------------------------------------------------ netlink -- */
-
-struct nl {
-	int fd;
-	int family;
-	uint32_t seq;
-};
-
-struct nl_msg {
-	struct nlmsghdr n;
-	struct genlmsghdr g;
-	char attrs[512];
-};
-
-struct card_stats {
-	uint64_t v[NICOFF_NL_STAT_MAX + 1];
-	int global;		/* the card follows the global faults */
-};
-
-#define for_each_nla(a, start, len)                                                    \
-	for (a = (struct nlattr *)(start);                                             \
-	     (char *)(a) + NLA_HDRLEN <= (char *)(start) + (len) &&                    \
-	     (a)->nla_len >= NLA_HDRLEN && (char *)(a) + (a)->nla_len <= (char *)(start) + (len); \
-	     a = (struct nlattr *)((char *)(a) + NLA_ALIGN((a)->nla_len)))
-
-static void nl_init_msg(struct nl_msg *m, uint16_t type, uint8_t cmd, uint8_t version)
-{
-	memset(m, 0, sizeof(*m));
-	m->n.nlmsg_len = NLMSG_LENGTH(GENL_HDRLEN);
-	m->n.nlmsg_type = type;
-	m->g.cmd = cmd;
-	m->g.version = version;
-}
-
-static struct nlattr *nl_put(struct nl_msg *m, uint16_t type, const void *data, size_t len)
-{
-	struct nlattr *a = (struct nlattr *)((char *)m + NLMSG_ALIGN(m->n.nlmsg_len));
-
-	a->nla_type = type;
-	a->nla_len = NLA_HDRLEN + len;
-	if (len)
-		memcpy((char *)a + NLA_HDRLEN, data, len);
-	m->n.nlmsg_len = NLMSG_ALIGN(m->n.nlmsg_len) + NLA_ALIGN(a->nla_len);
-	return a;
-}
-
-static void nl_nest_end(struct nl_msg *m, struct nlattr *nest)
-{
-	nest->nla_len = (char *)m + m->n.nlmsg_len - (char *)nest;
-}
-
-/*
- * Send a request, read until its ACK (or error).  The attributes of the
- * data reply, if any, are copied into out (*outlen: bytes).  0 or -errno.
- */
-static int nl_xact(struct nl *nl, struct nl_msg *m, void *out, size_t *outlen)
-{
-	static char buf[16384];
-	size_t cap = outlen ? *outlen : 0;
-
-	m->n.nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK;
-	m->n.nlmsg_seq = ++nl->seq;
-	if (outlen)
-		*outlen = 0;
-	if (send(nl->fd, m, m->n.nlmsg_len, 0) != (ssize_t)m->n.nlmsg_len)
-		return -errno;
-	for (;;) {
-		ssize_t got = recv(nl->fd, buf, sizeof(buf), 0);
-		int len = (int)got;
-		struct nlmsghdr *h;
-
-		if (got < 0)
-			return errno == EAGAIN ? -ETIMEDOUT : -errno;
-		for (h = (struct nlmsghdr *)buf; NLMSG_OK(h, len); h = NLMSG_NEXT(h, len)) {
-			if (h->nlmsg_seq != nl->seq)
-				continue;
-			if (h->nlmsg_type == NLMSG_ERROR)
-				return ((struct nlmsgerr *)NLMSG_DATA(h))->error;
-			if (h->nlmsg_type == NLMSG_DONE)
-				return 0;
-			if (out && h->nlmsg_len >= NLMSG_LENGTH(GENL_HDRLEN)) {
-				size_t n = h->nlmsg_len - NLMSG_LENGTH(GENL_HDRLEN);
-
-				n = n < cap ? n : cap;
-				memcpy(out, (char *)NLMSG_DATA(h) + GENL_HDRLEN, n);
-				*outlen = n;
-			}
-		}
-	}
-}
-
-static int nl_open(struct nl *nl)
-{
-	struct timeval tv = { .tv_sec = 5 };
-	static char attrs[4096];
-	size_t len = sizeof(attrs);
-	struct nl_msg m;
-	struct nlattr *a;
-	int ret;
-
-	nl->seq = 0;
-	nl->family = -1;
-	nl->fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_GENERIC);
-	if (nl->fd < 0)
-		return -errno;
-	setsockopt(nl->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	nl_init_msg(&m, GENL_ID_CTRL, CTRL_CMD_GETFAMILY, 1);
-	nl_put(&m, CTRL_ATTR_FAMILY_NAME, NICOFF_GENL_NAME, sizeof(NICOFF_GENL_NAME));
-	ret = nl_xact(nl, &m, attrs, &len);
-	if (ret)
-		return ret;
-	for_each_nla(a, attrs, len) {
-		if ((a->nla_type & NLA_TYPE_MASK) == CTRL_ATTR_FAMILY_ID)
-			nl->family = *(uint16_t *)((char *)a + NLA_HDRLEN);
-	}
-	return nl->family < 0 ? -ENOENT : 0;
-}
-
-static void nl_close(struct nl *nl)
-{
-	if (nl->fd >= 0)
-		close(nl->fd);
-	nl->fd = -1;
-}
-
-/* One card's counters (one snapshot, taken under the card's lock). */
-static int nl_card(struct nl *nl, uint32_t card, struct card_stats *st)
-{
-	static char attrs[4096];
-	size_t len = sizeof(attrs);
-	struct nlattr *a, *b;
-	struct nl_msg m;
-	int ret;
-
-	memset(st, 0, sizeof(*st));
-	nl_init_msg(&m, nl->family, NICOFF_NL_CMD_GET_CARD, NICOFF_GENL_VERSION);
-	nl_put(&m, NICOFF_NL_A_CARD, &card, sizeof(card));
-	ret = nl_xact(nl, &m, attrs, &len);
-	if (ret)
-		return ret;
-	for_each_nla(a, attrs, len) {
-		int type = a->nla_type & NLA_TYPE_MASK;
-		char *in = (char *)a + NLA_HDRLEN;
-		size_t inlen = a->nla_len - NLA_HDRLEN;
-
-		if (type == NICOFF_NL_A_STATS) {
-			for_each_nla(b, in, inlen) {
-				int t = b->nla_type & NLA_TYPE_MASK;
-
-				if (t > NICOFF_NL_STAT_PAD && t <= NICOFF_NL_STAT_MAX &&
-				    b->nla_len >= NLA_HDRLEN + 8)
-					memcpy(&st->v[t], (char *)b + NLA_HDRLEN, 8);
-			}
-		} else if (type == NICOFF_NL_A_FAULTS) {
-			for_each_nla(b, in, inlen) {
-				if ((b->nla_type & NLA_TYPE_MASK) == NICOFF_NL_FAULT_GLOBAL)
-					st->global = 1;
-			}
-		}
-	}
-	return 0;
-}
-
-/* The card drops its own fault settings and follows the global ones. */
-static int nl_card_follow_global(struct nl *nl, uint32_t card)
-{
-	struct nlattr *nest;
-	struct nl_msg m;
-
-	nl_init_msg(&m, nl->family, NICOFF_NL_CMD_SET_FAULTS, NICOFF_GENL_VERSION);
-	nl_put(&m, NICOFF_NL_A_CARD, &card, sizeof(card));
-	nest = nl_put(&m, NICOFF_NL_A_FAULTS | NLA_F_NESTED, NULL, 0);
-	nl_put(&m, NICOFF_NL_FAULT_GLOBAL, NULL, 0);
-	nl_nest_end(&m, nest);
-	return nl_xact(nl, &m, NULL, NULL);
-}
-
-/* The card's own faults (it stops following the global ones). */
-static int nl_card_set_drop(struct nl *nl, uint32_t card, uint32_t drop_ppm)
-{
-	struct nlattr *nest;
-	struct nl_msg m;
-
-	nl_init_msg(&m, nl->family, NICOFF_NL_CMD_SET_FAULTS, NICOFF_GENL_VERSION);
-	nl_put(&m, NICOFF_NL_A_CARD, &card, sizeof(card));
-	nest = nl_put(&m, NICOFF_NL_A_FAULTS | NLA_F_NESTED, NULL, 0);
-	nl_put(&m, NICOFF_NL_FAULT_DROP_PPM, &drop_ppm, sizeof(drop_ppm));
-	nl_nest_end(&m, nest);
-	return nl_xact(nl, &m, NULL, NULL);
-}
 
 /* -------------------------------------------------------------- faults -- */
 
@@ -610,7 +420,7 @@ static void sizes_init(struct sizes *s, unsigned long mtu, size_t lead)
 /* Fixture state the children also read (they are forked from it). */
 FIXTURE(p2p) {
 	struct nicoff_query q;
-	struct nl nl;
+	struct nt_nl nl;
 	unsigned long mtu;
 	unsigned long rto_us;
 	unsigned long max_retries;
@@ -634,11 +444,11 @@ FIXTURE_SETUP(p2p)
 	ASSERT_EQ(0, nt_param_get("rto_usecs", &self->rto_us));
 	ASSERT_EQ(0, nt_param_get("max_retries", &self->max_retries));
 	ASSERT_EQ(0, nt_param_get("fault_delay_usecs", &self->delay_us0));
-	ASSERT_EQ(0, nl_open(&self->nl)) TH_LOG("generic netlink family \"nicoff\"");
+	ASSERT_EQ(0, nt_nl_connect(&self->nl)) TH_LOG("generic netlink family \"nicoff\"");
 	/* Whatever ran before: no faults, and every card we use follows them. */
 	ASSERT_EQ(0, clear_faults());
 	for (c = 0; c < 3; c++)
-		ASSERT_EQ(0, nl_card_follow_global(&self->nl, c));
+		ASSERT_EQ(0, nt_nl_card_follow_global(&self->nl, c));
 	sizes_init(&self->sz, self->mtu, 0);
 }
 
@@ -648,17 +458,17 @@ FIXTURE_TEARDOWN(p2p)
 
 	EXPECT_EQ(0, clear_faults());
 	for (c = 0; self->nl.fd >= 0 && c < 3; c++)
-		EXPECT_EQ(0, nl_card_follow_global(&self->nl, c));
+		EXPECT_EQ(0, nt_nl_card_follow_global(&self->nl, c));
 	if (self->delay_us0)
 		EXPECT_EQ(0, nt_param_set("fault_delay_usecs", self->delay_us0));
-	nl_close(&self->nl);
+	nt_nl_close(&self->nl);
 }
 
 static void snap2(struct __test_metadata *_metadata, FIXTURE_DATA(p2p) *self,
-		  struct card_stats s[2]);
+		  struct nt_card_stats s[2]);
 static void check_fault_counters(struct __test_metadata *_metadata, FIXTURE_DATA(p2p) *self,
-				 const struct card_stats before[2],
-				 const struct card_stats during[2], bool faults);
+				 const struct nt_card_stats before[2],
+				 const struct nt_card_stats during[2], bool faults);
 
 /* Turn on the fault mix of the fault tests; returns 0 or -errno. */
 static int faults_on(void)
@@ -733,7 +543,7 @@ static int child_sizes(struct chan *ch, void *arg)
 
 static void sizes_test(struct __test_metadata *_metadata, FIXTURE_DATA(p2p) *self, bool faults)
 {
-	struct card_stats before[2], during[2];
+	struct nt_card_stats before[2], during[2];
 	const struct sizes *s = &self->sz;
 	struct hello me = { .card = CARD_A }, ch_info;
 	struct nicoff_cqe cqe[NSIZES];
@@ -861,7 +671,7 @@ static int child_put_get(struct chan *ch, void *arg)
 static void put_get_test(struct __test_metadata *_metadata, FIXTURE_DATA(p2p) *self,
 			 bool faults)
 {
-	struct card_stats before[2], during[2];
+	struct nt_card_stats before[2], during[2];
 	struct sizes s;
 	struct hello ci;
 	struct region src, dst, big;
@@ -1058,7 +868,7 @@ TEST_F_TIMEOUT(p2p, tag_matching, 120)
 		{ 5, 0, 5 }, { 6, 0, 6 }, { 7, 1, 0x42 }, { 8, 0, 0x142 },
 	};
 	struct hello me = { .card = CARD_A }, ci;
-	struct card_stats s0, s1;
+	struct nt_card_stats s0, s1;
 	struct nt_port p[2];
 	struct region src[2];
 	struct chan ch;
@@ -1076,7 +886,7 @@ TEST_F_TIMEOUT(p2p, tag_matching, 120)
 	}
 	me.port = p[0].po.port;
 	me.port2 = p[1].po.port;
-	ASSERT_EQ(0, nl_card(&self->nl, CARD_B, &s0));
+	ASSERT_EQ(0, nt_nl_card(&self->nl, CARD_B, &s0));
 	ASSERT_EQ(0, to_child(&ch, &me, sizeof(me)));
 	ASSERT_EQ(0, from_child(&ch, &ci, sizeof(ci), TMO));
 	for (i = 0; i < sizeof(m) / sizeof(m[0]); i++) {
@@ -1097,7 +907,7 @@ TEST_F_TIMEOUT(p2p, tag_matching, 120)
 	ASSERT_EQ(0, token_to_child(&ch));
 	EXPECT_EQ(0, wait_child(ch.pid, CHILD_TMO));
 	/* Messages 5, 6 and 7 waited unexpected on the child's card. */
-	ASSERT_EQ(0, nl_card(&self->nl, CARD_B, &s1));
+	ASSERT_EQ(0, nt_nl_card(&self->nl, CARD_B, &s1));
 	EXPECT_LE(3, s1.v[NICOFF_NL_STAT_UNEXPECTED] - s0.v[NICOFF_NL_STAT_UNEXPECTED]);
 	chan_close(&ch);
 	nt_port_close(&p[0]);
@@ -1338,10 +1148,10 @@ static double binom_slack(double n, double p)
  * off).  Only a and b exchanged packets meanwhile.
  */
 static void check_fault_counters(struct __test_metadata *_metadata, FIXTURE_DATA(p2p) *self,
-				 const struct card_stats before[2],
-				 const struct card_stats during[2], bool faults)
+				 const struct nt_card_stats before[2],
+				 const struct nt_card_stats during[2], bool faults)
 {
-	struct card_stats after[2], d[2], f[2];
+	struct nt_card_stats after[2], d[2], f[2];
 	uint64_t t_end = nt_now_ns() + 5000000000ull;
 	int x, y;
 
@@ -1358,8 +1168,8 @@ static void check_fault_counters(struct __test_metadata *_metadata, FIXTURE_DATA
 	for (;;) {
 		bool ok = true;
 
-		ASSERT_EQ(0, nl_card(&self->nl, CARD_A, &after[0]));
-		ASSERT_EQ(0, nl_card(&self->nl, CARD_B, &after[1]));
+		ASSERT_EQ(0, nt_nl_card(&self->nl, CARD_A, &after[0]));
+		ASSERT_EQ(0, nt_nl_card(&self->nl, CARD_B, &after[1]));
 		for (x = 0; x < 2; x++)
 			for (y = 0; y <= NICOFF_NL_STAT_MAX; y++)
 				d[x].v[y] = after[x].v[y] - before[x].v[y];
@@ -1451,16 +1261,16 @@ static void check_fault_counters(struct __test_metadata *_metadata, FIXTURE_DATA
 }
 
 static void snap2(struct __test_metadata *_metadata, FIXTURE_DATA(p2p) *self,
-		  struct card_stats s[2])
+		  struct nt_card_stats s[2])
 {
-	ASSERT_EQ(0, nl_card(&self->nl, CARD_A, &s[0]));
-	ASSERT_EQ(0, nl_card(&self->nl, CARD_B, &s[1]));
+	ASSERT_EQ(0, nt_nl_card(&self->nl, CARD_A, &s[0]));
+	ASSERT_EQ(0, nt_nl_card(&self->nl, CARD_B, &s[1]));
 }
 
 static void run_streams(struct __test_metadata *_metadata, FIXTURE_DATA(p2p) *self,
 			struct stream_cfg *cfg, bool faults)
 {
-	struct card_stats before[2], during[2];
+	struct nt_card_stats before[2], during[2];
 	struct hello me = { .card = CARD_A }, ci;
 	struct stream st;
 	struct nt_port p;
@@ -1565,7 +1375,7 @@ static int child_pf(struct chan *ch, void *arg)
 
 TEST_F_TIMEOUT(p2p, put_get_under_faults, 600)
 {
-	struct card_stats before[2], during[2];
+	struct nt_card_stats before[2], during[2];
 	struct nicoff_cqe cqe[2 * PF_NCHUNK];
 	struct region src, dst;
 	struct nt_port p;
@@ -2415,7 +2225,7 @@ static int child_rnr(struct chan *ch, void *arg)
 
 TEST_F_TIMEOUT(p2p, receiver_not_ready, 120)
 {
-	struct card_stats s0, s1;
+	struct nt_card_stats s0, s1;
 	struct nicoff_cqe cqe[RN_N];
 	struct region s;
 	struct nt_port p;
@@ -2431,7 +2241,7 @@ TEST_F_TIMEOUT(p2p, receiver_not_ready, 120)
 		memcpy(s.buf + k * NR_MSG, &(uint64_t){ k }, 8);
 	}
 	ASSERT_EQ(0, from_child(&ch, &ci, sizeof(ci), TMO));
-	ASSERT_EQ(0, nl_card(&self->nl, CARD_B, &s0));
+	ASSERT_EQ(0, nt_nl_card(&self->nl, CARD_B, &s0));
 	for (k = 0; k < RN_N; k++) {
 		struct nicoff_cmd c = NT_CMD(send, CARD_B, ci.port, s.handle, k * NR_MSG, NR_MSG, k,
 					     k);
@@ -2446,7 +2256,7 @@ TEST_F_TIMEOUT(p2p, receiver_not_ready, 120)
 		EXPECT_EQ(0, cqe[k].status) TH_LOG("message %u", k);
 	}
 	EXPECT_EQ(0, wait_child(ch.pid, CHILD_TMO));
-	ASSERT_EQ(0, nl_card(&self->nl, CARD_B, &s1));
+	ASSERT_EQ(0, nt_nl_card(&self->nl, CARD_B, &s1));
 	TH_LOG("receiver-not-ready drops: %llu",
 	       (unsigned long long)(ST(s1, RNR_DROPS) - ST(s0, RNR_DROPS)));
 	EXPECT_LT(ST(s0, RNR_DROPS), ST(s1, RNR_DROPS));
@@ -2460,7 +2270,7 @@ TEST_F_TIMEOUT(p2p, receiver_not_ready, 120)
 TEST_F_TIMEOUT(p2p, link_down_times_out, 120)
 {
 	uint64_t budget = retry_budget_us(self->rto_us, self->max_retries);
-	struct card_stats s0, s1;
+	struct nt_card_stats s0, s1;
 	struct nicoff_cqe cqe;
 	struct nicoff_cmd c;
 	struct region s, w, t;
@@ -2478,10 +2288,10 @@ TEST_F_TIMEOUT(p2p, link_down_times_out, 120)
 	ASSERT_EQ(0, nt_submit(&b, &c, 1));
 	ASSERT_EQ(0, wait_consumed(&b, TMO));
 
-	ASSERT_EQ(0, nl_card(&self->nl, CARD_A, &s0));
+	ASSERT_EQ(0, nt_nl_card(&self->nl, CARD_A, &s0));
 	EXPECT_EQ(1, s0.global);
-	ASSERT_EQ(0, nl_card_set_drop(&self->nl, CARD_A, 1000000));
-	ASSERT_EQ(0, nl_card(&self->nl, CARD_A, &s1));
+	ASSERT_EQ(0, nt_nl_card_set_drop(&self->nl, CARD_A, 1000000));
+	ASSERT_EQ(0, nt_nl_card(&self->nl, CARD_A, &s1));
 	EXPECT_EQ(0, s1.global);
 	for (i = 0; i < 3; i++) {
 		uint64_t t0 = nt_now_ns(), took;
@@ -2500,7 +2310,7 @@ TEST_F_TIMEOUT(p2p, link_down_times_out, 120)
 		EXPECT_LE(budget * 9 / 10, took);
 		EXPECT_GE(budget + FW_RTO_MAX_US + 5000000, took);
 	}
-	ASSERT_EQ(0, nl_card(&self->nl, CARD_A, &s1));
+	ASSERT_EQ(0, nt_nl_card(&self->nl, CARD_A, &s1));
 	/* Every try of every packet was dropped (three ops, 1 + max_retries tries each). */
 	EXPECT_LE(s0.v[NICOFF_NL_STAT_FAULT_DROPS] + 3 * (self->max_retries + 1),
 		  s1.v[NICOFF_NL_STAT_FAULT_DROPS]);
@@ -2510,8 +2320,8 @@ TEST_F_TIMEOUT(p2p, link_down_times_out, 120)
 	EXPECT_EQ(-1, diff_byte(w.buf, w.len, GUARD));
 
 	/* The link is back: a new connection epoch, and exactly one message. */
-	ASSERT_EQ(0, nl_card_follow_global(&self->nl, CARD_A));
-	ASSERT_EQ(0, nl_card(&self->nl, CARD_A, &s1));
+	ASSERT_EQ(0, nt_nl_card_follow_global(&self->nl, CARD_A));
+	ASSERT_EQ(0, nt_nl_card(&self->nl, CARD_A, &s1));
 	EXPECT_EQ(1, s1.global);
 	nicoff_prep_send(&c, CARD_B, b.po.port, s.handle, 100, 5000, 2, 13);
 	ASSERT_EQ(0, nt_run_one(&a, &c, &cqe, TMO));
@@ -2819,7 +2629,7 @@ TEST_F_TIMEOUT(p2p, other_port_behind_rnr, 120)
 {
 	uint64_t budget = retry_budget_us(self->rto_us, self->max_retries);
 	uint64_t t0, b2_us = 0, b1_us = 0;
-	struct card_stats s0, s1, sb0, sb1;
+	struct nt_card_stats s0, s1, sb0, sb1;
 	struct region s, r1, r2;
 	struct nt_port a, b1, b2;
 	struct nicoff_cqe q[2];
@@ -2844,8 +2654,8 @@ TEST_F_TIMEOUT(p2p, other_port_behind_rnr, 120)
 		ASSERT_EQ(0, nt_run_one(&a, &c, q, CHILD_TMO));
 		ASSERT_EQ(0, q[0].status) TH_LOG("message %u to b1", k);
 	}
-	ASSERT_EQ(0, nl_card(&self->nl, CARD_A, &s0));
-	ASSERT_EQ(0, nl_card(&self->nl, CARD_B, &sb0));
+	ASSERT_EQ(0, nt_nl_card(&self->nl, CARD_A, &s0));
+	ASSERT_EQ(0, nt_nl_card(&self->nl, CARD_B, &sb0));
 	/* The next one to b1 is refused; b2's goes right after it. */
 	t0 = nt_now_ns();
 	nicoff_prep_send(&c, CARD_B, b1.po.port, s.handle, 0, NR_MSG, k, k);
@@ -2881,8 +2691,8 @@ TEST_F_TIMEOUT(p2p, other_port_behind_rnr, 120)
 	EXPECT_EQ(-ENOBUFS, b1_status);
 	EXPECT_LE(budget * 9 / 10, b1_us);
 	EXPECT_GE(budget + FW_RTO_MAX_US + 5000000, b1_us);
-	ASSERT_EQ(0, nl_card(&self->nl, CARD_A, &s1));
-	ASSERT_EQ(0, nl_card(&self->nl, CARD_B, &sb1));
+	ASSERT_EQ(0, nt_nl_card(&self->nl, CARD_A, &s1));
+	ASSERT_EQ(0, nt_nl_card(&self->nl, CARD_B, &sb1));
 	EXPECT_LT(ST(sb0, RNR_DROPS), ST(sb1, RNR_DROPS));
 	TH_LOG("card A meanwhile: %llu timeouts, %llu packets sent again; card B: %llu refusals",
 	       (unsigned long long)(ST(s1, TIMEOUTS) - ST(s0, TIMEOUTS)),
