@@ -2945,11 +2945,7 @@ FIXTURE(fuzz) {
 
 FIXTURE_SETUP(fuzz)
 {
-	int fd = nt_open_card(0);
-
-	ASSERT_LE(0, fd);
-	ASSERT_EQ(0, nt_query(fd, &self->q));
-	close(fd);
+	ASSERT_EQ(0, nt_query_card(0, &self->q));
 	self->kmsg = nt_kmsg_open();
 	ASSERT_LE(0, self->kmsg);
 }

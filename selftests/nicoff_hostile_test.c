@@ -62,19 +62,6 @@ static int good_nop(struct nt_port *p, uint64_t tag)
 	return cqe.tag == tag && cqe.status == 0 && cqe.opcode == NICOFF_OP_NOP ? 0 : -EIO;
 }
 
-/* Wait for NICOFF_RING_ERROR in the completion ring flags. */
-static bool wait_error(struct nt_port *p, int ms)
-{
-	uint64_t end = nt_now_ns() + ms * 1000000ull;
-
-	while (!(nt_cq_flags(p) & NICOFF_RING_ERROR)) {
-		if (nt_now_ns() >= end)
-			return false;
-		nt_sleep_ms(1);
-	}
-	return true;
-}
-
 /* Everything abi.md promises about a port in the error state. */
 static void check_error_state(struct __test_metadata *_metadata, FIXTURE_DATA(hostile) *self,
 			      bool expect_cqe)
@@ -85,7 +72,8 @@ static void check_error_state(struct __test_metadata *_metadata, FIXTURE_DATA(ho
 	struct nicoff_cmd c;
 	uint32_t prod;
 
-	ASSERT_TRUE(wait_error(&self->bad, TMO));	/* the completion ring's ERROR flag */
+	/* The completion ring's ERROR flag first. */
+	ASSERT_TRUE(nt_wait_flag(&self->bad, true, NICOFF_RING_ERROR, TMO));
 	EXPECT_TRUE(nt_cmd_flags(&self->bad) & NICOFF_RING_ERROR);
 	ASSERT_EQ(1, poll(&pfd, 1, 1000));
 	EXPECT_TRUE(pfd.revents & POLLERR);
@@ -177,14 +165,17 @@ TEST_F(hostile, producer_full_ring_is_legal)
 	EXPECT_FALSE(nt_cq_flags(&self->bad) & NICOFF_RING_ERROR);
 }
 
-TEST_F(hostile, completion_consumer_ahead)
+/*
+ * Claim @ahead completions more than the card produced, give the card a
+ * reason to look at the ring (a NOP), and check the port's error state.
+ */
+static void consumer_ahead(struct __test_metadata *_metadata, FIXTURE_DATA(hostile) *self,
+			   uint32_t ahead)
 {
 	struct nicoff_cmd c;
 
 	warm_up(_metadata, self);
-	/* Claim five completions more than the card produced ... */
-	nt_store_release(&self->bad.cq_hdr->consumer, self->bad.cq_cons + 5);
-	/* ... and give the card a reason to look at the ring. */
+	nt_store_release(&self->bad.cq_hdr->consumer, self->bad.cq_cons + ahead);
 	nicoff_prep_nop(&c, 1);
 	nt_cmd_write(&self->bad, &c);
 	nt_publish(&self->bad);
@@ -192,17 +183,14 @@ TEST_F(hostile, completion_consumer_ahead)
 	check_error_state(_metadata, self, false);
 }
 
+TEST_F(hostile, completion_consumer_ahead)
+{
+	consumer_ahead(_metadata, self, 5);
+}
+
 TEST_F(hostile, completion_consumer_huge)
 {
-	struct nicoff_cmd c;
-
-	warm_up(_metadata, self);
-	nt_store_release(&self->bad.cq_hdr->consumer, self->bad.cq_cons + 0x7fffffffu);
-	nicoff_prep_nop(&c, 1);
-	nt_cmd_write(&self->bad, &c);
-	nt_publish(&self->bad);
-	nt_doorbell(&self->bad);
-	check_error_state(_metadata, self, false);
+	consumer_ahead(_metadata, self, 0x7fffffffu);
 }
 
 /*

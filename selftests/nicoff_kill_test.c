@@ -149,11 +149,8 @@ FIXTURE(kill) {
 FIXTURE_SETUP(kill)
 {
 	struct nicoff_query q;
-	int fd = nt_open_card(0);
 
-	ASSERT_LE(0, fd);
-	ASSERT_EQ(0, nt_query(fd, &q));
-	close(fd);
+	ASSERT_EQ(0, nt_query_card(0, &q));
 	if (q.max_ring_entries < ring)
 		ring = q.max_ring_entries;
 	self->pinned0 = nt_pinned_pages();

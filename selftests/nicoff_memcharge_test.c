@@ -569,11 +569,8 @@ FIXTURE_SETUP(memcharge)
 	unsigned long rto, retries, v;
 	uint64_t r = 0;
 	uint32_t i;
-	int fd = nt_open_card(0);
 
-	ASSERT_LE(0, fd);
-	ASSERT_EQ(0, nt_query(fd, &self->q));
-	close(fd);
+	ASSERT_EQ(0, nt_query_card(0, &self->q));
 	if (self->q.num_cards < 2)
 		SKIP(return, "needs 2 cards, the module has %u", self->q.num_cards);
 	if (self->q.num_cards > MAX_CARDS || self->q.max_ports * self->q.num_cards > MAX_PORTS)

@@ -542,11 +542,8 @@ FIXTURE(neighbour) {
 FIXTURE_SETUP(neighbour)
 {
 	struct nicoff_query q;
-	int fd = nt_open_card(0);
 
-	ASSERT_LE(0, fd);
-	ASSERT_EQ(0, nt_query(fd, &q));
-	close(fd);
+	ASSERT_EQ(0, nt_query_card(0, &q));
 	self->ncards = q.num_cards;
 	self->pinned0 = nt_pinned_pages();
 	ASSERT_LE(0, self->pinned0);

@@ -431,12 +431,9 @@ FIXTURE(p2p) {
 
 FIXTURE_SETUP(p2p)
 {
-	int fd = nt_open_card(0);
 	uint32_t c;
 
-	ASSERT_LE(0, fd);
-	ASSERT_EQ(0, nt_query(fd, &self->q));
-	close(fd);
+	ASSERT_EQ(0, nt_query_card(0, &self->q));
 	self->nl.fd = -1;
 	if (self->q.num_cards < 3)
 		SKIP(return, "needs 3 cards, the module has %u", self->q.num_cards);

@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 
 #include "nicoff_util.h"
 
@@ -32,6 +33,17 @@ int nt_query(int fd, struct nicoff_query *q)
 {
 	memset(q, 0, sizeof(*q));
 	return nt_ioctl(fd, NICOFF_IOC_QUERY, q);
+}
+
+int nt_query_card(int card, struct nicoff_query *q)
+{
+	int fd = nt_open_card(card), ret;
+
+	if (fd < 0)
+		return fd;
+	ret = nt_query(fd, q);
+	close(fd);
+	return ret;
 }
 
 int nt_port_open_fd(int fd, uint32_t port, uint32_t cmd_entries, uint32_t cq_entries,
@@ -84,6 +96,12 @@ int nt_kick(int fd)
 	return ioctl(fd, NICOFF_IOC_KICK) ? -errno : 0;
 }
 
+void *nt_map_ring(int fd, const struct nicoff_port_open *po, bool cq)
+{
+	return mmap(NULL, cq ? po->cq_size : po->cmd_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+		    cq ? po->cq_offset : po->cmd_offset);
+}
+
 int nt_port_open(struct nt_port *p, int card, uint32_t port, uint32_t cmd_entries,
 		 uint32_t cq_entries)
 {
@@ -100,15 +118,13 @@ int nt_port_open(struct nt_port *p, int card, uint32_t port, uint32_t cmd_entrie
 	ret = nt_port_open_fd(p->fd, port, cmd_entries, cq_entries, &p->po);
 	if (ret)
 		goto fail;
-	m = mmap(NULL, p->po.cmd_size, PROT_READ | PROT_WRITE, MAP_SHARED, p->fd,
-		 p->po.cmd_offset);
+	m = nt_map_ring(p->fd, &p->po, false);
 	if (m == MAP_FAILED) {
 		ret = -errno;
 		goto fail;
 	}
 	p->cmd_hdr = m;
-	m = mmap(NULL, p->po.cq_size, PROT_READ | PROT_WRITE, MAP_SHARED, p->fd,
-		 p->po.cq_offset);
+	m = nt_map_ring(p->fd, &p->po, true);
 	if (m == MAP_FAILED) {
 		ret = -errno;
 		goto fail;
@@ -138,6 +154,18 @@ void nt_port_close(struct nt_port *p)
 	if (p->fd >= 0)
 		close(p->fd);
 	p->fd = -1;
+}
+
+bool nt_wait_flag(const struct nt_port *p, bool cq, uint32_t flag, int ms)
+{
+	uint64_t end = nt_now_ns() + ms * 1000000ull;
+
+	while (!((cq ? nt_cq_flags(p) : nt_cmd_flags(p)) & flag)) {
+		if (nt_now_ns() >= end)
+			return false;
+		nt_sleep_ms(1);
+	}
+	return true;
 }
 
 uint32_t nt_cmd_space(const struct nt_port *p)
@@ -393,6 +421,22 @@ void nt_fill_pattern(void *buf, size_t len, uint64_t seed)
 			r = nt_rand64(&s);
 		b[i] = r >> ((i & 7) * 8);
 	}
+}
+
+int nt_run_child(int (*fn)(void))
+{
+	int status;
+	pid_t pid;
+
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (!pid)
+		_exit(fn());
+	if (waitpid(pid, &status, 0) != pid)
+		return -1;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
 int nt_kmsg_open(void)

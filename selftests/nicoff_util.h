@@ -42,6 +42,8 @@ struct nt_port {
 /* Files and ioctls. */
 int nt_open_card(int card);
 int nt_query(int fd, struct nicoff_query *q);
+/* Open a card, query it and close it again. */
+int nt_query_card(int card, struct nicoff_query *q);
 int nt_port_open_fd(int fd, uint32_t port, uint32_t cmd_entries, uint32_t cq_entries,
 		    struct nicoff_port_open *out);
 int nt_reg_mr(int fd, const void *addr, uint64_t len, uint32_t access, uint32_t *handle);
@@ -50,6 +52,8 @@ int nt_stats(int fd, struct nicoff_port_stats *st);
 int nt_kick(int fd);
 int nt_ioctl(int fd, unsigned long req, void *arg);	/* 0 or -errno */
 
+/* Map a port's command ring (cq false) or completion ring; MAP_FAILED or it. */
+void *nt_map_ring(int fd, const struct nicoff_port_open *po, bool cq);
 /* Open a card, make the file a port and map both rings. */
 int nt_port_open(struct nt_port *p, int card, uint32_t port, uint32_t cmd_entries,
 		 uint32_t cq_entries);
@@ -81,6 +85,13 @@ static inline uint32_t nt_cq_flags(const struct nt_port *p)
 {
 	return __atomic_load_n(&p->cq_hdr->flags, __ATOMIC_ACQUIRE);
 }
+
+/*
+ * Wait up to ms for flag in the flags of the completion ring (cq) or of
+ * the command ring (NEED_WAKEUP: the thread serving p announced it
+ * sleeps); true if it came.
+ */
+bool nt_wait_flag(const struct nt_port *p, bool cq, uint32_t flag, int ms);
 
 /* Free command slots, from the card's published consumer index. */
 uint32_t nt_cmd_space(const struct nt_port *p);
@@ -157,6 +168,12 @@ void nt_fill_pattern(void *buf, size_t len, uint64_t seed);
  */
 int nt_kmsg_open(void);
 int nt_kmsg_splat(int fd, char *line, size_t len);
+
+/*
+ * Run fn in a forked child (stdio flushed first): its exit code, 128 + the
+ * signal that killed it, or -1 if it could not be run.
+ */
+int nt_run_child(int (*fn)(void));
 
 /*
  * In a forked child whose function returns its exit code: report a failed
