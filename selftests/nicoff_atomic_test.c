@@ -224,12 +224,25 @@ static uint64_t *hist(FIXTURE_DATA(atomic) *self, uint32_t child, uint32_t op)
 	return &self->shared[(child * HIST_SLOTS) + op * HIST_REC];
 }
 
+/* Run c, recording in h the old value, when it was posted and seen, and v. */
+static int hist_op(struct nt_port *p, const struct nicoff_cmd *c, uint64_t *h, uint64_t v)
+{
+	struct nicoff_cqe q;
+
+	h[1] = nt_now_ns();
+	if (nt_run_one(p, c, &q, 60000) || q.status)
+		return -1;
+	h[2] = nt_now_ns();
+	h[0] = q.result;
+	h[3] = v;
+	return 0;
+}
+
 /* Child i: K swaps of unique values, then CAS increments until K successes. */
 static int hist_child(void *argp, int i)
 {
 	FIXTURE_DATA(atomic) *self = argp;
 	uint32_t port = self->target.po.port, j, cur = 0, wins = 0, ops = 0;
-	struct nicoff_cqe q;
 	struct nicoff_cmd c;
 	struct nt_port p;
 
@@ -239,12 +252,8 @@ static int hist_child(void *argp, int i)
 		uint64_t *h = hist(self, i, j), v = 1 + i * HIST_K + j;
 
 		nicoff_prep_fetch_write(&c, TARGET_CARD, port, self->rkey, OFF_SWAP, 8, v, j);
-		h[1] = nt_now_ns();
-		if (nt_run_one(&p, &c, &q, 60000) || q.status)
+		if (hist_op(&p, &c, h, v))
 			return 3;
-		h[2] = nt_now_ns();
-		h[0] = q.result;
-		h[3] = v;
 	}
 	while (wins < HIST_K) {
 		uint64_t *h = hist(self, i, HIST_K + ops);
@@ -253,18 +262,14 @@ static int hist_child(void *argp, int i)
 			return 4;
 		nicoff_prep_compare_swap(&c, TARGET_CARD, port, self->rkey, OFF_CAS, 4, cur,
 					 cur + 1, ops);
-		h[1] = nt_now_ns();
-		if (nt_run_one(&p, &c, &q, 60000) || q.status)
+		if (hist_op(&p, &c, h, cur))
 			return 5;
-		h[2] = nt_now_ns();
-		h[0] = q.result;
-		h[3] = cur;
 		ops++;
-		if (q.result == cur) {
+		if (h[0] == cur) {
 			wins++;
 			cur++;
 		} else {
-			cur = q.result;
+			cur = h[0];
 		}
 	}
 	/* How many CAS ops this child made. */

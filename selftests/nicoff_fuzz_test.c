@@ -2612,21 +2612,13 @@ static void fz_reap_all(struct fz_run *run)
 static char fz_task_state(pid_t pid, const char *tid, char *comm, size_t len)
 {
 	char path[96], buf[512], *p;
-	ssize_t n;
-	int fd;
 
 	if (tid)
 		snprintf(path, sizeof(path), "/proc/%d/task/%s/stat", pid, tid);
 	else
 		snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (nt_read_file(path, buf, sizeof(buf)) <= 0)
 		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
 	p = strrchr(buf, ')');
 	if (!p || p[1] != ' ')
 		return 0;
@@ -2654,19 +2646,13 @@ static unsigned int fz_descendants(pid_t *out, unsigned int max)
 			char path[64], buf[512], *p;
 			pid_t pid = atoi(d->d_name), ppid;
 			ssize_t len;
-			int fd;
 
 			if (pid <= 0)
 				continue;
 			snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-			fd = open(path, O_RDONLY | O_CLOEXEC);
-			if (fd < 0)
-				continue;
-			len = read(fd, buf, sizeof(buf) - 1);
-			close(fd);
+			len = nt_read_file(path, buf, sizeof(buf));
 			if (len <= 0)
 				continue;
-			buf[len] = 0;
 			p = strrchr(buf, ')');
 			if (!p || sscanf(p + 2, "%*c %d", &ppid) != 1)
 				continue;
@@ -2687,16 +2673,9 @@ static unsigned int fz_descendants(pid_t *out, unsigned int max)
 static void fz_print_file(const char *path)
 {
 	char buf[2048];
-	ssize_t n;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
 
-	if (fd < 0)
+	if (nt_read_file(path, buf, sizeof(buf)) <= 0)
 		return;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return;
-	buf[n] = 0;
 	fprintf(stderr, "#   %s:\n", path);
 	for (char *l = strtok(buf, "\n"); l; l = strtok(NULL, "\n"))
 		fprintf(stderr, "#     %s\n", l);

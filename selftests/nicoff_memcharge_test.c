@@ -99,17 +99,18 @@ struct mem {
 	long long cg_kernel;				/* bytes, -1 if none */
 };
 
-static long long meminfo_kb(const char *key)
+/* The number after "key<sep>" in a file of such lines, or -1. */
+static long long file_key(const char *path, const char *key, char sep)
 {
 	char line[256];
 	long long v = -1, x;
 	size_t n = strlen(key);
-	FILE *f = fopen("/proc/meminfo", "r");
+	FILE *f = fopen(path, "r");
 
 	if (!f)
 		return -1;
 	while (fgets(line, sizeof(line), f)) {
-		if (!strncmp(line, key, n) && line[n] == ':' &&
+		if (!strncmp(line, key, n) && line[n] == sep &&
 		    sscanf(line + n + 1, "%lld", &x) == 1) {
 			v = x;
 			break;
@@ -119,24 +120,14 @@ static long long meminfo_kb(const char *key)
 	return v;
 }
 
+static long long meminfo_kb(const char *key)
+{
+	return file_key("/proc/meminfo", key, ':');
+}
+
 static long long cg_stat(const char *key)
 {
-	char line[256];
-	long long v = -1, x;
-	size_t n = strlen(key);
-	FILE *f = fopen(CG_DIR "/memory.stat", "r");
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f)) {
-		if (!strncmp(line, key, n) && line[n] == ' ' &&
-		    sscanf(line + n + 1, "%lld", &x) == 1) {
-			v = x;
-			break;
-		}
-	}
-	fclose(f);
-	return v;
+	return file_key(CG_DIR "/memory.stat", key, ' ');
 }
 
 static int write_str(const char *path, const char *s)

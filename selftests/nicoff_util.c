@@ -294,23 +294,30 @@ int nt_run_one(struct nt_port *p, const struct nicoff_cmd *c, struct nicoff_cqe 
 	return ret == 1 ? 0 : -ETIMEDOUT;
 }
 
-static int nt_read_ull(const char *path, unsigned long long *v)
+ssize_t nt_read_file(const char *path, char *buf, size_t size)
 {
-	char buf[64];
 	ssize_t n;
 	int fd;
 
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	n = read(fd, buf, sizeof(buf) - 1);
-	if (n < 0) {
+	n = read(fd, buf, size - 1);
+	if (n < 0)
 		n = -errno;
-		close(fd);
-		return n;
-	}
 	close(fd);
-	buf[n] = 0;
+	buf[n < 0 ? 0 : n] = 0;
+	return n;
+}
+
+static int nt_read_ull(const char *path, unsigned long long *v)
+{
+	char buf[64];
+	ssize_t n = nt_read_file(path, buf, sizeof(buf));
+
+	*v = 0;
+	if (n < 0)
+		return (int)n;
 	errno = 0;
 	*v = strtoull(buf, NULL, 0);
 	return errno ? -errno : 0;

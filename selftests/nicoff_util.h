@@ -138,6 +138,9 @@ int nt_wait_cqes(struct nt_port *p, struct nicoff_cqe *out, uint32_t n, int time
 int nt_run_one(struct nt_port *p, const struct nicoff_cmd *c, struct nicoff_cqe *cqe,
 	       int timeout_ms);
 
+/* Read up to size - 1 bytes of a file into buf, NUL-terminated; the length or -errno. */
+ssize_t nt_read_file(const char *path, char *buf, size_t size);
+
 /* /sys/class/nicoff/pinned_pages, or -1. */
 long long nt_pinned_pages(void);
 /* Poll pinned_pages until it equals want; returns the last value read. */
