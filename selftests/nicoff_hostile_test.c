@@ -110,14 +110,10 @@ static void check_error_state(struct __test_metadata *_metadata, FIXTURE_DATA(ho
 static void warm_up(struct __test_metadata *_metadata, FIXTURE_DATA(hostile) *self)
 {
 	static char buf[PAGE] __attribute__((aligned(4096)));
-	struct nicoff_cmd c[40];
-	unsigned int i;
 
 	/* A registered region must be released with the broken port. */
 	ASSERT_EQ(0, nt_reg_mr(self->bad.fd, buf, sizeof(buf), NICOFF_ACCESS_LOCAL_WRITE, NULL));
-	for (i = 0; i < 40; i++)
-		nicoff_prep_nop(&c[i], i);
-	ASSERT_EQ(0, nt_submit(&self->bad, c, 40));
+	ASSERT_EQ(0, nt_submit_nops(&self->bad, 40, 0));
 	ASSERT_EQ(40, nt_wait_cqes(&self->bad, NULL, 40, TMO));
 	ASSERT_EQ(0, good_nop(&self->good, ++self->good_tag));
 }
@@ -154,13 +150,8 @@ TEST_F(hostile, producer_huge)
 /* Exactly entries ahead is a full ring, not garbage. */
 TEST_F(hostile, producer_full_ring_is_legal)
 {
-	struct nicoff_cmd c[64];
-	unsigned int i;
-
 	warm_up(_metadata, self);
-	for (i = 0; i < 64; i++)
-		nicoff_prep_nop(&c[i], 1000 + i);
-	ASSERT_EQ(0, nt_submit(&self->bad, c, 64));
+	ASSERT_EQ(0, nt_submit_nops(&self->bad, 64, 1000));
 	ASSERT_EQ(64, nt_wait_cqes(&self->bad, NULL, 64, TMO));
 	EXPECT_FALSE(nt_cq_flags(&self->bad) & NICOFF_RING_ERROR);
 }
@@ -199,13 +190,10 @@ TEST_F(hostile, completion_consumer_huge)
  */
 TEST_F(hostile, error_with_full_completion_ring)
 {
-	struct nicoff_cmd c[64];
 	unsigned int i;
 
 	warm_up(_metadata, self);
-	for (i = 0; i < 64; i++)
-		nicoff_prep_nop(&c[i], 5000 + i);
-	ASSERT_EQ(0, nt_submit(&self->bad, c, 64));
+	ASSERT_EQ(0, nt_submit_nops(&self->bad, 64, 5000));
 	for (i = 0; i < 500 && nt_cq_ready(&self->bad) < 64; i++)
 		nt_sleep_ms(10);
 	ASSERT_EQ(64, nt_cq_ready(&self->bad));
@@ -223,14 +211,11 @@ TEST_F(hostile, error_with_full_completion_ring)
 /* The bystander keeps working while the other port is being broken. */
 TEST_F(hostile, bystander_under_load)
 {
-	struct nicoff_cmd c[32];
-	unsigned int i, round;
+	unsigned int round;
 
 	warm_up(_metadata, self);
 	for (round = 0; round < 20; round++) {
-		for (i = 0; i < 32; i++)
-			nicoff_prep_nop(&c[i], round * 32 + i);
-		ASSERT_EQ(0, nt_submit(&self->good, c, 32));
+		ASSERT_EQ(0, nt_submit_nops(&self->good, 32, round * 32));
 		if (round == 10)
 			publish_garbage(&self->bad, self->bad.cmd_prod + 1000);
 		ASSERT_EQ(32, nt_wait_cqes(&self->good, NULL, 32, TMO)) TH_LOG("round %u", round);

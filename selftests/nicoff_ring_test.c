@@ -476,7 +476,6 @@ TEST_F_TIMEOUT(bp, full_completion_ring, 120)
 {
 	const uint32_t total = 64 * 40;
 	struct nicoff_port_stats st;
-	struct nicoff_cmd c[64];
 	struct nicoff_cqe cqe[64];
 	unsigned char *seen = calloc(total, 1);
 	uint32_t posted = 0, done = 0, i;
@@ -484,16 +483,12 @@ TEST_F_TIMEOUT(bp, full_completion_ring, 120)
 
 	ASSERT_NE(NULL, seen);
 	/* Fill the command ring: all 64 are taken into the empty cq. */
-	for (i = 0; i < 64; i++)
-		nicoff_prep_nop(&c[i], posted + i);
-	ASSERT_EQ(0, nt_submit(&self->p, c, 64));
+	ASSERT_EQ(0, nt_submit_nops(&self->p, 64, posted));
 	posted = 64;
 	ASSERT_EQ(64, wait_cq_level(&self->p, 64, TMO));
 	EXPECT_EQ(64, nt_load_acquire(&self->p.cmd_hdr->consumer));
 	/* Fill it again: the completion ring is full, nothing moves. */
-	for (i = 0; i < 64; i++)
-		nicoff_prep_nop(&c[i], posted + i);
-	ASSERT_EQ(0, nt_submit(&self->p, c, 64));
+	ASSERT_EQ(0, nt_submit_nops(&self->p, 64, posted));
 	posted = 128;
 	nt_sleep_ms(200);
 	EXPECT_EQ(64, nt_load_acquire(&self->p.cq_hdr->producer));
@@ -515,9 +510,7 @@ TEST_F_TIMEOUT(bp, full_completion_ring, 120)
 		if (posted < total && space) {
 			uint32_t n = space < total - posted ? space : total - posted;
 
-			for (i = 0; i < n; i++)
-				nicoff_prep_nop(&c[i], posted + i);
-			ASSERT_EQ(0, nt_submit(&self->p, c, n));
+			ASSERT_EQ(0, nt_submit_nops(&self->p, n, posted));
 			posted += n;
 		}
 		/* Never more completions than slots. */

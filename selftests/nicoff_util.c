@@ -219,6 +219,23 @@ int nt_submit(struct nt_port *p, const struct nicoff_cmd *c, uint32_t n)
 	return ret < 0 ? ret : 0;
 }
 
+int nt_submit_nops(struct nt_port *p, uint32_t n, uint64_t tag0)
+{
+	struct nicoff_cmd c;
+	uint32_t i;
+	int ret;
+
+	if (n > nt_cmd_space(p))
+		return -ENOSPC;
+	for (i = 0; i < n; i++) {
+		nicoff_prep_nop(&c, tag0 + i);
+		nt_cmd_write(p, &c);
+	}
+	nt_publish(p);
+	ret = nt_doorbell(p);
+	return ret < 0 ? ret : 0;
+}
+
 uint32_t nt_cq_ready(const struct nt_port *p)
 {
 	return nt_load_acquire(&p->cq_hdr->producer) - p->cq_cons;

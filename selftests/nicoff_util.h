@@ -108,6 +108,8 @@ void nt_publish(struct nt_port *p);
 int nt_doorbell(struct nt_port *p);
 /* Write, publish and ring the doorbell for n descriptors (must fit). */
 int nt_submit(struct nt_port *p, const struct nicoff_cmd *c, uint32_t n);
+/* The same for n NOPs tagged tag0, tag0 + 1, ... */
+int nt_submit_nops(struct nt_port *p, uint32_t n, uint64_t tag0);
 
 /* Completions available (producer - our consumer). */
 uint32_t nt_cq_ready(const struct nt_port *p);
