@@ -19,7 +19,8 @@ LIBNICOFF_DIR := $(TOP)/libnicoff
 LIBNICOFF_OBJDIR := $(BUILD)/obj/libnicoff
 LIBNICOFF_PUBLIC_HEADERS := $(LIBNICOFF_DIR)/include/nicoff/nicoff.h \
 	$(LIBNICOFF_DIR)/include/nicoff/nicoff.hpp $(LIBNICOFF_DIR)/include/nicoff/job.hpp \
-	$(LIBNICOFF_DIR)/include/nicoff/group.hpp $(LIBNICOFF_DIR)/include/nicoff/atomic.hpp
+	$(LIBNICOFF_DIR)/include/nicoff/group.hpp $(LIBNICOFF_DIR)/include/nicoff/atomic.hpp \
+	$(LIBNICOFF_DIR)/include/nicoff/prep.h
 
 # The public headers include <nicoff/nicoff_abi.h>, the name under which
 # `make install` installs include/uapi/nicoff.h; the build tree gets a copy

@@ -132,12 +132,12 @@ static int fadd_child(void *argp, int i)
 	if (!cmds || !out || nt_port_open(&p, req_cards[i], NICOFF_PORT_ANY, 256, 256))
 		return 2;
 	for (j = 0; j < k; j++) {
-		at_make(&cmds[3 * j], NICOFF_OP_FETCH_ADD, 3 * j, TARGET_CARD,
-			self->target.po.port, self->rkey, OFF_FADD64, 8, 1, 0);
-		at_make(&cmds[3 * j + 1], NICOFF_OP_FETCH_ADD, 3 * j + 1, TARGET_CARD,
-			self->target.po.port, self->rkey, OFF_FADD32, 4, 1, 0);
-		at_make(&cmds[3 * j + 2], NICOFF_OP_FETCH_ADD, 3 * j + 2, TARGET_CARD,
-			self->target.po.port, self->rkey, OFF_MIXED, 8, 1, 0);
+		nicoff_prep_fetch_add(&cmds[3 * j], TARGET_CARD, self->target.po.port, self->rkey,
+				      OFF_FADD64, 8, 1, 3 * j);
+		nicoff_prep_fetch_add(&cmds[3 * j + 1], TARGET_CARD, self->target.po.port,
+				      self->rkey, OFF_FADD32, 4, 1, 3 * j + 1);
+		nicoff_prep_fetch_add(&cmds[3 * j + 2], TARGET_CARD, self->target.po.port,
+				      self->rkey, OFF_MIXED, 8, 1, 3 * j + 2);
 	}
 	if (at_pipeline(&p, cmds, n, 8, out, NULL, NULL, 60000))
 		return 3;
@@ -160,7 +160,7 @@ static int cmp_u64(const void *a, const void *b)
 TEST_F_TIMEOUT(atomic, fetch_add_under_faults, 400)
 {
 	const uint32_t k = FADD_K, n = NREQ * k;
-	uint64_t before[NICOFF_NL_STAT_MAX + 1], after[NICOFF_NL_STAT_MAX + 1];
+	struct nt_card_stats before, after;
 	uint64_t *olds64 = calloc(n, sizeof(uint64_t)), *olds32 = calloc(n, sizeof(uint64_t));
 	struct fadd_arg arg = { self, k };
 	pid_t pids[NREQ];
@@ -168,7 +168,7 @@ TEST_F_TIMEOUT(atomic, fetch_add_under_faults, 400)
 
 	ASSERT_NE(NULL, olds64);
 	ASSERT_NE(NULL, olds32);
-	ASSERT_EQ(0, at_card_stats(TARGET_CARD, before));
+	ASSERT_EQ(0, nt_card_stats(TARGET_CARD, &before));
 	ASSERT_EQ(0, at_faults_set(AT_DROP_PPM, AT_DUP_PPM, AT_REORDER_PPM));
 	for (i = 0; i < NREQ; i++)
 		pids[i] = at_spawn(fadd_child, &arg, i);
@@ -181,7 +181,7 @@ TEST_F_TIMEOUT(atomic, fetch_add_under_faults, 400)
 	for (i = 0; i < NREQ; i++)
 		EXPECT_EQ(0, at_reap(pids[i]));
 	ASSERT_EQ(0, at_faults_clear());
-	ASSERT_EQ(0, at_card_stats(TARGET_CARD, after));
+	ASSERT_EQ(0, nt_card_stats(TARGET_CARD, &after));
 
 	EXPECT_EQ(n, *word64(self, OFF_FADD64));
 	EXPECT_EQ(n, *word32(self, OFF_FADD32));
@@ -198,16 +198,16 @@ TEST_F_TIMEOUT(atomic, fetch_add_under_faults, 400)
 		ASSERT_EQ(i, olds32[i]);
 	}
 	/* Exactly once: executed 3n times, every duplicate answered from the table. */
-	EXPECT_EQ(3ull * n, after[NICOFF_NL_STAT_ATOMICS] - before[NICOFF_NL_STAT_ATOMICS]);
-	EXPECT_LT(0, after[NICOFF_NL_STAT_ATOMIC_REPLAYS] -
-		     before[NICOFF_NL_STAT_ATOMIC_REPLAYS]);
-	EXPECT_EQ(0, after[NICOFF_NL_STAT_ATOMIC_REFUSED] - before[NICOFF_NL_STAT_ATOMIC_REFUSED]);
+	EXPECT_EQ(3ull * n, after.v[NICOFF_NL_STAT_ATOMICS] - before.v[NICOFF_NL_STAT_ATOMICS]);
+	EXPECT_LT(0, after.v[NICOFF_NL_STAT_ATOMIC_REPLAYS] -
+		     before.v[NICOFF_NL_STAT_ATOMIC_REPLAYS]);
+	EXPECT_EQ(0, after.v[NICOFF_NL_STAT_ATOMIC_REFUSED] - before.v[NICOFF_NL_STAT_ATOMIC_REFUSED]);
 	TH_LOG("replays %llu, stale %llu, requester retransmits %llu",
-	       (unsigned long long)(after[NICOFF_NL_STAT_ATOMIC_REPLAYS] -
-				    before[NICOFF_NL_STAT_ATOMIC_REPLAYS]),
-	       (unsigned long long)(after[NICOFF_NL_STAT_ATOMIC_STALE] -
-				    before[NICOFF_NL_STAT_ATOMIC_STALE]),
-	       (unsigned long long)at_stat(0, NICOFF_NL_STAT_ATOMIC_RETRANSMITS));
+	       (unsigned long long)(after.v[NICOFF_NL_STAT_ATOMIC_REPLAYS] -
+				    before.v[NICOFF_NL_STAT_ATOMIC_REPLAYS]),
+	       (unsigned long long)(after.v[NICOFF_NL_STAT_ATOMIC_STALE] -
+				    before.v[NICOFF_NL_STAT_ATOMIC_STALE]),
+	       (unsigned long long)nt_card_stat(0, NICOFF_NL_STAT_ATOMIC_RETRANSMITS));
 	free(olds64);
 	free(olds32);
 }
@@ -224,12 +224,25 @@ static uint64_t *hist(FIXTURE_DATA(atomic) *self, uint32_t child, uint32_t op)
 	return &self->shared[(child * HIST_SLOTS) + op * HIST_REC];
 }
 
+/* Run c, recording in h the old value, when it was posted and seen, and v. */
+static int hist_op(struct nt_port *p, const struct nicoff_cmd *c, uint64_t *h, uint64_t v)
+{
+	struct nicoff_cqe q;
+
+	h[1] = nt_now_ns();
+	if (nt_run_one(p, c, &q, 60000) || q.status)
+		return -1;
+	h[2] = nt_now_ns();
+	h[0] = q.result;
+	h[3] = v;
+	return 0;
+}
+
 /* Child i: K swaps of unique values, then CAS increments until K successes. */
 static int hist_child(void *argp, int i)
 {
 	FIXTURE_DATA(atomic) *self = argp;
 	uint32_t port = self->target.po.port, j, cur = 0, wins = 0, ops = 0;
-	struct nicoff_cqe q;
 	struct nicoff_cmd c;
 	struct nt_port p;
 
@@ -238,34 +251,25 @@ static int hist_child(void *argp, int i)
 	for (j = 0; j < HIST_K; j++) {
 		uint64_t *h = hist(self, i, j), v = 1 + i * HIST_K + j;
 
-		at_make(&c, NICOFF_OP_FETCH_WRITE, j, TARGET_CARD, port, self->rkey, OFF_SWAP, 8,
-			v, 0);
-		h[1] = nt_now_ns();
-		if (nt_run_one(&p, &c, &q, 60000) || q.status)
+		nicoff_prep_fetch_write(&c, TARGET_CARD, port, self->rkey, OFF_SWAP, 8, v, j);
+		if (hist_op(&p, &c, h, v))
 			return 3;
-		h[2] = nt_now_ns();
-		h[0] = q.result;
-		h[3] = v;
 	}
 	while (wins < HIST_K) {
 		uint64_t *h = hist(self, i, HIST_K + ops);
 
 		if (ops >= 4 * HIST_K)
 			return 4;
-		at_make(&c, NICOFF_OP_COMPARE_SWAP, ops, TARGET_CARD, port, self->rkey, OFF_CAS, 4,
-			cur + 1, cur);
-		h[1] = nt_now_ns();
-		if (nt_run_one(&p, &c, &q, 60000) || q.status)
+		nicoff_prep_compare_swap(&c, TARGET_CARD, port, self->rkey, OFF_CAS, 4, cur,
+					 cur + 1, ops);
+		if (hist_op(&p, &c, h, cur))
 			return 5;
-		h[2] = nt_now_ns();
-		h[0] = q.result;
-		h[3] = cur;
 		ops++;
-		if (q.result == cur) {
+		if (h[0] == cur) {
 			wins++;
 			cur++;
 		} else {
-			cur = q.result;
+			cur = h[0];
 		}
 	}
 	/* How many CAS ops this child made. */
@@ -444,8 +448,8 @@ static int flood_child(void *argp, int i)
 	if (!cmds || !out || nt_port_open(&p, req_cards[i], NICOFF_PORT_ANY, 4096, 4096))
 		return 2;
 	for (j = 0; j < FLOOD_N; j++)
-		at_make(&cmds[j], NICOFF_OP_FETCH_ADD, j, TARGET_CARD, self->target.po.port,
-			self->rkey, OFF_CREDIT, 8, 1, 0);
+		nicoff_prep_fetch_add(&cmds[j], TARGET_CARD, self->target.po.port, self->rkey,
+				      OFF_CREDIT, 8, 1, j);
 	/* Everything at once: far beyond the credit. */
 	if (at_pipeline(&p, cmds, FLOOD_N, FLOOD_N, out, NULL, NULL, 60000))
 		return 3;
@@ -458,7 +462,7 @@ static int flood_child(void *argp, int i)
 
 TEST_F_TIMEOUT(atomic, credit_never_overflows, 300)
 {
-	uint64_t before[NICOFF_NL_STAT_MAX + 1], after[NICOFF_NL_STAT_MAX + 1];
+	struct nt_card_stats before, after;
 	unsigned long table, nics, credit = 1;
 	pid_t pids[3];
 	uint32_t i;
@@ -468,24 +472,24 @@ TEST_F_TIMEOUT(atomic, credit_never_overflows, 300)
 	ASSERT_EQ(0, nt_param_get("nics", &nics));
 	while (credit <= table / nics / 2)
 		credit <<= 1;
-	ASSERT_EQ(0, at_card_stats(TARGET_CARD, before));
+	ASSERT_EQ(0, nt_card_stats(TARGET_CARD, &before));
 	for (i = 0; i < 3; i++)
 		pids[i] = at_spawn(flood_child, self, i);
 	for (i = 0; i < 3; i++)
 		EXPECT_EQ(0, at_reap(pids[i]));
 	EXPECT_EQ(3ull * FLOOD_N, *word64(self, OFF_CREDIT));
-	ASSERT_EQ(0, at_card_stats(TARGET_CARD, after));
-	EXPECT_EQ(0, after[NICOFF_NL_STAT_ATOMIC_REFUSED] - before[NICOFF_NL_STAT_ATOMIC_REFUSED]);
+	ASSERT_EQ(0, nt_card_stats(TARGET_CARD, &after));
+	EXPECT_EQ(0, after.v[NICOFF_NL_STAT_ATOMIC_REFUSED] - before.v[NICOFF_NL_STAT_ATOMIC_REFUSED]);
 	/* Three requesting cards (0, 2, 3): a credit each at most. */
-	EXPECT_GE(3 * credit, after[NICOFF_NL_STAT_ATOMIC_TABLE_PEAK]);
-	EXPECT_GE(table, after[NICOFF_NL_STAT_ATOMIC_TABLE_PEAK]);
+	EXPECT_GE(3 * credit, after.v[NICOFF_NL_STAT_ATOMIC_TABLE_PEAK]);
+	EXPECT_GE(table, after.v[NICOFF_NL_STAT_ATOMIC_TABLE_PEAK]);
 	TH_LOG("credit %lu, table peak %llu", credit,
-	       (unsigned long long)after[NICOFF_NL_STAT_ATOMIC_TABLE_PEAK]);
+	       (unsigned long long)after.v[NICOFF_NL_STAT_ATOMIC_TABLE_PEAK]);
 	/* Idle requesters tell the target: the table empties. */
-	for (tries = 0; tries < 100 && at_stat(TARGET_CARD, NICOFF_NL_STAT_ATOMIC_TABLE_LIVE);
+	for (tries = 0; tries < 100 && nt_card_stat(TARGET_CARD, NICOFF_NL_STAT_ATOMIC_TABLE_LIVE);
 	     tries++)
 		nt_sleep_ms(20);
-	EXPECT_EQ(0, at_stat(TARGET_CARD, NICOFF_NL_STAT_ATOMIC_TABLE_LIVE));
+	EXPECT_EQ(0, nt_card_stat(TARGET_CARD, NICOFF_NL_STAT_ATOMIC_TABLE_LIVE));
 }
 
 /* ---------------------------------------------------------- bad input -- */
@@ -519,7 +523,7 @@ TEST_F_TIMEOUT(atomic, bad_input, 120)
 	ASSERT_EQ(0, nt_port_open(&p, 0, NICOFF_PORT_ANY, 64, 64));
 
 	nt_fill_pattern(self->mem, MEM_LEN, 77);
-	executed = at_stat(TARGET_CARD, NICOFF_NL_STAT_ATOMICS);
+	executed = nt_card_stat(TARGET_CARD, NICOFF_NL_STAT_ATOMICS);
 	const struct {
 		uint8_t op;
 		uint32_t card, port, rkey;
@@ -545,8 +549,9 @@ TEST_F_TIMEOUT(atomic, bad_input, 120)
 	};
 
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		at_make(&c, cases[i].op, i, cases[i].card, cases[i].port, cases[i].rkey,
-			cases[i].off, cases[i].width, cases[i].operand, cases[i].compare);
+		nicoff_prep_atomic(&c, cases[i].op, cases[i].card, cases[i].port, cases[i].rkey,
+				   cases[i].off, cases[i].width, cases[i].operand, cases[i].compare,
+				   i);
 		c.atomic.reserved = cases[i].reserved;
 		ASSERT_EQ(0, nt_run_one(&p, &c, &q, 10000));
 		EXPECT_EQ(i, q.tag);
@@ -555,7 +560,7 @@ TEST_F_TIMEOUT(atomic, bad_input, 120)
 		seen += cases[i].remote;
 	}
 	/* Nothing executed, nothing written. */
-	EXPECT_EQ(executed, at_stat(TARGET_CARD, NICOFF_NL_STAT_ATOMICS));
+	EXPECT_EQ(executed, nt_card_stat(TARGET_CARD, NICOFF_NL_STAT_ATOMICS));
 	ASSERT_NE(NULL, copy);
 	nt_fill_pattern(copy, MEM_LEN, 77);
 	EXPECT_EQ(0, memcmp(copy, self->mem, MEM_LEN));
@@ -569,7 +574,7 @@ TEST_F_TIMEOUT(atomic, bad_input, 120)
 	EXPECT_EQ(p.po.port, ev[0].src_port);
 
 	/* And the aligned word at offset 7 works. */
-	at_make(&c, NICOFF_OP_FETCH_ADD, 99, 1, port, r.rkey, 7, 8, 5, 0);
+	nicoff_prep_fetch_add(&c, 1, port, r.rkey, 7, 8, 5, 99);
 	ASSERT_EQ(0, nt_run_one(&p, &c, &q, 10000));
 	EXPECT_EQ(0, q.status);
 	EXPECT_EQ(*(uint64_t *)(self->mem + 4096 + 8) - 5, q.result);
@@ -589,8 +594,8 @@ static int doomed_child(void *argp, int i)
 	if (nt_port_open(&p, 2, NICOFF_PORT_ANY, 4096, 4096))
 		return 2;
 	for (j = 0; j < 4000; j++) {
-		at_make(&c, NICOFF_OP_FETCH_ADD, j, TARGET_CARD, self->target.po.port, self->rkey,
-			OFF_CREDIT, 8, 1, 0);
+		nicoff_prep_fetch_add(&c, TARGET_CARD, self->target.po.port, self->rkey, OFF_CREDIT,
+				      8, 1, j);
 		nt_cmd_write(&p, &c);
 	}
 	nt_publish(&p);
@@ -611,7 +616,7 @@ TEST_F_TIMEOUT(atomic, requester_killed, 120)
 	int i;
 
 	ASSERT_EQ(0, at_faults_set(AT_DROP_PPM, AT_DUP_PPM, AT_REORDER_PPM));
-	before = at_stat(TARGET_CARD, NICOFF_NL_STAT_ATOMICS);
+	before = nt_card_stat(TARGET_CARD, NICOFF_NL_STAT_ATOMICS);
 	self->shared[0] = 0;
 	pid = at_spawn(doomed_child, self, 0);
 	for (i = 0; i < 5000 && !self->shared[0]; i++)
@@ -622,15 +627,15 @@ TEST_F_TIMEOUT(atomic, requester_killed, 120)
 	ASSERT_EQ(0, at_faults_clear());
 	/* What it left in flight settles: the word counts each executed once. */
 	nt_sleep_ms(500);
-	after = at_stat(TARGET_CARD, NICOFF_NL_STAT_ATOMICS);
+	after = nt_card_stat(TARGET_CARD, NICOFF_NL_STAT_ATOMICS);
 	executed = after - before;
 	EXPECT_EQ(executed, *word64(self, OFF_CREDIT));
 	EXPECT_GE(4000, executed);
 
 	/* The card serves the next requester on the same card. */
 	ASSERT_EQ(0, nt_port_open(&p, 2, NICOFF_PORT_ANY, 64, 64));
-	at_make(&c, NICOFF_OP_FETCH_ADD, 1, TARGET_CARD, self->target.po.port, self->rkey,
-		OFF_CREDIT, 8, 1, 0);
+	nicoff_prep_fetch_add(&c, TARGET_CARD, self->target.po.port, self->rkey, OFF_CREDIT, 8, 1,
+			      1);
 	ASSERT_EQ(0, nt_run_one(&p, &c, &q, 10000));
 	EXPECT_EQ(0, q.status);
 	EXPECT_EQ(executed, q.result);

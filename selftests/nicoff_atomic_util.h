@@ -21,6 +21,7 @@
 #include <sys/time.h>
 #include <sys/wait.h>
 
+#include "nicoff_nl.h"
 #include "nicoff_util.h"
 
 /* The fault mix of the issue: 10% drop, 5% duplicate, 5% reorder. */
@@ -57,130 +58,6 @@ static inline int at_faults_clear(void)
 	return ret;
 }
 
-/* ------------------------------------------------------------ netlink -- */
-
-struct at_nl_msg {
-	struct nlmsghdr n;
-	struct genlmsghdr g;
-	char attrs[256];
-};
-
-static inline void at_nl_init(struct at_nl_msg *m, uint16_t type, uint8_t cmd, uint8_t version)
-{
-	memset(m, 0, sizeof(*m));
-	m->n.nlmsg_len = NLMSG_LENGTH(GENL_HDRLEN);
-	m->n.nlmsg_type = type;
-	m->g.cmd = cmd;
-	m->g.version = version;
-}
-
-static inline void at_nl_put(struct at_nl_msg *m, uint16_t type, const void *data, size_t len)
-{
-	struct nlattr *a = (struct nlattr *)((char *)m + NLMSG_ALIGN(m->n.nlmsg_len));
-
-	a->nla_type = type;
-	a->nla_len = NLA_HDRLEN + len;
-	memcpy((char *)a + NLA_HDRLEN, data, len);
-	m->n.nlmsg_len = NLMSG_ALIGN(m->n.nlmsg_len) + NLA_ALIGN(a->nla_len);
-}
-
-/* Send @m, copy the attributes of the data reply to @out; 0 or -errno. */
-static inline int at_nl_xact(int fd, struct at_nl_msg *m, char *out, size_t *outlen)
-{
-	static char buf[16384];
-	size_t cap = *outlen;
-
-	m->n.nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK;
-	m->n.nlmsg_seq++;
-	*outlen = 0;
-	if (send(fd, m, m->n.nlmsg_len, 0) != (ssize_t)m->n.nlmsg_len)
-		return -errno;
-	for (;;) {
-		ssize_t got = recv(fd, buf, sizeof(buf), 0);
-		int len = (int)got;
-		struct nlmsghdr *h;
-
-		if (got < 0)
-			return -errno;
-		for (h = (struct nlmsghdr *)buf; NLMSG_OK(h, len); h = NLMSG_NEXT(h, len)) {
-			if (h->nlmsg_type == NLMSG_ERROR)
-				return ((struct nlmsgerr *)NLMSG_DATA(h))->error;
-			if (h->nlmsg_type == NLMSG_DONE)
-				return 0;
-			if (h->nlmsg_len >= NLMSG_LENGTH(GENL_HDRLEN)) {
-				size_t n = h->nlmsg_len - NLMSG_LENGTH(GENL_HDRLEN);
-
-				n = n < cap ? n : cap;
-				memcpy(out, (char *)NLMSG_DATA(h) + GENL_HDRLEN, n);
-				*outlen = n;
-			}
-		}
-	}
-}
-
-#define at_for_each_nla(a, start, len)                                                  \
-	for (a = (struct nlattr *)(start);                                              \
-	     (char *)(a) + NLA_HDRLEN <= (char *)(start) + (len) &&                     \
-	     (a)->nla_len >= NLA_HDRLEN &&                                              \
-	     (char *)(a) + (a)->nla_len <= (char *)(start) + (len);                     \
-	     a = (struct nlattr *)((char *)(a) + NLA_ALIGN((a)->nla_len)))
-
-/* A card's counters (NICOFF_NL_STAT_*), one snapshot; 0 or -errno. */
-static inline int at_card_stats(uint32_t card, uint64_t st[NICOFF_NL_STAT_MAX + 1])
-{
-	struct timeval tv = { .tv_sec = 5 };
-	static char attrs[8192];
-	struct nlattr *a, *b;
-	struct at_nl_msg m;
-	int fd, family = -1, ret;
-	size_t len = sizeof(attrs);
-
-	memset(st, 0, sizeof(uint64_t) * (NICOFF_NL_STAT_MAX + 1));
-	fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_GENERIC);
-	if (fd < 0)
-		return -errno;
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	at_nl_init(&m, GENL_ID_CTRL, CTRL_CMD_GETFAMILY, 1);
-	at_nl_put(&m, CTRL_ATTR_FAMILY_NAME, NICOFF_GENL_NAME, sizeof(NICOFF_GENL_NAME));
-	ret = at_nl_xact(fd, &m, attrs, &len);
-	if (!ret) {
-		at_for_each_nla(a, attrs, len)
-			if ((a->nla_type & NLA_TYPE_MASK) == CTRL_ATTR_FAMILY_ID)
-				family = *(uint16_t *)((char *)a + NLA_HDRLEN);
-		ret = family < 0 ? -ENOENT : 0;
-	}
-	if (!ret) {
-		len = sizeof(attrs);
-		at_nl_init(&m, family, NICOFF_NL_CMD_GET_CARD, NICOFF_GENL_VERSION);
-		at_nl_put(&m, NICOFF_NL_A_CARD, &card, sizeof(card));
-		ret = at_nl_xact(fd, &m, attrs, &len);
-	}
-	close(fd);
-	if (ret)
-		return ret;
-	at_for_each_nla(a, attrs, len) {
-		char *in = (char *)a + NLA_HDRLEN;
-
-		if ((a->nla_type & NLA_TYPE_MASK) != NICOFF_NL_A_STATS)
-			continue;
-		at_for_each_nla(b, in, a->nla_len - NLA_HDRLEN) {
-			int t = b->nla_type & NLA_TYPE_MASK;
-
-			if (t > NICOFF_NL_STAT_PAD && t <= NICOFF_NL_STAT_MAX &&
-			    b->nla_len >= NLA_HDRLEN + 8)
-				memcpy(&st[t], (char *)b + NLA_HDRLEN, 8);
-		}
-	}
-	return 0;
-}
-
-static inline uint64_t at_stat(uint32_t card, int stat)
-{
-	uint64_t st[NICOFF_NL_STAT_MAX + 1];
-
-	return at_card_stats(card, st) ? ~0ull : st[stat];
-}
-
 /* ------------------------------------------------------------ workers -- */
 
 /* Run fn(arg, i) in a child; its exit status is fn's result (0: pass). */
@@ -208,22 +85,6 @@ static inline int at_reap(pid_t pid)
 }
 
 /* --------------------------------------------------------------- atomics -- */
-
-static inline void at_make(struct nicoff_cmd *c, uint8_t opcode, uint64_t tag, uint32_t card,
-			   uint32_t port, uint32_t rkey, uint64_t off, uint32_t width,
-			   uint64_t operand, uint64_t compare)
-{
-	memset(c, 0, sizeof(*c));
-	c->opcode = opcode;
-	c->tag = tag;
-	c->atomic.dst_card = card;
-	c->atomic.dst_port = port;
-	c->atomic.rkey = rkey;
-	c->atomic.remote_off = off;
-	c->atomic.width = width;
-	c->atomic.operand = operand;
-	c->atomic.compare = compare;
-}
 
 /*
  * Run cmds[0..n) with at most @depth in flight; the completion of the

@@ -94,16 +94,12 @@ static int post(struct cards *c, int i, uint8_t op, uint64_t tag, uint32_t alg)
 {
 	struct nicoff_cmd cmd;
 
-	memset(&cmd, 0, sizeof(cmd));
-	cmd.opcode = op;
-	cmd.tag = tag;
-	cmd.group.group_id = c->gid;
-	if (op == NICOFF_OP_GROUP_CREATE) {
-		cmd.group.rank = i;
-		cmd.group.size = c->n;
-		cmd.group.mr = c->mr[i];
-		cmd.group.algorithm = alg;
-	}
+	if (op == NICOFF_OP_GROUP_CREATE)
+		nicoff_prep_group_create(&cmd, c->gid, i, c->n, c->mr[i], 0, alg, 0, tag);
+	else if (op == NICOFF_OP_BARRIER)
+		nicoff_prep_barrier(&cmd, c->gid, tag);
+	else
+		nicoff_prep_group_destroy(&cmd, c->gid, tag);
 	return nt_submit(&c->p[i], &cmd, 1);
 }
 

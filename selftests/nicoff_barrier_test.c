@@ -64,14 +64,6 @@ struct run {
 	int victim_after;
 };
 
-static void make_group(struct nicoff_cmd *c, uint8_t op, uint64_t tag, uint32_t gid)
-{
-	memset(c, 0, sizeof(*c));
-	c->opcode = op;
-	c->tag = tag;
-	c->group.group_id = gid;
-}
-
 static int run_one(struct nt_port *p, const struct nicoff_cmd *c, struct nicoff_cqe *q)
 {
 	int ret = nt_run_one(p, c, q, TMO);
@@ -108,12 +100,7 @@ static int member(struct shared *sh, const struct run *rn, int rank)
 		snprintf(sh->why[rank], sizeof(sh->why[rank]), "port or region: %d", ret);
 		return 10;
 	}
-	make_group(&c, NICOFF_OP_GROUP_CREATE, 1, rn->gid);
-	c.group.rank = rank;
-	c.group.size = rn->n;
-	c.group.mr = mr;
-	c.group.algorithm = rn->alg;
-	c.group.param = rn->param;
+	nicoff_prep_group_create(&c, rn->gid, rank, rn->n, mr, 0, rn->alg, rn->param, 1);
 	ret = run_one(&p, &c, &q);
 	sh->result[rank] = q.result;
 	if (ret) {
@@ -126,7 +113,7 @@ static int member(struct shared *sh, const struct run *rn, int rank)
 			raise(SIGKILL);
 		}
 		__atomic_add_fetch(&sh->entered[k], 1, __ATOMIC_SEQ_CST);
-		make_group(&c, NICOFF_OP_BARRIER, 100 + k, rn->gid);
+		nicoff_prep_barrier(&c, rn->gid, 100 + k);
 		ret = run_one(&p, &c, &q);
 		if (ret) {
 			sh->status[rank] = ret;
@@ -153,7 +140,7 @@ static int member(struct shared *sh, const struct run *rn, int rank)
 		}
 		sh->done[rank] = k;
 	}
-	make_group(&c, NICOFF_OP_GROUP_DESTROY, 2, rn->gid);
+	nicoff_prep_group_destroy(&c, rn->gid, 2);
 	ret = run_one(&p, &c, &q);
 	nt_port_close(&p);
 	return ret ? 15 : 0;
@@ -365,11 +352,7 @@ static int create_status(struct nt_port *p, uint32_t gid, uint32_t rank, uint32_
 	struct nicoff_cmd c;
 	struct nicoff_cqe q;
 
-	make_group(&c, NICOFF_OP_GROUP_CREATE, 9, gid);
-	c.group.rank = rank;
-	c.group.size = size;
-	c.group.mr = mr;
-	c.group.algorithm = alg;
+	nicoff_prep_group_create(&c, gid, rank, size, mr, 0, alg, 0, 9);
 	return run_one(p, &c, &q);
 }
 
@@ -405,7 +388,7 @@ TEST_F_TIMEOUT(barrier, bad_input, 120)
 	EXPECT_EQ(-EINVAL, create_status(&p, 1, 0, 4, mt, NICOFF_BARRIER_MAX));
 	EXPECT_EQ(-ERANGE, create_status(&p, 1, 0, 5, mt, NICOFF_BARRIER_DISSEMINATION));
 	EXPECT_EQ(-ENOENT, create_status(&p, 1, 0, 4, 12345, NICOFF_BARRIER_DISSEMINATION));
-	make_group(&c, NICOFF_OP_BARRIER, 3, 1);
+	nicoff_prep_barrier(&c, 1, 3);
 	EXPECT_EQ(-ENOENT, run_one(&p, &c, &q));
 
 	/* Too many groups: the card keeps 64 per port. */
@@ -413,26 +396,24 @@ TEST_F_TIMEOUT(barrier, bad_input, 120)
 		ASSERT_EQ(0, create_status(&p, 1000 + i, 0, 1, mo, NICOFF_BARRIER_PAIRWISE));
 	EXPECT_EQ(-ENOSPC, create_status(&p, 2000, 0, 1, mo, NICOFF_BARRIER_PAIRWISE));
 	EXPECT_EQ(-EEXIST, create_status(&p, 1000, 0, 1, mo, NICOFF_BARRIER_PAIRWISE));
-	make_group(&c, NICOFF_OP_BARRIER, 3, 1000);
+	nicoff_prep_barrier(&c, 1000, 3);
 	EXPECT_EQ(0, run_one(&p, &c, &q));
 	EXPECT_EQ(1u, q.result);
-	make_group(&c, NICOFF_OP_BARRIER, 3, 1000);
+	nicoff_prep_barrier(&c, 1000, 3);
 	c.group.size = 1;
 	EXPECT_EQ(-EINVAL, run_one(&p, &c, &q));
-	make_group(&c, NICOFF_OP_GROUP_DESTROY, 3, 1000);
+	nicoff_prep_group_destroy(&c, 1000, 3);
 	EXPECT_EQ(0, run_one(&p, &c, &q));
 	EXPECT_EQ(0, create_status(&p, 2000, 0, 1, mo, NICOFF_BARRIER_PAIRWISE));
-	make_group(&c, NICOFF_OP_GROUP_DESTROY, 3, 2000);
+	nicoff_prep_group_destroy(&c, 2000, 3);
 	EXPECT_EQ(0, run_one(&p, &c, &q));
 
 	/* A group whose other members never come: busy, then cancelled. */
-	make_group(&c, NICOFF_OP_GROUP_CREATE, 20, 3000);
-	c.group.size = 4;
-	c.group.mr = mt;
+	nicoff_prep_group_create(&c, 3000, 0, 4, mt, 0, NICOFF_BARRIER_AUTO, 0, 20);
 	ASSERT_EQ(0, nt_submit(&p, &c, 1));
-	make_group(&c, NICOFF_OP_BARRIER, 21, 3000);
+	nicoff_prep_barrier(&c, 3000, 21);
 	EXPECT_EQ(-EBUSY, run_one(&p, &c, &q));
-	make_group(&c, NICOFF_OP_GROUP_DESTROY, 22, 3000);
+	nicoff_prep_group_destroy(&c, 3000, 22);
 	ASSERT_EQ(0, nt_submit(&p, &c, 1));
 	for (i = 0; i < 2; i++) {
 		ASSERT_EQ(1, nt_wait_cqes(&p, &q, 1, TMO));

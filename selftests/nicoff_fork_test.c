@@ -158,7 +158,7 @@ TEST_F(fork, fork_semantics)
 	ASSERT_TRUE(sync_recv(self->to_parent[0]));
 	/* The parent writes its source after the fork: the card sees that. */
 	memset(self->src, 0x5e, PAGE);
-	nt_make_copy(&c, 1, self->hs, 0, self->hd, 0, LEN);
+	nicoff_prep_copy(&c, self->hs, 0, self->hd, 0, LEN, 1);
 	ASSERT_EQ(0, nt_run_one(&self->p, &c, &cqe, TMO));
 	EXPECT_EQ(0, cqe.status);
 	EXPECT_EQ(LEN, cqe.result);
@@ -200,7 +200,7 @@ TEST_F(fork, child_writes_invisible)
 	ASSERT_TRUE(sync_recv(self->to_parent[0]));
 	for (i = 0; i < 50; i++) {
 		memset(self->src, i, LEN);
-		nt_make_copy(&c, i, self->hs, 0, self->hd, 0, LEN);
+		nicoff_prep_copy(&c, self->hs, 0, self->hd, 0, LEN, i);
 		ASSERT_EQ(0, nt_run_one(&self->p, &c, &cqe, TMO));
 		ASSERT_EQ(0, cqe.status);
 		ASSERT_TRUE(all_bytes(self->dst, LEN, i)) TH_LOG("round %u: %#x", i, self->dst[0]);
@@ -239,7 +239,6 @@ TEST_F(fork, thread_may_register)
 /* The port lives until the last process holding the file closes it. */
 TEST_F(fork, port_outlives_parent_close)
 {
-	struct nicoff_port_open po;
 	uint32_t port = self->p.po.port;
 	pid_t pid;
 	int fd2;
@@ -262,16 +261,11 @@ TEST_F(fork, port_outlives_parent_close)
 	EXPECT_EQ(self->pinned0 + 8, nt_pinned_pages());
 	fd2 = nt_open_card(0);
 	ASSERT_LE(0, fd2);
-	memset(&po, 0, sizeof(po));
-	po.abi_version = NICOFF_ABI_VERSION;
-	po.port = port;
-	po.cmd_entries = 2;
-	po.cq_entries = 2;
-	EXPECT_EQ(-EADDRINUSE, nt_ioctl(fd2, NICOFF_IOC_PORT_OPEN, &po));
+	EXPECT_EQ(-EADDRINUSE, nt_port_open_fd(fd2, port, 2, 2, NULL));
 	sync_send(self->to_child[1]);
 	EXPECT_EQ(0, wait_child(pid));
 	EXPECT_EQ(self->pinned0, nt_wait_pinned(self->pinned0, 5000));
-	EXPECT_EQ(0, nt_ioctl(fd2, NICOFF_IOC_PORT_OPEN, &po));
+	EXPECT_EQ(0, nt_port_open_fd(fd2, port, 2, 2, NULL));
 	close(fd2);
 }
 

@@ -54,6 +54,7 @@
 #include <sys/wait.h>
 
 #include "kselftest_harness.h"
+#include "nicoff_nl.h"
 #include "nicoff_util.h"
 
 #define PAGE 4096ul
@@ -70,7 +71,6 @@
 #define FZ_KPTR ((void *)0xffffffff81000000ul)
 #define FZ_TASK_SIZE 0x7ffffffff000ull
 #define FZ_NOBODY 65534
-#define FZ_NL_BUF 32768
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -1277,7 +1277,7 @@ static void fz_act_garbage(void)
 		/* Claims completions the card never produced, then a command. */
 		v = f->p.cq_cons + f->cq_entries + 1 + rn(1u << 30);
 		nt_store_release(&f->p.cq_hdr->consumer, v);
-		nt_make_nop(&c, (uint64_t)f->serial << 32 | f->seq);
+		nicoff_prep_nop(&c, (uint64_t)f->serial << 32 | f->seq);
 		f->op[f->seq] = NICOFF_OP_NOP;
 		f->allowed[f->seq] = E(0);
 		f->ep[f->seq++] = f->epoch;
@@ -1838,27 +1838,26 @@ static void *fz_race_io(void *arg)
 		if (n > space)
 			n = space;
 		for (i = 0; i < n; i++) {
-			uint32_t last = __atomic_load_n(&r->last, __ATOMIC_ACQUIRE);
+			uint32_t last = __atomic_load_n(&r->last, __ATOMIC_ACQUIRE), rkey;
 			struct nicoff_cmd c;
+			uint8_t op;
 
 			switch (fz_race_rn(&rs, 3)) {
 			case 0:
-				nt_make_nop(&c, ++tag);
+				nicoff_prep_nop(&c, ++tag);
 				break;
 			case 1:
-				nt_make_copy(&c, ++tag, last - fz_race_rn(&rs, 3),
-					     fz_race_rn(&rs, PAGE), last + fz_race_rn(&rs, 2),
-					     fz_race_rn(&rs, PAGE), fz_race_rn(&rs, PAGE));
+				nicoff_prep_copy(&c, last - fz_race_rn(&rs, 3),
+						 fz_race_rn(&rs, PAGE), last + fz_race_rn(&rs, 2),
+						 fz_race_rn(&rs, PAGE), fz_race_rn(&rs, PAGE),
+						 ++tag);
 				break;
 			default:
-				memset(&c, 0, sizeof(c));
-				c.opcode = fz_race_rn(&rs, 2) ? NICOFF_OP_PUT : NICOFF_OP_GET;
-				c.tag = ++tag;
-				c.rdma.dst_card = p->card;
-				c.rdma.dst_port = p->po.port;
-				c.rdma.rkey = (uint32_t)nt_rand64(&rs);
-				c.rdma.mr = last;
-				c.rdma.len = fz_race_rn(&rs, PAGE);
+				/* Drawn in this order, as the test always drew them. */
+				op = fz_race_rn(&rs, 2) ? NICOFF_OP_PUT : NICOFF_OP_GET;
+				rkey = (uint32_t)nt_rand64(&rs);
+				nicoff_prep_rdma(&c, op, p->card, p->po.port, rkey, 0, last, 0,
+						 fz_race_rn(&rs, PAGE), ++tag);
 				break;
 			}
 			nt_cmd_write(p, &c);
@@ -1965,165 +1964,6 @@ static void fz_act_race(void)
 
 /* ------------------------------------------------------------- netlink -- */
 
-struct fz_nlmsg {
-	uint8_t b[1024] __attribute__((aligned(4)));
-	size_t len;
-};
-
-static void fz_nl_start(struct fz_nlmsg *m, uint16_t type, uint16_t flags, uint8_t cmd,
-			uint8_t version, uint32_t seq)
-{
-	struct nlmsghdr *n = (struct nlmsghdr *)m->b;
-	struct genlmsghdr *g = (struct genlmsghdr *)NLMSG_DATA(n);
-
-	memset(m, 0, sizeof(*m));
-	n->nlmsg_type = type;
-	n->nlmsg_flags = flags;
-	n->nlmsg_seq = seq;
-	g->cmd = cmd;
-	g->version = version;
-	m->len = NLMSG_LENGTH(GENL_HDRLEN);
-	n->nlmsg_len = m->len;
-}
-
-/* Append an attribute (len bytes of data); returns it, or NULL if no room. */
-static struct nlattr *fz_nl_put(struct fz_nlmsg *m, uint16_t type, const void *data, size_t len)
-{
-	struct nlattr *a = (struct nlattr *)(m->b + NLA_ALIGN(m->len));
-
-	if (NLA_ALIGN(m->len) + NLA_HDRLEN + NLA_ALIGN(len) > sizeof(m->b))
-		return NULL;
-	a->nla_type = type;
-	a->nla_len = NLA_HDRLEN + len;
-	if (len)
-		memcpy((uint8_t *)a + NLA_HDRLEN, data, len);
-	m->len = NLA_ALIGN(m->len) + NLA_ALIGN(a->nla_len);
-	((struct nlmsghdr *)m->b)->nlmsg_len = m->len;
-	return a;
-}
-
-static void fz_nl_put_u32(struct fz_nlmsg *m, uint16_t type, uint32_t v)
-{
-	fz_nl_put(m, type, &v, sizeof(v));
-}
-
-/* Close a nest opened with fz_nl_put(m, type | NLA_F_NESTED, NULL, 0). */
-static void fz_nl_nest_end(struct fz_nlmsg *m, struct nlattr *nest)
-{
-	if (nest)
-		nest->nla_len = m->b + m->len - (uint8_t *)nest;
-}
-
-#define FZ_NL_LOST 1	/* replies lost (ENOBUFS) or late: no verdict */
-
-typedef void (*fz_nl_cb)(void *ctx, const struct nlmsghdr *h);
-
-/*
- * Send m, read what answers it: data messages go to cb, up to the ack,
- * error or NLMSG_DONE.  Returns that error (0 or -errno) or FZ_NL_LOST.
- */
-static int fz_nl_xact(int fd, struct fz_nlmsg *m, fz_nl_cb cb, void *ctx)
-{
-	static uint8_t buf[FZ_NL_BUF] __attribute__((aligned(8)));
-	uint32_t seq = ((struct nlmsghdr *)m->b)->nlmsg_seq;
-
-	if (send(fd, m->b, m->len, 0) != (ssize_t)m->len)
-		return errno == ENOBUFS ? FZ_NL_LOST : -errno;
-	for (;;) {
-		ssize_t got = recv(fd, buf, sizeof(buf), 0);
-		int len = (int)got;
-		struct nlmsghdr *h;
-
-		if (got < 0) {
-			if (errno == EINTR)
-				continue;
-			return errno == ENOBUFS || errno == EAGAIN ? FZ_NL_LOST : -errno;
-		}
-		for (h = (struct nlmsghdr *)buf; NLMSG_OK(h, len); h = NLMSG_NEXT(h, len)) {
-			if (h->nlmsg_seq != seq)
-				continue;	/* an answer to earlier garbage */
-			if (h->nlmsg_type == NLMSG_ERROR)
-				return ((struct nlmsgerr *)NLMSG_DATA(h))->error;
-			if (h->nlmsg_type == NLMSG_DONE)
-				return *(int *)NLMSG_DATA(h);
-			if (cb)
-				cb(ctx, h);
-		}
-	}
-}
-
-/* Throw away whatever is queued on the socket. */
-static void fz_nl_drain(int fd)
-{
-	static uint8_t buf[FZ_NL_BUF];
-
-	while (recv(fd, buf, sizeof(buf), MSG_DONTWAIT) > 0 || errno == ENOBUFS)
-		;
-}
-
-/* The attributes of a generic netlink message. */
-static const struct nlattr *fz_nl_attrs(const struct nlmsghdr *h, int *len)
-{
-	*len = (int)h->nlmsg_len - NLMSG_LENGTH(GENL_HDRLEN);
-	return (const struct nlattr *)((const uint8_t *)NLMSG_DATA(h) + GENL_HDRLEN);
-}
-
-#define fz_nla_for_each(a, start, len, rem) \
-	for (a = (start), rem = (len); rem >= (int)NLA_HDRLEN && a->nla_len >= NLA_HDRLEN && \
-	     a->nla_len <= rem; rem -= NLA_ALIGN(a->nla_len), \
-	     a = (const struct nlattr *)((const uint8_t *)a + NLA_ALIGN(a->nla_len)))
-
-static const void *fz_nla_data(const struct nlattr *a)
-{
-	return (const uint8_t *)a + NLA_HDRLEN;
-}
-
-static int fz_nl_open(uint16_t *family, uint32_t *seq)
-{
-	struct timeval tv = { .tv_sec = 5 };
-	int fd, ret, fam = -1, rem, len;
-	struct fz_nlmsg m;
-	const struct nlattr *a;
-
-	fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_GENERIC);
-	if (fd < 0)
-		return -errno;
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	fz_nl_start(&m, GENL_ID_CTRL, NLM_F_REQUEST | NLM_F_ACK, CTRL_CMD_GETFAMILY, 1, ++*seq);
-	fz_nl_put(&m, CTRL_ATTR_FAMILY_NAME, NICOFF_GENL_NAME, sizeof(NICOFF_GENL_NAME));
-	if (send(fd, m.b, m.len, 0) != (ssize_t)m.len) {
-		ret = -errno;
-		close(fd);
-		return ret;
-	}
-	for (;;) {
-		static uint8_t buf[FZ_NL_BUF] __attribute__((aligned(8)));
-		ssize_t got = recv(fd, buf, sizeof(buf), 0);
-		struct nlmsghdr *h;
-		int n = (int)got;
-
-		if (got < 0) {
-			ret = -errno;
-			close(fd);
-			return ret;
-		}
-		for (h = (struct nlmsghdr *)buf; NLMSG_OK(h, n); h = NLMSG_NEXT(h, n)) {
-			if (h->nlmsg_type == NLMSG_ERROR) {
-				ret = ((struct nlmsgerr *)NLMSG_DATA(h))->error;
-				if (ret || fam < 0) {
-					close(fd);
-					return ret ? ret : -ENOENT;
-				}
-				*family = fam;
-				return fd;
-			}
-			fz_nla_for_each(a, fz_nl_attrs(h, &len), len, rem)
-				if ((a->nla_type & NLA_TYPE_MASK) == CTRL_ATTR_FAMILY_ID)
-					fam = *(const uint16_t *)fz_nla_data(a);
-		}
-	}
-}
-
 struct fz_nl_seen {
 	int msgs;
 	uint32_t num_cards, abi, card;
@@ -2138,17 +1978,17 @@ static void fz_nl_seen_cb(void *ctx, const struct nlmsghdr *h)
 	int len, rem;
 
 	s->msgs++;
-	fz_nla_for_each(a, fz_nl_attrs(h, &len), len, rem) {
+	nt_nla_for_each(a, nt_nl_attrs(h, &len), len, rem) {
 		uint16_t t = a->nla_type & NLA_TYPE_MASK;
 
 		if (a->nla_len < NLA_HDRLEN + 4)
 			continue;
 		if (t == NICOFF_NL_A_NUM_CARDS) {
-			s->num_cards = *(const uint32_t *)fz_nla_data(a);
+			s->num_cards = *(const uint32_t *)nt_nla_data(a);
 		} else if (t == NICOFF_NL_A_ABI_VERSION) {
-			s->abi = *(const uint32_t *)fz_nla_data(a);
+			s->abi = *(const uint32_t *)nt_nla_data(a);
 		} else if (t == NICOFF_NL_A_CARD) {
-			s->card = *(const uint32_t *)fz_nla_data(a);
+			s->card = *(const uint32_t *)nt_nla_data(a);
 			if (s->card < 64) {
 				if (s->cards_seen & (1ull << s->card))
 					s->dup = true;
@@ -2159,7 +1999,7 @@ static void fz_nl_seen_cb(void *ctx, const struct nlmsghdr *h)
 }
 
 /* Random attributes, of the types given by a mask of NICOFF_NL_A_* (bit 31: unknown ones). */
-static void fz_nl_garbage(struct fz_nlmsg *m, uint32_t types)
+static void fz_nl_garbage(struct nt_nlmsg *m, uint32_t types)
 {
 	unsigned int n = rn(4), i, j;
 
@@ -2172,19 +2012,19 @@ static void fz_nl_garbage(struct fz_nlmsg *m, uint32_t types)
 			t = rn(NICOFF_NL_A_MAX + 4);
 		} while (t <= NICOFF_NL_A_MAX ? !(types & (1u << t)) : !(types & (1u << 31)));
 		if (t == NICOFF_NL_A_FAULTS || one_in(8)) {
-			nest = fz_nl_put(m, t | (one_in(4) ? 0 : NLA_F_NESTED), NULL, 0);
+			nest = nt_nl_put(m, t | (one_in(4) ? 0 : NLA_F_NESTED), NULL, 0);
 			for (j = rn(4); j && nest; j--) {
 				nt_fill_pattern(data, sizeof(data), rnd());
-				fz_nl_put(m, rn(NICOFF_NL_FAULT_MAX + 3), data, rn(9));
+				nt_nl_put(m, rn(NICOFF_NL_FAULT_MAX + 3), data, rn(9));
 			}
-			fz_nl_nest_end(m, nest);
+			nt_nl_nest_end(m, nest);
 			continue;
 		}
 		nt_fill_pattern(data, sizeof(data), rnd());
 		if (one_in(2))
 			*(uint32_t *)data = one_in(2) ? rn(w.q.num_cards + 2) :
 					    (uint32_t)fz_boundary();
-		fz_nl_put(m, t, data, one_in(3) ? 4 : rn(13));
+		nt_nl_put(m, t, data, one_in(3) ? 4 : rn(13));
 	}
 }
 
@@ -2199,7 +2039,7 @@ static void fz_nl_garbage(struct fz_nlmsg *m, uint32_t types)
  * message carries one reason the family refuses it before it changes
  * anything.  Unprivileged workers also send well-formed ones, zero faults.
  */
-static void fz_nl_bad_set(struct fz_nlmsg *m)
+static void fz_nl_bad_set(struct nt_nlmsg *m)
 {
 	uint32_t zero = 0, ppm;
 	struct nlattr *nest;
@@ -2208,51 +2048,51 @@ static void fz_nl_bad_set(struct fz_nlmsg *m)
 	case 0:
 		/* No FAULTS attribute. */
 		if (one_in(2))
-			fz_nl_put_u32(m, NICOFF_NL_A_CARD, rn(w.q.num_cards));
+			nt_nl_put_u32(m, NICOFF_NL_A_CARD, rn(w.q.num_cards));
 		fz_nl_garbage(m, FZ_NL_REFUSED);
 		return;
 	case 1:
 		/* A rate above a million per million. */
 		ppm = 1000001 + rn(1u << 30);
-		nest = fz_nl_put(m, NICOFF_NL_A_FAULTS | NLA_F_NESTED, NULL, 0);
-		fz_nl_put_u32(m, NICOFF_NL_FAULT_DROP_PPM + rn(5), ppm);
-		fz_nl_nest_end(m, nest);
+		nest = nt_nl_put(m, NICOFF_NL_A_FAULTS | NLA_F_NESTED, NULL, 0);
+		nt_nl_put_u32(m, NICOFF_NL_FAULT_DROP_PPM + rn(5), ppm);
+		nt_nl_nest_end(m, nest);
 		break;
 	case 2:
 		/* A u32 of two bytes. */
-		nest = fz_nl_put(m, NICOFF_NL_A_FAULTS | NLA_F_NESTED, NULL, 0);
-		fz_nl_put(m, NICOFF_NL_FAULT_DROP_PPM + rn(6), &zero, 2);
-		fz_nl_nest_end(m, nest);
+		nest = nt_nl_put(m, NICOFF_NL_A_FAULTS | NLA_F_NESTED, NULL, 0);
+		nt_nl_put(m, NICOFF_NL_FAULT_DROP_PPM + rn(6), &zero, 2);
+		nt_nl_nest_end(m, nest);
 		break;
 	case 3:
 		/* An attribute the family does not know. */
-		fz_nl_put_u32(m, NICOFF_NL_A_MAX + 1 + rn(10), 0);
-		nest = fz_nl_put(m, NICOFF_NL_A_FAULTS | NLA_F_NESTED, NULL, 0);
-		fz_nl_put_u32(m, NICOFF_NL_FAULT_DROP_PPM, 0);
-		fz_nl_nest_end(m, nest);
+		nt_nl_put_u32(m, NICOFF_NL_A_MAX + 1 + rn(10), 0);
+		nest = nt_nl_put(m, NICOFF_NL_A_FAULTS | NLA_F_NESTED, NULL, 0);
+		nt_nl_put_u32(m, NICOFF_NL_FAULT_DROP_PPM, 0);
+		nt_nl_nest_end(m, nest);
 		break;
 	case 4:
 		/* A card that does not exist. */
-		fz_nl_put_u32(m, NICOFF_NL_A_CARD, one_in(2) ? w.q.num_cards + rn(100) :
+		nt_nl_put_u32(m, NICOFF_NL_A_CARD, one_in(2) ? w.q.num_cards + rn(100) :
 				 (uint32_t)~rn(4));
-		nest = fz_nl_put(m, NICOFF_NL_A_FAULTS | NLA_F_NESTED, NULL, 0);
-		fz_nl_put_u32(m, NICOFF_NL_FAULT_DUP_PPM, 0);
-		fz_nl_nest_end(m, nest);
+		nest = nt_nl_put(m, NICOFF_NL_A_FAULTS | NLA_F_NESTED, NULL, 0);
+		nt_nl_put_u32(m, NICOFF_NL_FAULT_DUP_PPM, 0);
+		nt_nl_nest_end(m, nest);
 		break;
 	case 5:
 		/* The global flag without a card. */
-		nest = fz_nl_put(m, NICOFF_NL_A_FAULTS | NLA_F_NESTED, NULL, 0);
-		fz_nl_put(m, NICOFF_NL_FAULT_GLOBAL, NULL, 0);
-		fz_nl_nest_end(m, nest);
+		nest = nt_nl_put(m, NICOFF_NL_A_FAULTS | NLA_F_NESTED, NULL, 0);
+		nt_nl_put(m, NICOFF_NL_FAULT_GLOBAL, NULL, 0);
+		nt_nl_nest_end(m, nest);
 		break;
 	default:
 		/* Well-formed, zero faults: only CAP_NET_ADMIN stops it. */
 		if (one_in(2))
-			fz_nl_put_u32(m, NICOFF_NL_A_CARD, rn(w.q.num_cards));
-		nest = fz_nl_put(m, NICOFF_NL_A_FAULTS | NLA_F_NESTED, NULL, 0);
-		fz_nl_put_u32(m, NICOFF_NL_FAULT_DROP_PPM, 0);
-		fz_nl_put_u32(m, NICOFF_NL_FAULT_CORRUPT_PPM, 0);
-		fz_nl_nest_end(m, nest);
+			nt_nl_put_u32(m, NICOFF_NL_A_CARD, rn(w.q.num_cards));
+		nest = nt_nl_put(m, NICOFF_NL_A_FAULTS | NLA_F_NESTED, NULL, 0);
+		nt_nl_put_u32(m, NICOFF_NL_FAULT_DROP_PPM, 0);
+		nt_nl_put_u32(m, NICOFF_NL_FAULT_CORRUPT_PPM, 0);
+		nt_nl_nest_end(m, nest);
 		return;
 	}
 	fz_nl_garbage(m, FZ_NL_REFUSED);
@@ -2261,7 +2101,7 @@ static void fz_nl_bad_set(struct fz_nlmsg *m)
 static void fz_act_netlink(void)
 {
 	struct fz_nl_seen s;
-	struct fz_nlmsg m;
+	struct nt_nlmsg m;
 	uint16_t flags = NLM_F_REQUEST | NLM_F_ACK, dump;
 	uint64_t mask;
 	uint32_t card;
@@ -2269,7 +2109,7 @@ static void fz_act_netlink(void)
 	int ret;
 
 	if (w.nl < 0) {
-		ret = fz_nl_open(&w.family, &w.nl_seq);
+		ret = nt_nl_open(&w.family, &w.nl_seq);
 		FZ_CHECK(ret >= 0, "the nicoff netlink family: %s", strerror(-ret));
 		w.nl = ret;
 	}
@@ -2277,9 +2117,9 @@ static void fz_act_netlink(void)
 	FZ_COUNT(nl_msgs, 1);
 	switch (rn(8)) {
 	case 0:
-		fz_nl_start(&m, w.family, flags, NICOFF_NL_CMD_GET_INFO, rn(3), ++w.nl_seq);
-		ret = fz_nl_xact(w.nl, &m, fz_nl_seen_cb, &s);
-		if (ret == FZ_NL_LOST)
+		nt_nl_start(&m, w.family, flags, NICOFF_NL_CMD_GET_INFO, rn(3), ++w.nl_seq);
+		ret = nt_nl_xact(w.nl, &m, fz_nl_seen_cb, &s);
+		if (ret == NT_NL_LOST)
 			break;
 		FZ_EXPECT(ret, E(0), "netlink GET_INFO");
 		FZ_CHECK(s.msgs == 1 && s.num_cards == w.q.num_cards && s.abi == NICOFF_ABI_VERSION,
@@ -2287,10 +2127,10 @@ static void fz_act_netlink(void)
 		break;
 	case 1:
 		card = rn(w.q.num_cards);
-		fz_nl_start(&m, w.family, flags, NICOFF_NL_CMD_GET_CARD, rn(3), ++w.nl_seq);
-		fz_nl_put_u32(&m, NICOFF_NL_A_CARD, card);
-		ret = fz_nl_xact(w.nl, &m, fz_nl_seen_cb, &s);
-		if (ret == FZ_NL_LOST)
+		nt_nl_start(&m, w.family, flags, NICOFF_NL_CMD_GET_CARD, rn(3), ++w.nl_seq);
+		nt_nl_put_u32(&m, NICOFF_NL_A_CARD, card);
+		ret = nt_nl_xact(w.nl, &m, fz_nl_seen_cb, &s);
+		if (ret == NT_NL_LOST)
 			break;
 		FZ_EXPECT(ret, E(0), "netlink GET_CARD %u", card);
 		FZ_CHECK(s.msgs == 1 && s.card == card, "GET_CARD %u: %d replies, card %u", card,
@@ -2298,23 +2138,23 @@ static void fz_act_netlink(void)
 		break;
 	case 2:
 		card = one_in(2) ? w.q.num_cards + rn(1000) : (uint32_t)~rn(4);
-		fz_nl_start(&m, w.family, flags, NICOFF_NL_CMD_GET_CARD, 1, ++w.nl_seq);
+		nt_nl_start(&m, w.family, flags, NICOFF_NL_CMD_GET_CARD, 1, ++w.nl_seq);
 		if (one_in(3)) {
-			ret = fz_nl_xact(w.nl, &m, NULL, NULL);
-			if (ret != FZ_NL_LOST)
+			ret = nt_nl_xact(w.nl, &m, NULL, NULL);
+			if (ret != NT_NL_LOST)
 				FZ_EXPECT(ret, E(EINVAL), "netlink GET_CARD without a card");
 			break;
 		}
-		fz_nl_put_u32(&m, NICOFF_NL_A_CARD, card);
-		ret = fz_nl_xact(w.nl, &m, NULL, NULL);
-		if (ret != FZ_NL_LOST)
+		nt_nl_put_u32(&m, NICOFF_NL_A_CARD, card);
+		ret = nt_nl_xact(w.nl, &m, NULL, NULL);
+		if (ret != NT_NL_LOST)
 			FZ_EXPECT(ret, E(ENODEV), "netlink GET_CARD of card %u", card);
 		break;
 	case 3:
-		fz_nl_start(&m, w.family, NLM_F_REQUEST | NLM_F_DUMP, NICOFF_NL_CMD_GET_CARD, 1,
+		nt_nl_start(&m, w.family, NLM_F_REQUEST | NLM_F_DUMP, NICOFF_NL_CMD_GET_CARD, 1,
 			    ++w.nl_seq);
-		ret = fz_nl_xact(w.nl, &m, fz_nl_seen_cb, &s);
-		if (ret == FZ_NL_LOST)
+		ret = nt_nl_xact(w.nl, &m, fz_nl_seen_cb, &s);
+		if (ret == NT_NL_LOST)
 			break;
 		FZ_EXPECT(ret, E(0), "netlink dump of GET_CARD");
 		mask = w.q.num_cards >= 64 ? ~0ull : (1ull << w.q.num_cards) - 1;
@@ -2324,11 +2164,11 @@ static void fz_act_netlink(void)
 		break;
 	case 4:
 		dump = one_in(4) ? NLM_F_DUMP : 0;
-		fz_nl_start(&m, w.family, flags | dump, NICOFF_NL_CMD_SET_FAULTS, rn(3),
+		nt_nl_start(&m, w.family, flags | dump, NICOFF_NL_CMD_SET_FAULTS, rn(3),
 			    ++w.nl_seq);
 		fz_nl_bad_set(&m);
-		ret = fz_nl_xact(w.nl, &m, NULL, NULL);
-		if (ret == FZ_NL_LOST)
+		ret = nt_nl_xact(w.nl, &m, NULL, NULL);
+		if (ret == NT_NL_LOST)
 			break;
 		if (w.root)
 			FZ_CHECK(ret < 0, "a SET_FAULTS that had to be refused was accepted");
@@ -2340,23 +2180,23 @@ static void fz_act_netlink(void)
 		break;
 	case 5:
 		/* Commands the family does not have. */
-		fz_nl_start(&m, w.family, flags | (one_in(4) ? NLM_F_DUMP : 0),
+		nt_nl_start(&m, w.family, flags | (one_in(4) ? NLM_F_DUMP : 0),
 			    one_in(2) ? NICOFF_NL_CMD_UNSPEC : NICOFF_NL_CMD_MAX + 1 + rn(250),
 			    rn(256), ++w.nl_seq);
 		fz_nl_garbage(&m, ~0u);
-		ret = fz_nl_xact(w.nl, &m, NULL, NULL);
-		if (ret != FZ_NL_LOST)
+		ret = nt_nl_xact(w.nl, &m, NULL, NULL);
+		if (ret != NT_NL_LOST)
 			FZ_EXPECT(ret, E(EOPNOTSUPP), "netlink command %u",
 				  ((struct genlmsghdr *)NLMSG_DATA((struct nlmsghdr *)m.b))->cmd);
 		break;
 	case 6:
 		/* GETs with garbage: any answer, but an answer. */
-		fz_nl_start(&m, w.family, flags | (one_in(3) ? NLM_F_DUMP : 0),
+		nt_nl_start(&m, w.family, flags | (one_in(3) ? NLM_F_DUMP : 0),
 			    one_in(2) ? NICOFF_NL_CMD_GET_INFO : NICOFF_NL_CMD_GET_CARD, rn(256),
 			    ++w.nl_seq);
 		fz_nl_garbage(&m, ~0u);
-		ret = fz_nl_xact(w.nl, &m, NULL, NULL);
-		FZ_CHECK(ret <= 0 || ret == FZ_NL_LOST, "netlink GET with garbage: %d", ret);
+		ret = nt_nl_xact(w.nl, &m, NULL, NULL);
+		FZ_CHECK(ret <= 0 || ret == NT_NL_LOST, "netlink GET with garbage: %d", ret);
 		break;
 	default:
 		/*
@@ -2364,7 +2204,7 @@ static void fz_act_netlink(void)
 		 * A SET never has a FAULTS attribute: refused whatever is left.
 		 */
 		cmd = NICOFF_NL_CMD_GET_INFO + rn(3);
-		fz_nl_start(&m, w.family, one_in(2) ? NLM_F_ACK : flags, cmd, 1, ++w.nl_seq);
+		nt_nl_start(&m, w.family, one_in(2) ? NLM_F_ACK : flags, cmd, 1, ++w.nl_seq);
 		fz_nl_garbage(&m, cmd == NICOFF_NL_CMD_SET_FAULTS || one_in(2) ?
 				  FZ_NL_REFUSED : ~0u);
 		switch (rn(3)) {
@@ -2387,7 +2227,7 @@ static void fz_act_netlink(void)
 			break;
 		}
 		send(w.nl, m.b, m.len, 0);
-		fz_nl_drain(w.nl);
+		nt_nl_drain(w.nl);
 		break;
 	}
 }
@@ -2404,7 +2244,7 @@ static int fz_nop_round_trip(struct nt_port *p, uint64_t tag, int ms)
 	struct nicoff_cmd c;
 	int ret;
 
-	nt_make_nop(&c, tag);
+	nicoff_prep_nop(&c, tag);
 	ret = nt_submit(p, &c, 1);
 	if (ret)
 		return ret;
@@ -2772,21 +2612,13 @@ static void fz_reap_all(struct fz_run *run)
 static char fz_task_state(pid_t pid, const char *tid, char *comm, size_t len)
 {
 	char path[96], buf[512], *p;
-	ssize_t n;
-	int fd;
 
 	if (tid)
 		snprintf(path, sizeof(path), "/proc/%d/task/%s/stat", pid, tid);
 	else
 		snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (nt_read_file(path, buf, sizeof(buf)) <= 0)
 		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
 	p = strrchr(buf, ')');
 	if (!p || p[1] != ' ')
 		return 0;
@@ -2814,19 +2646,13 @@ static unsigned int fz_descendants(pid_t *out, unsigned int max)
 			char path[64], buf[512], *p;
 			pid_t pid = atoi(d->d_name), ppid;
 			ssize_t len;
-			int fd;
 
 			if (pid <= 0)
 				continue;
 			snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-			fd = open(path, O_RDONLY | O_CLOEXEC);
-			if (fd < 0)
-				continue;
-			len = read(fd, buf, sizeof(buf) - 1);
-			close(fd);
+			len = nt_read_file(path, buf, sizeof(buf));
 			if (len <= 0)
 				continue;
-			buf[len] = 0;
 			p = strrchr(buf, ')');
 			if (!p || sscanf(p + 2, "%*c %d", &ppid) != 1)
 				continue;
@@ -2847,16 +2673,9 @@ static unsigned int fz_descendants(pid_t *out, unsigned int max)
 static void fz_print_file(const char *path)
 {
 	char buf[2048];
-	ssize_t n;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
 
-	if (fd < 0)
+	if (nt_read_file(path, buf, sizeof(buf)) <= 0)
 		return;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return;
-	buf[n] = 0;
 	fprintf(stderr, "#   %s:\n", path);
 	for (char *l = strtok(buf, "\n"); l; l = strtok(NULL, "\n"))
 		fprintf(stderr, "#     %s\n", l);
@@ -2989,24 +2808,24 @@ static void fz_snap_cb(void *ctx, const struct nlmsghdr *h)
 	uint32_t card = ~0u, open = ~0u;
 	int len, rem;
 
-	fz_nla_for_each(a, fz_nl_attrs(h, &len), len, rem) {
+	nt_nla_for_each(a, nt_nl_attrs(h, &len), len, rem) {
 		uint16_t t = a->nla_type & NLA_TYPE_MASK;
 
 		if (t == NICOFF_NL_A_FAULTS)
 			faults = a;
 		else if (t == NICOFF_NL_A_CARD && a->nla_len >= NLA_HDRLEN + 4)
-			card = *(const uint32_t *)fz_nla_data(a);
+			card = *(const uint32_t *)nt_nla_data(a);
 		else if (t == NICOFF_NL_A_PORTS_OPEN && a->nla_len >= NLA_HDRLEN + 4)
-			open = *(const uint32_t *)fz_nla_data(a);
+			open = *(const uint32_t *)nt_nla_data(a);
 	}
 	if (!faults || faults->nla_len - NLA_HDRLEN > FZ_SNAP_FAULTS)
 		return;
 	if (card == ~0u) {
 		s->info_len = faults->nla_len - NLA_HDRLEN;
-		memcpy(s->info, fz_nla_data(faults), s->info_len);
+		memcpy(s->info, nt_nla_data(faults), s->info_len);
 	} else if (card < s->ncards) {
 		s->card[card].len = faults->nla_len - NLA_HDRLEN;
-		memcpy(s->card[card].faults, fz_nla_data(faults), s->card[card].len);
+		memcpy(s->card[card].faults, nt_nla_data(faults), s->card[card].len);
 		s->card[card].ports_open = open;
 		s->card[card].seen = true;
 	}
@@ -3016,7 +2835,7 @@ static int fz_snapshot(struct fz_snap *s, uint32_t ncards)
 {
 	uint32_t seq = 0;
 	uint16_t family;
-	struct fz_nlmsg m;
+	struct nt_nlmsg m;
 	unsigned int i;
 	int fd, ret;
 
@@ -3030,15 +2849,15 @@ static int fz_snapshot(struct fz_snap *s, uint32_t ncards)
 		if (ret)
 			return ret;
 	}
-	fd = fz_nl_open(&family, &seq);
+	fd = nt_nl_open(&family, &seq);
 	if (fd < 0)
 		return fd;
-	fz_nl_start(&m, family, NLM_F_REQUEST | NLM_F_ACK, NICOFF_NL_CMD_GET_INFO, 1, ++seq);
-	ret = fz_nl_xact(fd, &m, fz_snap_cb, s);
+	nt_nl_start(&m, family, NLM_F_REQUEST | NLM_F_ACK, NICOFF_NL_CMD_GET_INFO, 1, ++seq);
+	ret = nt_nl_xact(fd, &m, fz_snap_cb, s);
 	if (!ret) {
-		fz_nl_start(&m, family, NLM_F_REQUEST | NLM_F_DUMP, NICOFF_NL_CMD_GET_CARD, 1,
+		nt_nl_start(&m, family, NLM_F_REQUEST | NLM_F_DUMP, NICOFF_NL_CMD_GET_CARD, 1,
 			    ++seq);
-		ret = fz_nl_xact(fd, &m, fz_snap_cb, s);
+		ret = nt_nl_xact(fd, &m, fz_snap_cb, s);
 	}
 	for (i = 0; !ret && i < ncards; i++)
 		if (!s->card[i].seen)
@@ -3046,7 +2865,7 @@ static int fz_snapshot(struct fz_snap *s, uint32_t ncards)
 	if (!ret && !s->info_len)
 		ret = -ENOENT;
 	close(fd);
-	return ret == FZ_NL_LOST ? -EAGAIN : ret;
+	return ret == NT_NL_LOST ? -EAGAIN : ret;
 }
 
 /* Differences between two snapshots' fault settings, printed; put back if asked. */
@@ -3071,9 +2890,9 @@ static unsigned int fz_faults_diff(const struct fz_snap *a, const struct fz_snap
 		fprintf(stderr, "# the global faults changed\n");
 	}
 	if (restore)
-		fd = fz_nl_open(&family, &seq);
+		fd = nt_nl_open(&family, &seq);
 	for (i = 0; i < a->ncards; i++) {
-		struct fz_nlmsg m;
+		struct nt_nlmsg m;
 		struct nlattr *nest;
 
 		if (a->card[i].len == b->card[i].len &&
@@ -3083,13 +2902,13 @@ static unsigned int fz_faults_diff(const struct fz_snap *a, const struct fz_snap
 		fprintf(stderr, "# the faults of card %u changed\n", i);
 		if (fd < 0)
 			continue;
-		fz_nl_start(&m, family, NLM_F_REQUEST | NLM_F_ACK, NICOFF_NL_CMD_SET_FAULTS, 1,
+		nt_nl_start(&m, family, NLM_F_REQUEST | NLM_F_ACK, NICOFF_NL_CMD_SET_FAULTS, 1,
 			    ++seq);
-		fz_nl_put_u32(&m, NICOFF_NL_A_CARD, i);
-		nest = fz_nl_put(&m, NICOFF_NL_A_FAULTS | NLA_F_NESTED, a->card[i].faults,
+		nt_nl_put_u32(&m, NICOFF_NL_A_CARD, i);
+		nest = nt_nl_put(&m, NICOFF_NL_A_FAULTS | NLA_F_NESTED, a->card[i].faults,
 				 a->card[i].len);
 		(void)nest;
-		fz_nl_xact(fd, &m, NULL, NULL);
+		nt_nl_xact(fd, &m, NULL, NULL);
 	}
 	if (fd >= 0)
 		close(fd);
@@ -3105,11 +2924,7 @@ FIXTURE(fuzz) {
 
 FIXTURE_SETUP(fuzz)
 {
-	int fd = nt_open_card(0);
-
-	ASSERT_LE(0, fd);
-	ASSERT_EQ(0, nt_query(fd, &self->q));
-	close(fd);
+	ASSERT_EQ(0, nt_query_card(0, &self->q));
 	self->kmsg = nt_kmsg_open();
 	ASSERT_LE(0, self->kmsg);
 }

@@ -144,11 +144,8 @@ FIXTURE(hostbarrier) {
 FIXTURE_SETUP(hostbarrier)
 {
 	struct nicoff_query q;
-	int fd = nt_open_card(0);
 
-	ASSERT_LE(0, fd);
-	ASSERT_EQ(0, nt_query(fd, &q));
-	close(fd);
+	ASSERT_EQ(0, nt_query_card(0, &q));
 	if (q.num_cards < NICS)
 		SKIP(return, "needs %d cards", NICS);
 }

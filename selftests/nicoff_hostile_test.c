@@ -55,24 +55,11 @@ static int good_nop(struct nt_port *p, uint64_t tag)
 	struct nicoff_cqe cqe;
 	int ret;
 
-	nt_make_nop(&c, tag);
+	nicoff_prep_nop(&c, tag);
 	ret = nt_run_one(p, &c, &cqe, TMO);
 	if (ret)
 		return ret;
 	return cqe.tag == tag && cqe.status == 0 && cqe.opcode == NICOFF_OP_NOP ? 0 : -EIO;
-}
-
-/* Wait for NICOFF_RING_ERROR in the completion ring flags. */
-static bool wait_error(struct nt_port *p, int ms)
-{
-	uint64_t end = nt_now_ns() + ms * 1000000ull;
-
-	while (!(nt_cq_flags(p) & NICOFF_RING_ERROR)) {
-		if (nt_now_ns() >= end)
-			return false;
-		nt_sleep_ms(1);
-	}
-	return true;
 }
 
 /* Everything abi.md promises about a port in the error state. */
@@ -85,7 +72,8 @@ static void check_error_state(struct __test_metadata *_metadata, FIXTURE_DATA(ho
 	struct nicoff_cmd c;
 	uint32_t prod;
 
-	ASSERT_TRUE(wait_error(&self->bad, TMO));	/* the completion ring's ERROR flag */
+	/* The completion ring's ERROR flag first. */
+	ASSERT_TRUE(nt_wait_flag(&self->bad, true, NICOFF_RING_ERROR, TMO));
 	EXPECT_TRUE(nt_cmd_flags(&self->bad) & NICOFF_RING_ERROR);
 	ASSERT_EQ(1, poll(&pfd, 1, 1000));
 	EXPECT_TRUE(pfd.revents & POLLERR);
@@ -102,7 +90,7 @@ static void check_error_state(struct __test_metadata *_metadata, FIXTURE_DATA(ho
 	}
 	/* The card ignores the port from now on. */
 	prod = nt_load_acquire(&self->bad.cq_hdr->producer);
-	nt_make_nop(&c, 77);
+	nicoff_prep_nop(&c, 77);
 	self->bad.cmd_prod = nt_load_acquire(&self->bad.cmd_hdr->consumer);
 	nt_cmd_write(&self->bad, &c);
 	nt_publish(&self->bad);
@@ -122,14 +110,10 @@ static void check_error_state(struct __test_metadata *_metadata, FIXTURE_DATA(ho
 static void warm_up(struct __test_metadata *_metadata, FIXTURE_DATA(hostile) *self)
 {
 	static char buf[PAGE] __attribute__((aligned(4096)));
-	struct nicoff_cmd c[40];
-	unsigned int i;
 
 	/* A registered region must be released with the broken port. */
 	ASSERT_EQ(0, nt_reg_mr(self->bad.fd, buf, sizeof(buf), NICOFF_ACCESS_LOCAL_WRITE, NULL));
-	for (i = 0; i < 40; i++)
-		nt_make_nop(&c[i], i);
-	ASSERT_EQ(0, nt_submit(&self->bad, c, 40));
+	ASSERT_EQ(0, nt_submit_nops(&self->bad, 40, 0));
 	ASSERT_EQ(40, nt_wait_cqes(&self->bad, NULL, 40, TMO));
 	ASSERT_EQ(0, good_nop(&self->good, ++self->good_tag));
 }
@@ -166,43 +150,38 @@ TEST_F(hostile, producer_huge)
 /* Exactly entries ahead is a full ring, not garbage. */
 TEST_F(hostile, producer_full_ring_is_legal)
 {
-	struct nicoff_cmd c[64];
-	unsigned int i;
-
 	warm_up(_metadata, self);
-	for (i = 0; i < 64; i++)
-		nt_make_nop(&c[i], 1000 + i);
-	ASSERT_EQ(0, nt_submit(&self->bad, c, 64));
+	ASSERT_EQ(0, nt_submit_nops(&self->bad, 64, 1000));
 	ASSERT_EQ(64, nt_wait_cqes(&self->bad, NULL, 64, TMO));
 	EXPECT_FALSE(nt_cq_flags(&self->bad) & NICOFF_RING_ERROR);
 }
 
-TEST_F(hostile, completion_consumer_ahead)
+/*
+ * Claim @ahead completions more than the card produced, give the card a
+ * reason to look at the ring (a NOP), and check the port's error state.
+ */
+static void consumer_ahead(struct __test_metadata *_metadata, FIXTURE_DATA(hostile) *self,
+			   uint32_t ahead)
 {
 	struct nicoff_cmd c;
 
 	warm_up(_metadata, self);
-	/* Claim five completions more than the card produced ... */
-	nt_store_release(&self->bad.cq_hdr->consumer, self->bad.cq_cons + 5);
-	/* ... and give the card a reason to look at the ring. */
-	nt_make_nop(&c, 1);
+	nt_store_release(&self->bad.cq_hdr->consumer, self->bad.cq_cons + ahead);
+	nicoff_prep_nop(&c, 1);
 	nt_cmd_write(&self->bad, &c);
 	nt_publish(&self->bad);
 	nt_doorbell(&self->bad);
 	check_error_state(_metadata, self, false);
 }
 
+TEST_F(hostile, completion_consumer_ahead)
+{
+	consumer_ahead(_metadata, self, 5);
+}
+
 TEST_F(hostile, completion_consumer_huge)
 {
-	struct nicoff_cmd c;
-
-	warm_up(_metadata, self);
-	nt_store_release(&self->bad.cq_hdr->consumer, self->bad.cq_cons + 0x7fffffffu);
-	nt_make_nop(&c, 1);
-	nt_cmd_write(&self->bad, &c);
-	nt_publish(&self->bad);
-	nt_doorbell(&self->bad);
-	check_error_state(_metadata, self, false);
+	consumer_ahead(_metadata, self, 0x7fffffffu);
 }
 
 /*
@@ -211,13 +190,10 @@ TEST_F(hostile, completion_consumer_huge)
  */
 TEST_F(hostile, error_with_full_completion_ring)
 {
-	struct nicoff_cmd c[64];
 	unsigned int i;
 
 	warm_up(_metadata, self);
-	for (i = 0; i < 64; i++)
-		nt_make_nop(&c[i], 5000 + i);
-	ASSERT_EQ(0, nt_submit(&self->bad, c, 64));
+	ASSERT_EQ(0, nt_submit_nops(&self->bad, 64, 5000));
 	for (i = 0; i < 500 && nt_cq_ready(&self->bad) < 64; i++)
 		nt_sleep_ms(10);
 	ASSERT_EQ(64, nt_cq_ready(&self->bad));
@@ -235,14 +211,11 @@ TEST_F(hostile, error_with_full_completion_ring)
 /* The bystander keeps working while the other port is being broken. */
 TEST_F(hostile, bystander_under_load)
 {
-	struct nicoff_cmd c[32];
-	unsigned int i, round;
+	unsigned int round;
 
 	warm_up(_metadata, self);
 	for (round = 0; round < 20; round++) {
-		for (i = 0; i < 32; i++)
-			nt_make_nop(&c[i], round * 32 + i);
-		ASSERT_EQ(0, nt_submit(&self->good, c, 32));
+		ASSERT_EQ(0, nt_submit_nops(&self->good, 32, round * 32));
 		if (round == 10)
 			publish_garbage(&self->bad, self->bad.cmd_prod + 1000);
 		ASSERT_EQ(32, nt_wait_cqes(&self->good, NULL, 32, TMO)) TH_LOG("round %u", round);

@@ -72,10 +72,10 @@ static void child_run(struct progress *pr, int card, bool drain)
 			uint32_t k = pr->posted;
 
 			if (k & 1)
-				nt_make_copy(&c, k, hs, (k * 4096ul) % (BUF_LEN - COPY_LEN), hd,
-					     (k * 8192ul) % (BUF_LEN - COPY_LEN), COPY_LEN);
+				nicoff_prep_copy(&c, hs, (k * 4096ul) % (BUF_LEN - COPY_LEN), hd,
+						 (k * 8192ul) % (BUF_LEN - COPY_LEN), COPY_LEN, k);
 			else
-				nt_make_nop(&c, k);
+				nicoff_prep_nop(&c, k);
 			nt_cmd_write(&p, &c);
 			pr->posted = k + 1;
 			n++;
@@ -149,11 +149,8 @@ FIXTURE(kill) {
 FIXTURE_SETUP(kill)
 {
 	struct nicoff_query q;
-	int fd = nt_open_card(0);
 
-	ASSERT_LE(0, fd);
-	ASSERT_EQ(0, nt_query(fd, &q));
-	close(fd);
+	ASSERT_EQ(0, nt_query_card(0, &q));
 	if (q.max_ring_entries < ring)
 		ring = q.max_ring_entries;
 	self->pinned0 = nt_pinned_pages();
@@ -171,7 +168,7 @@ FIXTURE_TEARDOWN(kill)
 
 	/* The card still serves a new port, on the port number just freed. */
 	EXPECT_EQ(0, nt_port_open(&p, 0, NICOFF_PORT_ANY, 8, 8));
-	nt_make_nop(&c, 42);
+	nicoff_prep_nop(&c, 42);
 	EXPECT_EQ(0, nt_run_one(&p, &c, &cqe, 10000));
 	EXPECT_EQ(42, cqe.tag);
 	EXPECT_EQ(0, cqe.status);

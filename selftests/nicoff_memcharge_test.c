@@ -99,17 +99,18 @@ struct mem {
 	long long cg_kernel;				/* bytes, -1 if none */
 };
 
-static long long meminfo_kb(const char *key)
+/* The number after "key<sep>" in a file of such lines, or -1. */
+static long long file_key(const char *path, const char *key, char sep)
 {
 	char line[256];
 	long long v = -1, x;
 	size_t n = strlen(key);
-	FILE *f = fopen("/proc/meminfo", "r");
+	FILE *f = fopen(path, "r");
 
 	if (!f)
 		return -1;
 	while (fgets(line, sizeof(line), f)) {
-		if (!strncmp(line, key, n) && line[n] == ':' &&
+		if (!strncmp(line, key, n) && line[n] == sep &&
 		    sscanf(line + n + 1, "%lld", &x) == 1) {
 			v = x;
 			break;
@@ -119,24 +120,14 @@ static long long meminfo_kb(const char *key)
 	return v;
 }
 
+static long long meminfo_kb(const char *key)
+{
+	return file_key("/proc/meminfo", key, ':');
+}
+
 static long long cg_stat(const char *key)
 {
-	char line[256];
-	long long v = -1, x;
-	size_t n = strlen(key);
-	FILE *f = fopen(CG_DIR "/memory.stat", "r");
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f)) {
-		if (!strncmp(line, key, n) && line[n] == ' ' &&
-		    sscanf(line + n + 1, "%lld", &x) == 1) {
-			v = x;
-			break;
-		}
-	}
-	fclose(f);
-	return v;
+	return file_key(CG_DIR "/memory.stat", key, ' ');
 }
 
 static int write_str(const char *path, const char *s)
@@ -203,22 +194,6 @@ struct child {
 	unsigned char *page;
 	uint64_t ring_used;		/* pages charged for rings */
 };
-
-static struct nicoff_cmd cmd_send(uint64_t tag, uint32_t card, uint32_t port, uint32_t mr,
-				  uint64_t len)
-{
-	struct nicoff_cmd c;
-
-	memset(&c, 0, sizeof(c));
-	c.opcode = NICOFF_OP_SEND;
-	c.tag = tag;
-	c.send.dst_card = card;
-	c.send.dst_port = port;
-	c.send.mr = mr;
-	c.send.len = len;
-	c.send.msg_tag = tag;
-	return c;
-}
 
 static uint32_t ring_pages(uint32_t entries)
 {
@@ -371,13 +346,8 @@ static int child_groups(struct child *c)
 
 	for (card = 0; card < c->o.nics; card++) {
 		for (g = 1; g <= MAX_GROUPS; g++) {
-			memset(&cmd, 0, sizeof(cmd));
-			cmd.opcode = NICOFF_OP_GROUP_CREATE;
-			cmd.tag = g;
-			cmd.group.group_id = g;
-			cmd.group.size = 1;
-			cmd.group.mr = c->smr[card];
-			cmd.group.algorithm = NICOFF_BARRIER_DEFAULT;
+			nicoff_prep_group_create(&cmd, g, 0, 1, c->smr[card], 0,
+						 NICOFF_BARRIER_DEFAULT, 0, g);
 			ret = nt_run_one(c->snd[card], &cmd, &q, TMO_MS);
 			NT_CK(ret == 0);
 			if (q.status) {
@@ -411,8 +381,9 @@ static int child_fill(struct child *c, struct nt_port **snd, struct nicoff_cmd *
 			uint64_t give = per_port < left ? per_port : left;
 
 			for (j = 0; j < give / c->r.msg; j++) {
-				cmds[card][n[card]] = cmd_send(n[card], card, c->p[card * c->o.ports +
-						i].po.port, c->smr[src], c->r.msg);
+				nicoff_prep_send(&cmds[card][n[card]], card,
+						 c->p[card * c->o.ports + i].po.port, c->smr[src],
+						 0, c->r.msg, n[card], n[card]);
 				n[card]++;
 			}
 			left -= give / c->r.msg * c->r.msg;
@@ -448,8 +419,8 @@ static int child_probe(struct child *c, struct nt_port **snd, struct nicoff_cmd 
 		n[card] = c->nports[card];
 		for (i = 0; i < n[card]; i++) {
 			st[card][i] = 1;
-			cmds[card][i] = cmd_send(i, card, c->p[card * c->o.ports + i].po.port,
-						 c->smr[(card + 1) % c->o.nics], 1);
+			nicoff_prep_send(&cmds[card][i], card, c->p[card * c->o.ports + i].po.port,
+					 c->smr[(card + 1) % c->o.nics], 0, 1, i, i);
 		}
 	}
 	pump(snd, c->o.nics, cmds, n, st, c->o.budget_us / 1000 + TMO_MS);
@@ -479,9 +450,9 @@ static int child_probe(struct child *c, struct nt_port **snd, struct nicoff_cmd 
 
 			for (j = 0; j < k; j++) {
 				st[card][j] = 1;
-				cmds[card][j] = cmd_send(j, card,
-							 c->p[card * c->o.ports + took[i]].po.port,
-							 c->smr[(card + 1) % c->o.nics], c->r.msg);
+				nicoff_prep_send(&cmds[card][j], card,
+						 c->p[card * c->o.ports + took[i]].po.port,
+						 c->smr[(card + 1) % c->o.nics], 0, c->r.msg, j, j);
 			}
 			pump(&s, 1, &cmds[card], &k, &st[card], TMO_MS);
 			for (j = 0; j < k; j++) {
@@ -589,11 +560,8 @@ FIXTURE_SETUP(memcharge)
 	unsigned long rto, retries, v;
 	uint64_t r = 0;
 	uint32_t i;
-	int fd = nt_open_card(0);
 
-	ASSERT_LE(0, fd);
-	ASSERT_EQ(0, nt_query(fd, &self->q));
-	close(fd);
+	ASSERT_EQ(0, nt_query_card(0, &self->q));
 	if (self->q.num_cards < 2)
 		SKIP(return, "needs 2 cards, the module has %u", self->q.num_cards);
 	if (self->q.num_cards > MAX_CARDS || self->q.max_ports * self->q.num_cards > MAX_PORTS)

@@ -69,38 +69,34 @@ static bool unprivileged(char *buf, size_t len)
 	return r;
 }
 
-/* Run fn in a child; return its exit status (0 = every check passed). */
-static int run_child(int (*fn)(long long), long long pinned0)
-{
-	int status;
-	pid_t pid;
+/* Pinned pages before the test: what each child adds to. */
+static long long pinned0;
 
-	fflush(NULL);
-	pid = fork();
-	if (pid < 0)
-		return -1;
-	if (!pid)
-		_exit(fn(pinned0));
-	if (waitpid(pid, &status, 0) != pid)
-		return -1;
-	if (WIFSIGNALED(status))
-		return 128 + WTERMSIG(status);
-	return WEXITSTATUS(status);
+/*
+ * A child's start: @pages of populated memory in *buf, a port on card 0 in
+ * *fd, then a memlock limit of @limit bytes.  0, or 1 with the failed
+ * check reported.
+ */
+static int limited_port(char **buf, size_t pages, size_t limit, int *fd)
+{
+	*buf = mmap(NULL, pages * PAGE, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	NT_CK(*buf != MAP_FAILED);
+	*fd = nt_open_card(0);
+	NT_CK(*fd >= 0);
+	NT_CK(nt_port_open_fd(*fd, NICOFF_PORT_ANY, 8, 8, NULL) == 0);
+	NT_CK(set_memlock(limit) == 0);
+	return 0;
 }
 
 /* Limit of 16 pages, CAP_IPC_LOCK dropped with capset(). */
-static int child_capset(long long pinned0)
+static int child_capset(void)
 {
-	char *buf = mmap(NULL, 64 * PAGE, PROT_READ | PROT_WRITE,
-			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	char *buf;
 	uint32_t h1, h2, h3, h4;
 	int fd;
 
-	NT_CK(buf != MAP_FAILED);
-	fd = nt_open_card(0);
-	NT_CK(fd >= 0);
-	NT_CK(nt_port_open_fd(fd, NICOFF_PORT_ANY, 8, 8, NULL) == 0);
-	NT_CK(set_memlock(LIMIT_PAGES * PAGE) == 0);
+	NT_CK(limited_port(&buf, 64, LIMIT_PAGES * PAGE, &fd) == 0);
 	NT_CK(drop_ipc_lock() == 0);
 	NT_CK(unprivileged(buf, 32 * PAGE));
 	NT_CK(vm_pin_pages() == 0);
@@ -139,17 +135,12 @@ static int child_capset(long long pinned0)
 }
 
 /* Same limit, privilege lost by becoming an unprivileged user. */
-static int child_setuid(long long pinned0)
+static int child_setuid(void)
 {
-	char *buf = mmap(NULL, 64 * PAGE, PROT_READ | PROT_WRITE,
-			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	char *buf;
 	int fd;
 
-	NT_CK(buf != MAP_FAILED);
-	fd = nt_open_card(0);
-	NT_CK(fd >= 0);
-	NT_CK(nt_port_open_fd(fd, NICOFF_PORT_ANY, 8, 8, NULL) == 0);
-	NT_CK(set_memlock(LIMIT_PAGES * PAGE) == 0);
+	NT_CK(limited_port(&buf, 64, LIMIT_PAGES * PAGE, &fd) == 0);
 	NT_CK(setresgid(65534, 65534, 65534) == 0);
 	NT_CK(setresuid(65534, 65534, 65534) == 0);
 	NT_CK(unprivileged(buf, 32 * PAGE));
@@ -162,17 +153,12 @@ static int child_setuid(long long pinned0)
 }
 
 /* With CAP_IPC_LOCK the limit does not apply. */
-static int child_privileged(long long pinned0)
+static int child_privileged(void)
 {
-	char *buf = mmap(NULL, 64 * PAGE, PROT_READ | PROT_WRITE,
-			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	char *buf;
 	int fd;
 
-	NT_CK(buf != MAP_FAILED);
-	fd = nt_open_card(0);
-	NT_CK(fd >= 0);
-	NT_CK(nt_port_open_fd(fd, NICOFF_PORT_ANY, 8, 8, NULL) == 0);
-	NT_CK(set_memlock(LIMIT_PAGES * PAGE) == 0);
+	NT_CK(limited_port(&buf, 64, LIMIT_PAGES * PAGE, &fd) == 0);
 	NT_CK(nt_reg_mr(fd, buf, 64 * PAGE, NICOFF_ACCESS_LOCAL_WRITE, NULL) == 0);
 	NT_CK(nt_reg_mr(fd, buf, 64 * PAGE, 0, NULL) == 0);
 	NT_CK(nt_pinned_pages() == pinned0 + 128);
@@ -181,7 +167,7 @@ static int child_privileged(long long pinned0)
 }
 
 /* The charge is per process: two ports share one limit. */
-static int child_two_ports(long long pinned0)
+static int child_two_ports(void)
 {
 	char *buf = mmap(NULL, 64 * PAGE, PROT_READ | PROT_WRITE,
 			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
@@ -212,17 +198,12 @@ static int child_two_ports(long long pinned0)
 }
 
 /* A zero limit: nothing can be registered. */
-static int child_zero_limit(long long pinned0)
+static int child_zero_limit(void)
 {
-	char *buf = mmap(NULL, PAGE, PROT_READ | PROT_WRITE,
-			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	char *buf;
 	int fd;
 
-	NT_CK(buf != MAP_FAILED);
-	fd = nt_open_card(0);
-	NT_CK(fd >= 0);
-	NT_CK(nt_port_open_fd(fd, NICOFF_PORT_ANY, 8, 8, NULL) == 0);
-	NT_CK(set_memlock(0) == 0);
+	NT_CK(limited_port(&buf, 1, 0, &fd) == 0);
 	NT_CK(drop_ipc_lock() == 0);
 	NT_CK(nt_reg_mr(fd, buf, 1, 0, NULL) == -ENOMEM);
 	NT_CK(nt_pinned_pages() == pinned0);
@@ -244,7 +225,8 @@ FIXTURE_TEARDOWN(memlock)
 }
 
 #define RUN_CHILD(fn) do { \
-	EXPECT_EQ(0, run_child(fn, self->pinned0)); \
+	pinned0 = self->pinned0; \
+	EXPECT_EQ(0, nt_run_child(fn)); \
 	EXPECT_EQ(self->pinned0, nt_wait_pinned(self->pinned0, 5000)); \
 } while (0)
 

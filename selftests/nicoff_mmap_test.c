@@ -67,11 +67,9 @@ TEST_F(port, correct_mappings)
 	struct nicoff_ring_hdr *cmd, *cq, *cmd2;
 	char *c, *c2;
 
-	cmd = mmap(NULL, self->po.cmd_size, PROT_READ | PROT_WRITE, MAP_SHARED, self->fd,
-		   self->po.cmd_offset);
+	cmd = nt_map_ring(self->fd, &self->po, false);
 	ASSERT_NE(MAP_FAILED, cmd);
-	cq = mmap(NULL, self->po.cq_size, PROT_READ | PROT_WRITE, MAP_SHARED, self->fd,
-		  self->po.cq_offset);
+	cq = nt_map_ring(self->fd, &self->po, true);
 	ASSERT_NE(MAP_FAILED, cq);
 	/* The header: entries, indices at zero, flags at byte 128. */
 	c = (char *)cmd;
@@ -93,8 +91,7 @@ TEST_F(port, correct_mappings)
 	EXPECT_NE(0x5a, ((char *)cq)[self->po.cmd_size - 1]);
 
 	/* A second mapping of the same ring shares the memory. */
-	cmd2 = mmap(NULL, self->po.cmd_size, PROT_READ | PROT_WRITE, MAP_SHARED, self->fd,
-		    self->po.cmd_offset);
+	cmd2 = nt_map_ring(self->fd, &self->po, false);
 	ASSERT_NE(MAP_FAILED, cmd2);
 	c2 = (char *)cmd2;
 	EXPECT_EQ(0x5a, c2[self->po.cmd_size - 1]);
@@ -104,8 +101,7 @@ TEST_F(port, correct_mappings)
 
 	/* Unmapped and mapped again: still the same ring. */
 	munmap(cmd, self->po.cmd_size);
-	cmd = mmap(NULL, self->po.cmd_size, PROT_READ | PROT_WRITE, MAP_SHARED, self->fd,
-		   self->po.cmd_offset);
+	cmd = nt_map_ring(self->fd, &self->po, false);
 	ASSERT_NE(MAP_FAILED, cmd);
 	EXPECT_EQ(0x33, ((char *)cmd)[NICOFF_RING_HDR_SIZE + 100]);
 	EXPECT_EQ(self->cmd_n, cmd->entries);
@@ -202,11 +198,9 @@ TEST_F(port, mapping_keeps_port)
 	ASSERT_LE(0, pinned0);
 	ASSERT_EQ(0, nt_reg_mr(self->fd, buf, 4 * PAGE, NICOFF_ACCESS_LOCAL_WRITE, NULL));
 	EXPECT_EQ(pinned0 + 4, nt_pinned_pages());
-	cmd = mmap(NULL, self->po.cmd_size, PROT_READ | PROT_WRITE, MAP_SHARED, self->fd,
-		   self->po.cmd_offset);
+	cmd = nt_map_ring(self->fd, &self->po, false);
 	ASSERT_NE(MAP_FAILED, cmd);
-	cq = mmap(NULL, self->po.cq_size, PROT_READ | PROT_WRITE, MAP_SHARED, self->fd,
-		  self->po.cq_offset);
+	cq = nt_map_ring(self->fd, &self->po, true);
 	ASSERT_NE(MAP_FAILED, cq);
 	close(self->fd);
 	self->fd = -1;

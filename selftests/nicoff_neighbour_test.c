@@ -149,18 +149,6 @@ static void fill_table(struct nicoff_member *t, uint32_t n, uint32_t ncards)
 	}
 }
 
-static void make_create(struct nicoff_cmd *c, uint64_t tag, uint32_t size, uint32_t mr)
-{
-	memset(c, 0, sizeof(*c));
-	c->opcode = NICOFF_OP_GROUP_CREATE;
-	c->tag = tag;
-	c->group.group_id = 7;
-	c->group.rank = 0;
-	c->group.size = size;
-	c->group.mr = mr;
-	c->group.algorithm = NICOFF_BARRIER_AUTO;	/* every schedule built */
-}
-
 static void tally(struct hostile_res *r, const struct nicoff_cqe *q)
 {
 	static const int32_t want[K_NR] = { -E2BIG, -EINVAL, 0 };
@@ -239,12 +227,15 @@ static int hostile(struct shared *sh, int idx, uint32_t ncards, uint32_t legal)
 			int k = seq % K_NR;
 			uint64_t tag = (uint64_t)k << 32 | (uint32_t)seq;
 
+			/* AUTO: a legal group has every schedule built. */
 			if (k == K_HUGE)
-				make_create(&c[i], tag, HUGE_N, mh);
+				nicoff_prep_group_create(&c[i], 7, 0, HUGE_N, mh, 0,
+							 NICOFF_BARRIER_AUTO, 0, tag);
 			else if (k == K_LEGAL)
-				make_create(&c[i], tag, legal, md);
+				nicoff_prep_group_create(&c[i], 7, 0, legal, md, 0,
+							 NICOFF_BARRIER_AUTO, 0, tag);
 			else
-				nt_make_copy(&c[i], tag, mc, 0, mc, COPY_LEN, COPY_LEN);
+				nicoff_prep_copy(&c[i], mc, 0, mc, COPY_LEN, COPY_LEN, tag);
 		}
 		if (room) {
 			CK(nt_submit(&p, c, room) == 0);
@@ -294,7 +285,7 @@ static int nop_probe(struct shared *sh, int idx, int card)
 		uint64_t t0;
 		int n;
 
-		nt_make_nop(&c, ++tag);
+		nicoff_prep_nop(&c, ++tag);
 		t0 = nt_now_ns();
 		CK(nt_submit(&p, &c, 1) == 0);
 		n = nt_wait_cqes(&p, &q, 1, MEASURE_MS + 5000);
@@ -551,11 +542,8 @@ FIXTURE(neighbour) {
 FIXTURE_SETUP(neighbour)
 {
 	struct nicoff_query q;
-	int fd = nt_open_card(0);
 
-	ASSERT_LE(0, fd);
-	ASSERT_EQ(0, nt_query(fd, &q));
-	close(fd);
+	ASSERT_EQ(0, nt_query_card(0, &q));
 	self->ncards = q.num_cards;
 	self->pinned0 = nt_pinned_pages();
 	ASSERT_LE(0, self->pinned0);
@@ -711,8 +699,7 @@ static int create_status(struct __test_metadata *_metadata, struct nt_port *p, u
 	struct nicoff_cqe q;
 	struct nicoff_cmd c;
 
-	make_create(&c, 5, size, mr);
-	c.group.algorithm = NICOFF_BARRIER_DISSEMINATION;
+	nicoff_prep_group_create(&c, 7, 0, size, mr, 0, NICOFF_BARRIER_DISSEMINATION, 0, 5);
 	EXPECT_EQ(0, nt_run_one(p, &c, &q, 10000));
 	EXPECT_EQ(NICOFF_OP_GROUP_CREATE, q.opcode);
 	return q.status;
@@ -771,9 +758,7 @@ static int create_one(struct __test_metadata *_metadata, struct nt_port *p, uint
 	struct nicoff_cqe q;
 	struct nicoff_cmd c;
 
-	make_create(&c, gid, 1, mr);
-	c.group.group_id = gid;
-	c.group.algorithm = NICOFF_BARRIER_DISSEMINATION;
+	nicoff_prep_group_create(&c, gid, 0, 1, mr, 0, NICOFF_BARRIER_DISSEMINATION, 0, gid);
 	EXPECT_EQ(0, nt_run_one(p, &c, &q, 10000));
 	EXPECT_EQ(gid, q.tag);
 	return q.status;

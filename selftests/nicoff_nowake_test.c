@@ -87,9 +87,7 @@ TEST_F_TIMEOUT(nowake, million_nops_no_kick, 240)
 				struct nicoff_cmd *c = &self->p.cmds[(self->p.cmd_prod + i) &
 								     (RING - 1)];
 
-				memset(c, 0, sizeof(*c));
-				c->opcode = NICOFF_OP_NOP;
-				c->tag = posted + i;
+				nicoff_prep_nop(c, posted + i);
 			}
 			self->p.cmd_prod += n;
 			posted += n;

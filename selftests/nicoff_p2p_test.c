@@ -57,6 +57,7 @@
 #include <linux/netlink.h>
 
 #include "kselftest_harness.h"
+#include "nicoff_nl.h"
 #include "nicoff_util.h"
 
 #define TMO		20000	/* ms: one completion, one handshake */
@@ -82,203 +83,6 @@ static const char *const fault_params[] = {
 	"fault_delay_ppm",
 };
 
-/* ------------------------------------------------------------ netlink -- */
-
-struct nl {
-	int fd;
-	int family;
-	uint32_t seq;
-};
-
-struct nl_msg {
-	struct nlmsghdr n;
-	struct genlmsghdr g;
-	char attrs[512];
-};
-
-struct card_stats {
-	uint64_t v[NICOFF_NL_STAT_MAX + 1];
-	unsigned int seen[NICOFF_NL_STAT_MAX + 1];	/* times each counter came */
-	unsigned int unknown;	/* counters beyond NICOFF_NL_STAT_MAX */
-	int global;		/* the card follows the global faults */
-};
-
-#define for_each_nla(a, start, len)                                                    \
-	for (a = (struct nlattr *)(start);                                             \
-	     (char *)(a) + NLA_HDRLEN <= (char *)(start) + (len) &&                    \
-	     (a)->nla_len >= NLA_HDRLEN && (char *)(a) + (a)->nla_len <= (char *)(start) + (len); \
-	     a = (struct nlattr *)((char *)(a) + NLA_ALIGN((a)->nla_len)))
-
-static void nl_init_msg(struct nl_msg *m, uint16_t type, uint8_t cmd, uint8_t version)
-{
-	memset(m, 0, sizeof(*m));
-	m->n.nlmsg_len = NLMSG_LENGTH(GENL_HDRLEN);
-	m->n.nlmsg_type = type;
-	m->g.cmd = cmd;
-	m->g.version = version;
-}
-
-static struct nlattr *nl_put(struct nl_msg *m, uint16_t type, const void *data, size_t len)
-{
-	struct nlattr *a = (struct nlattr *)((char *)m + NLMSG_ALIGN(m->n.nlmsg_len));
-
-	a->nla_type = type;
-	a->nla_len = NLA_HDRLEN + len;
-	if (len)
-		memcpy((char *)a + NLA_HDRLEN, data, len);
-	m->n.nlmsg_len = NLMSG_ALIGN(m->n.nlmsg_len) + NLA_ALIGN(a->nla_len);
-	return a;
-}
-
-static void nl_nest_end(struct nl_msg *m, struct nlattr *nest)
-{
-	nest->nla_len = (char *)m + m->n.nlmsg_len - (char *)nest;
-}
-
-/*
- * Send a request, read until its ACK (or error).  The attributes of the
- * data reply, if any, are copied into out (*outlen: bytes).  0 or -errno.
- */
-static int nl_xact(struct nl *nl, struct nl_msg *m, void *out, size_t *outlen)
-{
-	static char buf[16384];
-	size_t cap = outlen ? *outlen : 0;
-
-	m->n.nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK;
-	m->n.nlmsg_seq = ++nl->seq;
-	if (outlen)
-		*outlen = 0;
-	if (send(nl->fd, m, m->n.nlmsg_len, 0) != (ssize_t)m->n.nlmsg_len)
-		return -errno;
-	for (;;) {
-		ssize_t got = recv(nl->fd, buf, sizeof(buf), 0);
-		int len = (int)got;
-		struct nlmsghdr *h;
-
-		if (got < 0)
-			return errno == EAGAIN ? -ETIMEDOUT : -errno;
-		for (h = (struct nlmsghdr *)buf; NLMSG_OK(h, len); h = NLMSG_NEXT(h, len)) {
-			if (h->nlmsg_seq != nl->seq)
-				continue;
-			if (h->nlmsg_type == NLMSG_ERROR)
-				return ((struct nlmsgerr *)NLMSG_DATA(h))->error;
-			if (h->nlmsg_type == NLMSG_DONE)
-				return 0;
-			if (out && h->nlmsg_len >= NLMSG_LENGTH(GENL_HDRLEN)) {
-				size_t n = h->nlmsg_len - NLMSG_LENGTH(GENL_HDRLEN);
-
-				n = n < cap ? n : cap;
-				memcpy(out, (char *)NLMSG_DATA(h) + GENL_HDRLEN, n);
-				*outlen = n;
-			}
-		}
-	}
-}
-
-static int nl_open(struct nl *nl)
-{
-	struct timeval tv = { .tv_sec = 5 };
-	static char attrs[4096];
-	size_t len = sizeof(attrs);
-	struct nl_msg m;
-	struct nlattr *a;
-	int ret;
-
-	nl->seq = 0;
-	nl->family = -1;
-	nl->fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_GENERIC);
-	if (nl->fd < 0)
-		return -errno;
-	setsockopt(nl->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	nl_init_msg(&m, GENL_ID_CTRL, CTRL_CMD_GETFAMILY, 1);
-	nl_put(&m, CTRL_ATTR_FAMILY_NAME, NICOFF_GENL_NAME, sizeof(NICOFF_GENL_NAME));
-	ret = nl_xact(nl, &m, attrs, &len);
-	if (ret)
-		return ret;
-	for_each_nla(a, attrs, len) {
-		if ((a->nla_type & NLA_TYPE_MASK) == CTRL_ATTR_FAMILY_ID)
-			nl->family = *(uint16_t *)((char *)a + NLA_HDRLEN);
-	}
-	return nl->family < 0 ? -ENOENT : 0;
-}
-
-static void nl_close(struct nl *nl)
-{
-	if (nl->fd >= 0)
-		close(nl->fd);
-	nl->fd = -1;
-}
-
-/* One card's counters (one snapshot, taken under the card's lock). */
-static int nl_card(struct nl *nl, uint32_t card, struct card_stats *st)
-{
-	static char attrs[4096];
-	size_t len = sizeof(attrs);
-	struct nlattr *a, *b;
-	struct nl_msg m;
-	int ret;
-
-	memset(st, 0, sizeof(*st));
-	nl_init_msg(&m, nl->family, NICOFF_NL_CMD_GET_CARD, NICOFF_GENL_VERSION);
-	nl_put(&m, NICOFF_NL_A_CARD, &card, sizeof(card));
-	ret = nl_xact(nl, &m, attrs, &len);
-	if (ret)
-		return ret;
-	for_each_nla(a, attrs, len) {
-		int type = a->nla_type & NLA_TYPE_MASK;
-		char *in = (char *)a + NLA_HDRLEN;
-		size_t inlen = a->nla_len - NLA_HDRLEN;
-
-		if (type == NICOFF_NL_A_STATS) {
-			for_each_nla(b, in, inlen) {
-				int t = b->nla_type & NLA_TYPE_MASK;
-
-				if (t > NICOFF_NL_STAT_PAD && t <= NICOFF_NL_STAT_MAX &&
-				    b->nla_len >= NLA_HDRLEN + 8) {
-					memcpy(&st->v[t], (char *)b + NLA_HDRLEN, 8);
-					st->seen[t]++;
-				} else if (t > NICOFF_NL_STAT_MAX) {
-					st->unknown++;
-				}
-			}
-		} else if (type == NICOFF_NL_A_FAULTS) {
-			for_each_nla(b, in, inlen) {
-				if ((b->nla_type & NLA_TYPE_MASK) == NICOFF_NL_FAULT_GLOBAL)
-					st->global = 1;
-			}
-		}
-	}
-	return 0;
-}
-
-/* The card drops its own fault settings and follows the global ones. */
-static int nl_card_follow_global(struct nl *nl, uint32_t card)
-{
-	struct nlattr *nest;
-	struct nl_msg m;
-
-	nl_init_msg(&m, nl->family, NICOFF_NL_CMD_SET_FAULTS, NICOFF_GENL_VERSION);
-	nl_put(&m, NICOFF_NL_A_CARD, &card, sizeof(card));
-	nest = nl_put(&m, NICOFF_NL_A_FAULTS | NLA_F_NESTED, NULL, 0);
-	nl_put(&m, NICOFF_NL_FAULT_GLOBAL, NULL, 0);
-	nl_nest_end(&m, nest);
-	return nl_xact(nl, &m, NULL, NULL);
-}
-
-/* The card's own faults (it stops following the global ones). */
-static int nl_card_set_drop(struct nl *nl, uint32_t card, uint32_t drop_ppm)
-{
-	struct nlattr *nest;
-	struct nl_msg m;
-
-	nl_init_msg(&m, nl->family, NICOFF_NL_CMD_SET_FAULTS, NICOFF_GENL_VERSION);
-	nl_put(&m, NICOFF_NL_A_CARD, &card, sizeof(card));
-	nest = nl_put(&m, NICOFF_NL_A_FAULTS | NLA_F_NESTED, NULL, 0);
-	nl_put(&m, NICOFF_NL_FAULT_DROP_PPM, &drop_ppm, sizeof(drop_ppm));
-	nl_nest_end(&m, nest);
-	return nl_xact(nl, &m, NULL, NULL);
-}
-
 /* -------------------------------------------------------------- faults -- */
 
 static int set_faults(unsigned long drop, unsigned long dup, unsigned long corrupt,
@@ -302,63 +106,6 @@ static int clear_faults(void)
 	for (i = 0; i < sizeof(fault_params) / sizeof(fault_params[0]); i++)
 		ret |= nt_param_set(fault_params[i], 0);
 	return ret;
-}
-
-/* ------------------------------------------------------------ commands -- */
-
-static struct nicoff_cmd cmd_send(uint64_t tag, uint32_t card, uint32_t port, uint32_t mr,
-				  uint64_t off, uint64_t len, uint64_t msg_tag)
-{
-	struct nicoff_cmd c;
-
-	memset(&c, 0, sizeof(c));
-	c.opcode = NICOFF_OP_SEND;
-	c.tag = tag;
-	c.send.dst_card = card;
-	c.send.dst_port = port;
-	c.send.mr = mr;
-	c.send.off = off;
-	c.send.len = len;
-	c.send.msg_tag = msg_tag;
-	return c;
-}
-
-static struct nicoff_cmd cmd_recv(uint64_t tag, uint32_t mr, uint64_t off, uint64_t len,
-				  uint32_t src_card, uint32_t src_port, uint64_t msg_tag,
-				  uint64_t mask)
-{
-	struct nicoff_cmd c;
-
-	memset(&c, 0, sizeof(c));
-	c.opcode = NICOFF_OP_RECV;
-	c.tag = tag;
-	c.recv.mr = mr;
-	c.recv.off = off;
-	c.recv.len = len;
-	c.recv.src_card = src_card;
-	c.recv.src_port = src_port;
-	c.recv.tag = msg_tag;
-	c.recv.tag_mask = mask;
-	return c;
-}
-
-static struct nicoff_cmd cmd_rdma(uint8_t op, uint64_t tag, uint32_t card, uint32_t port,
-				  uint32_t rkey, uint64_t roff, uint32_t mr, uint64_t off,
-				  uint64_t len)
-{
-	struct nicoff_cmd c;
-
-	memset(&c, 0, sizeof(c));
-	c.opcode = op;
-	c.tag = tag;
-	c.rdma.dst_card = card;
-	c.rdma.dst_port = port;
-	c.rdma.rkey = rkey;
-	c.rdma.remote_off = roff;
-	c.rdma.mr = mr;
-	c.rdma.off = off;
-	c.rdma.len = len;
-	return c;
 }
 
 /* ------------------------------------------------------------- regions -- */
@@ -673,7 +420,7 @@ static void sizes_init(struct sizes *s, unsigned long mtu, size_t lead)
 /* Fixture state the children also read (they are forked from it). */
 FIXTURE(p2p) {
 	struct nicoff_query q;
-	struct nl nl;
+	struct nt_nl nl;
 	unsigned long mtu;
 	unsigned long rto_us;
 	unsigned long max_retries;
@@ -684,12 +431,9 @@ FIXTURE(p2p) {
 
 FIXTURE_SETUP(p2p)
 {
-	int fd = nt_open_card(0);
 	uint32_t c;
 
-	ASSERT_LE(0, fd);
-	ASSERT_EQ(0, nt_query(fd, &self->q));
-	close(fd);
+	ASSERT_EQ(0, nt_query_card(0, &self->q));
 	self->nl.fd = -1;
 	if (self->q.num_cards < 3)
 		SKIP(return, "needs 3 cards, the module has %u", self->q.num_cards);
@@ -697,11 +441,11 @@ FIXTURE_SETUP(p2p)
 	ASSERT_EQ(0, nt_param_get("rto_usecs", &self->rto_us));
 	ASSERT_EQ(0, nt_param_get("max_retries", &self->max_retries));
 	ASSERT_EQ(0, nt_param_get("fault_delay_usecs", &self->delay_us0));
-	ASSERT_EQ(0, nl_open(&self->nl)) TH_LOG("generic netlink family \"nicoff\"");
+	ASSERT_EQ(0, nt_nl_connect(&self->nl)) TH_LOG("generic netlink family \"nicoff\"");
 	/* Whatever ran before: no faults, and every card we use follows them. */
 	ASSERT_EQ(0, clear_faults());
 	for (c = 0; c < 3; c++)
-		ASSERT_EQ(0, nl_card_follow_global(&self->nl, c));
+		ASSERT_EQ(0, nt_nl_card_follow_global(&self->nl, c));
 	sizes_init(&self->sz, self->mtu, 0);
 }
 
@@ -711,17 +455,17 @@ FIXTURE_TEARDOWN(p2p)
 
 	EXPECT_EQ(0, clear_faults());
 	for (c = 0; self->nl.fd >= 0 && c < 3; c++)
-		EXPECT_EQ(0, nl_card_follow_global(&self->nl, c));
+		EXPECT_EQ(0, nt_nl_card_follow_global(&self->nl, c));
 	if (self->delay_us0)
 		EXPECT_EQ(0, nt_param_set("fault_delay_usecs", self->delay_us0));
-	nl_close(&self->nl);
+	nt_nl_close(&self->nl);
 }
 
 static void snap2(struct __test_metadata *_metadata, FIXTURE_DATA(p2p) *self,
-		  struct card_stats s[2]);
+		  struct nt_card_stats s[2]);
 static void check_fault_counters(struct __test_metadata *_metadata, FIXTURE_DATA(p2p) *self,
-				 const struct card_stats before[2],
-				 const struct card_stats during[2], bool faults);
+				 const struct nt_card_stats before[2],
+				 const struct nt_card_stats during[2], bool faults);
 
 /* Turn on the fault mix of the fault tests; returns 0 or -errno. */
 static int faults_on(void)
@@ -749,8 +493,8 @@ static int child_sizes(struct chan *ch, void *arg)
 	CKEQ(0, region_new(&p, &r, s->total, NICOFF_ACCESS_LOCAL_WRITE, GUARD));
 	/* Receives posted ahead, one per size, matched by exact tag. */
 	for (i = 0; i < NSIZES; i++) {
-		struct nicoff_cmd c = cmd_recv(100 + i, r.handle, s->off[i], s->size[i], CARD_A,
-					       pa.port, i, ~0ull);
+		struct nicoff_cmd c = NT_CMD(recv, r.handle, s->off[i], s->size[i], CARD_A, pa.port,
+					     i, ~0ull, 100 + i);
 
 		CKEQ(0, nt_submit(&p, &c, 1));
 	}
@@ -780,8 +524,8 @@ static int child_sizes(struct chan *ch, void *arg)
 	/* Echo everything back from the receive buffers. */
 	CK(token_from_parent(ch, CHILD_TMO) == 0);
 	for (i = 0; i < NSIZES; i++) {
-		struct nicoff_cmd c = cmd_send(200 + i, CARD_A, pa.port, r.handle, s->off[i],
-					       s->size[i], 0x100 + i);
+		struct nicoff_cmd c = NT_CMD(send, CARD_A, pa.port, r.handle, s->off[i], s->size[i],
+					     0x100 + i, 200 + i);
 
 		CKEQ(0, nt_submit(&p, &c, 1));
 	}
@@ -796,7 +540,7 @@ static int child_sizes(struct chan *ch, void *arg)
 
 static void sizes_test(struct __test_metadata *_metadata, FIXTURE_DATA(p2p) *self, bool faults)
 {
-	struct card_stats before[2], during[2];
+	struct nt_card_stats before[2], during[2];
 	const struct sizes *s = &self->sz;
 	struct hello me = { .card = CARD_A }, ch_info;
 	struct nicoff_cqe cqe[NSIZES];
@@ -821,8 +565,8 @@ static void sizes_test(struct __test_metadata *_metadata, FIXTURE_DATA(p2p) *sel
 
 	/* All seven in flight at once. */
 	for (i = 0; i < NSIZES; i++) {
-		struct nicoff_cmd c = cmd_send(i, CARD_B, ch_info.port, src.handle, s->off[i],
-					       s->size[i], i);
+		struct nicoff_cmd c = NT_CMD(send, CARD_B, ch_info.port, src.handle, s->off[i],
+					     s->size[i], i, i);
 
 		ASSERT_EQ(0, nt_submit(&p, &c, 1));
 	}
@@ -836,8 +580,8 @@ static void sizes_test(struct __test_metadata *_metadata, FIXTURE_DATA(p2p) *sel
 
 	/* The echo: receives posted, then the child sends. */
 	for (i = 0; i < NSIZES; i++) {
-		struct nicoff_cmd c = cmd_recv(300 + i, dst.handle, s->off[i], s->size[i], CARD_B,
-					       ch_info.port, 0x100 + i, ~0ull);
+		struct nicoff_cmd c = NT_CMD(recv, dst.handle, s->off[i], s->size[i], CARD_B,
+					     ch_info.port, 0x100 + i, ~0ull, 300 + i);
 
 		ASSERT_EQ(0, nt_submit(&p, &c, 1));
 	}
@@ -924,7 +668,7 @@ static int child_put_get(struct chan *ch, void *arg)
 static void put_get_test(struct __test_metadata *_metadata, FIXTURE_DATA(p2p) *self,
 			 bool faults)
 {
-	struct card_stats before[2], during[2];
+	struct nt_card_stats before[2], during[2];
 	struct sizes s;
 	struct hello ci;
 	struct region src, dst, big;
@@ -951,15 +695,14 @@ static void put_get_test(struct __test_metadata *_metadata, FIXTURE_DATA(p2p) *s
 		size_t n = s.size[i], roff = s.off[i] + PG_LEAD;
 		struct nicoff_cmd c;
 
-		c = cmd_rdma(NICOFF_OP_PUT, i, CARD_B, ci.port, ci.rkey[0], roff, src.handle,
-			     s.off[i], n);
+		nicoff_prep_put(&c, CARD_B, ci.port, ci.rkey[0], roff, src.handle, s.off[i], n, i);
 		ASSERT_EQ(0, nt_run_one(&p, &c, cqe, CHILD_TMO));
 		EXPECT_EQ(NICOFF_OP_PUT, cqe[0].opcode);
 		EXPECT_EQ(0, cqe[0].status) TH_LOG("put of %zu bytes", n);
 		EXPECT_EQ(n, cqe[0].result);
 		/* Read it back: a put is complete at the target once acknowledged. */
-		c = cmd_rdma(NICOFF_OP_GET, 100 + i, CARD_B, ci.port, ci.rkey[0], roff, dst.handle,
-			     s.off[i], n);
+		nicoff_prep_get(&c, CARD_B, ci.port, ci.rkey[0], roff, dst.handle, s.off[i], n,
+				100 + i);
 		ASSERT_EQ(0, nt_run_one(&p, &c, cqe, CHILD_TMO));
 		EXPECT_EQ(NICOFF_OP_GET, cqe[0].opcode);
 		EXPECT_EQ(0, cqe[0].status) TH_LOG("get of %zu bytes", n);
@@ -968,8 +711,7 @@ static void put_get_test(struct __test_metadata *_metadata, FIXTURE_DATA(p2p) *s
 		EXPECT_EQ(-1, diff_byte(dst.buf + s.off[i] + n, 4096, GUARD));
 		/* And what the child wrote itself, from offset 0. */
 		memset(big.buf, GUARD, n + 1 < big.len ? n + 1 : n);
-		c = cmd_rdma(NICOFF_OP_GET, 200 + i, CARD_B, ci.port, ci.rkey[1], 0, big.handle,
-			     0, n);
+		nicoff_prep_get(&c, CARD_B, ci.port, ci.rkey[1], 0, big.handle, 0, n, 200 + i);
 		ASSERT_EQ(0, nt_run_one(&p, &c, cqe, CHILD_TMO));
 		EXPECT_EQ(0, cqe[0].status);
 		EXPECT_EQ(n, cqe[0].result);
@@ -985,8 +727,8 @@ static void put_get_test(struct __test_metadata *_metadata, FIXTURE_DATA(p2p) *s
 	memset(dst.buf, GUARD, dst.len);
 	for (i = 0; i < NSIZES; i++) {
 		size_t n = s.size[i], roff = ((size_t)i * 12347) % ((4 << 20) - n + 1);
-		struct nicoff_cmd c = cmd_rdma(NICOFF_OP_GET, 300 + i, CARD_B, ci.port,
-					       ci.rkey[1], roff, dst.handle, s.off[i], n);
+		struct nicoff_cmd c = NT_CMD(get, CARD_B, ci.port, ci.rkey[1], roff, dst.handle,
+					     s.off[i], n, 300 + i);
 
 		ASSERT_EQ(0, nt_submit(&p, &c, 1));
 	}
@@ -1064,11 +806,13 @@ static int child_tags(struct chan *ch, void *arg)
 	CKEQ(0, region_new(&p, &r, 16 * TM_SLOT, NICOFF_ACCESS_LOCAL_WRITE, GUARD));
 #define RSLOT(t) ((uint64_t)((t) - 1) * TM_SLOT)
 	/* Posting order matters: the first compatible receive wins. */
-	c[0] = cmd_recv(1, r.handle, RSLOT(1), TM_SLOT, NICOFF_ANY, NICOFF_ANY, 0x100, 0xf00);
-	c[1] = cmd_recv(2, r.handle, RSLOT(2), TM_SLOT, NICOFF_ANY, NICOFF_ANY, 5, ~0ull);
-	c[2] = cmd_recv(3, r.handle, RSLOT(3), TM_SLOT, CARD_A, P1, 0, 0);
-	c[3] = cmd_recv(4, r.handle, RSLOT(4), TM_SLOT, 2, NICOFF_ANY, 0, 0);	/* nobody */
-	c[4] = cmd_recv(5, r.handle, RSLOT(5), TM_SLOT, NICOFF_ANY, NICOFF_ANY, 0, 0);
+	nicoff_prep_recv(&c[0], r.handle, RSLOT(1), TM_SLOT, NICOFF_ANY, NICOFF_ANY, 0x100, 0xf00,
+			 1);
+	nicoff_prep_recv(&c[1], r.handle, RSLOT(2), TM_SLOT, NICOFF_ANY, NICOFF_ANY, 5, ~0ull, 2);
+	nicoff_prep_recv(&c[2], r.handle, RSLOT(3), TM_SLOT, CARD_A, P1, 0, 0, 3);
+	/* From card 2: nobody. */
+	nicoff_prep_recv(&c[3], r.handle, RSLOT(4), TM_SLOT, 2, NICOFF_ANY, 0, 0, 4);
+	nicoff_prep_recv(&c[4], r.handle, RSLOT(5), TM_SLOT, NICOFF_ANY, NICOFF_ANY, 0, 0, 5);
 	CKEQ(0, nt_submit(&p, c, 5));
 	CKEQ(0, wait_consumed(&p, TMO));
 	me.port = p.po.port;
@@ -1083,18 +827,18 @@ static int child_tags(struct chan *ch, void *arg)
 	CK(token_from_parent(ch, CHILD_TMO) == 0);
 	CK(cq_stays_empty(&p, 20));
 	/* The oldest compatible one: tag 6 takes message 6, over the older 5. */
-	c[0] = cmd_recv(6, r.handle, RSLOT(6), TM_SLOT, CARD_A, NICOFF_ANY, 6, ~0ull);
+	nicoff_prep_recv(&c[0], r.handle, RSLOT(6), TM_SLOT, CARD_A, NICOFF_ANY, 6, ~0ull, 6);
 	CKEQ(0, nt_submit(&p, c, 1));
 	CKEQ(1, nt_wait_cqes(&p, q, 1, TMO));
 	if (tm_check(&q[0], &r, 6, 6, 6, P0))
 		return 1;
-	c[0] = cmd_recv(7, r.handle, RSLOT(7), TM_SLOT, NICOFF_ANY, NICOFF_ANY, 0, 0);
+	nicoff_prep_recv(&c[0], r.handle, RSLOT(7), TM_SLOT, NICOFF_ANY, NICOFF_ANY, 0, 0, 7);
 	CKEQ(0, nt_submit(&p, c, 1));
 	CKEQ(1, nt_wait_cqes(&p, q, 1, TMO));
 	if (tm_check(&q[0], &r, 7, 5, 5, P0))
 		return 1;
 	/* A source port filter and a partial mask. */
-	c[0] = cmd_recv(8, r.handle, RSLOT(8), TM_SLOT, CARD_A, P0, 0x42, 0xff);
+	nicoff_prep_recv(&c[0], r.handle, RSLOT(8), TM_SLOT, CARD_A, P0, 0x42, 0xff, 8);
 	CKEQ(0, nt_submit(&p, c, 1));
 	CKEQ(0, wait_consumed(&p, TMO));
 	CK(token_to_parent(ch) == 0);
@@ -1102,7 +846,7 @@ static int child_tags(struct chan *ch, void *arg)
 	CKEQ(1, nt_wait_cqes(&p, q, 1, TMO));
 	if (tm_check(&q[0], &r, 8, 8, 0x142, P0))
 		return 1;
-	c[0] = cmd_recv(9, r.handle, RSLOT(9), TM_SLOT, NICOFF_ANY, P1, 0, 0);
+	nicoff_prep_recv(&c[0], r.handle, RSLOT(9), TM_SLOT, NICOFF_ANY, P1, 0, 0, 9);
 	CKEQ(0, nt_submit(&p, c, 1));
 	CKEQ(1, nt_wait_cqes(&p, q, 1, TMO));
 	if (tm_check(&q[0], &r, 9, 7, 0x42, P1))
@@ -1121,7 +865,7 @@ TEST_F_TIMEOUT(p2p, tag_matching, 120)
 		{ 5, 0, 5 }, { 6, 0, 6 }, { 7, 1, 0x42 }, { 8, 0, 0x142 },
 	};
 	struct hello me = { .card = CARD_A }, ci;
-	struct card_stats s0, s1;
+	struct nt_card_stats s0, s1;
 	struct nt_port p[2];
 	struct region src[2];
 	struct chan ch;
@@ -1139,13 +883,13 @@ TEST_F_TIMEOUT(p2p, tag_matching, 120)
 	}
 	me.port = p[0].po.port;
 	me.port2 = p[1].po.port;
-	ASSERT_EQ(0, nl_card(&self->nl, CARD_B, &s0));
+	ASSERT_EQ(0, nt_nl_card(&self->nl, CARD_B, &s0));
 	ASSERT_EQ(0, to_child(&ch, &me, sizeof(me)));
 	ASSERT_EQ(0, from_child(&ch, &ci, sizeof(ci), TMO));
 	for (i = 0; i < sizeof(m) / sizeof(m[0]); i++) {
 		struct nt_port *pp = &p[m[i].p1];
-		struct nicoff_cmd c = cmd_send(i, CARD_B, ci.port, src[m[i].p1].handle,
-					       i * TM_LEN, TM_LEN, m[i].tag);
+		struct nicoff_cmd c = NT_CMD(send, CARD_B, ci.port, src[m[i].p1].handle, i * TM_LEN,
+					     TM_LEN, m[i].tag, i);
 		struct nicoff_cqe cqe;
 
 		if (i == 6) {
@@ -1160,7 +904,7 @@ TEST_F_TIMEOUT(p2p, tag_matching, 120)
 	ASSERT_EQ(0, token_to_child(&ch));
 	EXPECT_EQ(0, wait_child(ch.pid, CHILD_TMO));
 	/* Messages 5, 6 and 7 waited unexpected on the child's card. */
-	ASSERT_EQ(0, nl_card(&self->nl, CARD_B, &s1));
+	ASSERT_EQ(0, nt_nl_card(&self->nl, CARD_B, &s1));
 	EXPECT_LE(3, s1.v[NICOFF_NL_STAT_UNEXPECTED] - s0.v[NICOFF_NL_STAT_UNEXPECTED]);
 	chan_close(&ch);
 	nt_port_close(&p[0]);
@@ -1251,13 +995,13 @@ static int stream_run(struct stream *st, int timeout_ms)
 		/* Receives: ahead ones first; the rest after the late pause. */
 		while (rposted < st->nmsg && n < 32 &&
 		       (rposted < st->ahead || (slept && rposted - rdone < SW_RECVS))) {
-			c[n++] = cmd_recv(1000000 + rposted, st->r.handle, rposted * st->slot,
-					  st->slot, NICOFF_ANY, NICOFF_ANY, 0, 0);
+			nicoff_prep_recv(&c[n++], st->r.handle, rposted * st->slot, st->slot,
+					 NICOFF_ANY, NICOFF_ANY, 0, 0, 1000000 + rposted);
 			rposted++;
 		}
 		while (sent < st->nmsg && sent - sdone < SW_SENDS && n < 64) {
-			c[n++] = cmd_send(sent, st->peer_card, st->peer_port, st->s.handle,
-					  sent * st->slot, sw_len(st->mtu, sent), sent);
+			nicoff_prep_send(&c[n++], st->peer_card, st->peer_port, st->s.handle,
+					 sent * st->slot, sw_len(st->mtu, sent), sent, sent);
 			sent++;
 		}
 		ret = n ? nt_submit(st->p, c, n) : 0;
@@ -1401,10 +1145,10 @@ static double binom_slack(double n, double p)
  * off).  Only a and b exchanged packets meanwhile.
  */
 static void check_fault_counters(struct __test_metadata *_metadata, FIXTURE_DATA(p2p) *self,
-				 const struct card_stats before[2],
-				 const struct card_stats during[2], bool faults)
+				 const struct nt_card_stats before[2],
+				 const struct nt_card_stats during[2], bool faults)
 {
-	struct card_stats after[2], d[2], f[2];
+	struct nt_card_stats after[2], d[2], f[2];
 	uint64_t t_end = nt_now_ns() + 5000000000ull;
 	int x, y;
 
@@ -1421,8 +1165,8 @@ static void check_fault_counters(struct __test_metadata *_metadata, FIXTURE_DATA
 	for (;;) {
 		bool ok = true;
 
-		ASSERT_EQ(0, nl_card(&self->nl, CARD_A, &after[0]));
-		ASSERT_EQ(0, nl_card(&self->nl, CARD_B, &after[1]));
+		ASSERT_EQ(0, nt_nl_card(&self->nl, CARD_A, &after[0]));
+		ASSERT_EQ(0, nt_nl_card(&self->nl, CARD_B, &after[1]));
 		for (x = 0; x < 2; x++)
 			for (y = 0; y <= NICOFF_NL_STAT_MAX; y++)
 				d[x].v[y] = after[x].v[y] - before[x].v[y];
@@ -1514,16 +1258,16 @@ static void check_fault_counters(struct __test_metadata *_metadata, FIXTURE_DATA
 }
 
 static void snap2(struct __test_metadata *_metadata, FIXTURE_DATA(p2p) *self,
-		  struct card_stats s[2])
+		  struct nt_card_stats s[2])
 {
-	ASSERT_EQ(0, nl_card(&self->nl, CARD_A, &s[0]));
-	ASSERT_EQ(0, nl_card(&self->nl, CARD_B, &s[1]));
+	ASSERT_EQ(0, nt_nl_card(&self->nl, CARD_A, &s[0]));
+	ASSERT_EQ(0, nt_nl_card(&self->nl, CARD_B, &s[1]));
 }
 
 static void run_streams(struct __test_metadata *_metadata, FIXTURE_DATA(p2p) *self,
 			struct stream_cfg *cfg, bool faults)
 {
-	struct card_stats before[2], during[2];
+	struct nt_card_stats before[2], during[2];
 	struct hello me = { .card = CARD_A }, ci;
 	struct stream st;
 	struct nt_port p;
@@ -1628,7 +1372,7 @@ static int child_pf(struct chan *ch, void *arg)
 
 TEST_F_TIMEOUT(p2p, put_get_under_faults, 600)
 {
-	struct card_stats before[2], during[2];
+	struct nt_card_stats before[2], during[2];
 	struct nicoff_cqe cqe[2 * PF_NCHUNK];
 	struct region src, dst;
 	struct nt_port p;
@@ -1650,14 +1394,12 @@ TEST_F_TIMEOUT(p2p, put_get_under_faults, 600)
 		struct nicoff_cmd c;
 
 		nt_fill_pattern(src.buf, PF_BIG, 3000 + r);
-		c = cmd_rdma(NICOFF_OP_PUT, r, CARD_B, ci.port, ci.rkey[0], 0, src.handle, 0,
-			     PF_BIG);
+		nicoff_prep_put(&c, CARD_B, ci.port, ci.rkey[0], 0, src.handle, 0, PF_BIG, r);
 		ASSERT_EQ(0, nt_run_one(&p, &c, cqe, CHILD_TMO));
 		ASSERT_EQ(0, cqe[0].status) TH_LOG("round %d put", r);
 		EXPECT_EQ(PF_BIG, cqe[0].result);
 		memset(dst.buf, GUARD, PF_BIG + 1);
-		c = cmd_rdma(NICOFF_OP_GET, 100 + r, CARD_B, ci.port, ci.rkey[0], 0, dst.handle, 0,
-			     PF_BIG);
+		nicoff_prep_get(&c, CARD_B, ci.port, ci.rkey[0], 0, dst.handle, 0, PF_BIG, 100 + r);
 		ASSERT_EQ(0, nt_run_one(&p, &c, cqe, CHILD_TMO));
 		ASSERT_EQ(0, cqe[0].status) TH_LOG("round %d get", r);
 		EXPECT_EQ(PF_BIG, cqe[0].result);
@@ -1669,8 +1411,8 @@ TEST_F_TIMEOUT(p2p, put_get_under_faults, 600)
 		struct nicoff_cmd c;
 
 		nt_fill_pattern(src.buf + pf_chunk_off(j), PF_CHUNK, 4000 + j);
-		c = cmd_rdma(NICOFF_OP_PUT, 200 + j, CARD_B, ci.port, ci.rkey[0], pf_chunk_off(j),
-			     src.handle, pf_chunk_off(j), PF_CHUNK);
+		nicoff_prep_put(&c, CARD_B, ci.port, ci.rkey[0], pf_chunk_off(j), src.handle,
+				pf_chunk_off(j), PF_CHUNK, 200 + j);
 		ASSERT_EQ(0, nt_submit(&p, &c, 1));
 	}
 	ASSERT_EQ(PF_NCHUNK, nt_wait_cqes(&p, cqe, PF_NCHUNK, CHILD_TMO));
@@ -1679,9 +1421,8 @@ TEST_F_TIMEOUT(p2p, put_get_under_faults, 600)
 		EXPECT_EQ(PF_CHUNK, cqe[j].result);
 	}
 	for (j = 0; j < PF_NCHUNK; j++) {
-		struct nicoff_cmd c = cmd_rdma(NICOFF_OP_GET, 300 + j, CARD_B, ci.port, ci.rkey[0],
-					       pf_chunk_off(j), dst.handle, pf_chunk_off(j),
-					       PF_CHUNK);
+		struct nicoff_cmd c = NT_CMD(get, CARD_B, ci.port, ci.rkey[0], pf_chunk_off(j),
+					     dst.handle, pf_chunk_off(j), PF_CHUNK, 300 + j);
 
 		ASSERT_EQ(0, nt_submit(&p, &c, 1));
 	}
@@ -1755,59 +1496,61 @@ TEST_F_TIMEOUT(p2p, bad_input, 120)
 	{
 		const struct bad_case bc[] = {
 			{ "send to a card beyond the fabric",
-			  cmd_send(0, nc, 0, s.handle, 0, 1, 0), -EINVAL },
-			{ "send to card ~0", cmd_send(0, ~0u, 0, s.handle, 0, 1, 0), -EINVAL },
+			  NT_CMD(send, nc, 0, s.handle, 0, 1, 0, 0), -EINVAL },
+			{ "send to card ~0", NT_CMD(send, ~0u, 0, s.handle, 0, 1, 0, 0), -EINVAL },
 			{ "put to a card beyond the fabric",
-			  cmd_rdma(NICOFF_OP_PUT, 0, nc, 0, 1, 0, s.handle, 0, 1), -EINVAL },
+			  NT_CMD(put, nc, 0, 1, 0, s.handle, 0, 1, 0), -EINVAL },
 			{ "get from a card beyond the fabric",
-			  cmd_rdma(NICOFF_OP_GET, 0, nc, 0, 1, 0, w.handle, 0, 1), -EINVAL },
+			  NT_CMD(get, nc, 0, 1, 0, w.handle, 0, 1, 0), -EINVAL },
 			{ "receive from a card beyond the fabric",
-			  cmd_recv(0, w.handle, 0, 1, nc, NICOFF_ANY, 0, 0), -EINVAL },
+			  NT_CMD(recv, w.handle, 0, 1, nc, NICOFF_ANY, 0, 0, 0), -EINVAL },
 			{ "send longer than max_msg",
-			  cmd_send(0, CARD_B, closed, s.handle, 0, FW_MAX_MSG + 1, 0), -EMSGSIZE },
+			  NT_CMD(send, CARD_B, closed, s.handle, 0, FW_MAX_MSG + 1, 0, 0),
+			  -EMSGSIZE },
 			{ "put longer than max_msg",
-			  cmd_rdma(NICOFF_OP_PUT, 0, CARD_B, closed, 1, 0, s.handle, 0,
-				   FW_MAX_MSG + 1), -EMSGSIZE },
+			  NT_CMD(put, CARD_B, closed, 1, 0, s.handle, 0, FW_MAX_MSG + 1, 0),
+			  -EMSGSIZE },
 			{ "get longer than max_msg",
-			  cmd_rdma(NICOFF_OP_GET, 0, CARD_B, closed, 1, 0, w.handle, 0,
-				   FW_MAX_MSG + 1), -EMSGSIZE },
+			  NT_CMD(get, CARD_B, closed, 1, 0, w.handle, 0, FW_MAX_MSG + 1, 0),
+			  -EMSGSIZE },
 			{ "send from an unknown region",
-			  cmd_send(0, CARD_B, closed, 0xfffff, 0, 1, 0), -ENOENT },
+			  NT_CMD(send, CARD_B, closed, 0xfffff, 0, 1, 0, 0), -ENOENT },
 			{ "send beyond its region",
-			  cmd_send(0, CARD_B, closed, s.handle, L - 10, 20, 0), -ERANGE },
+			  NT_CMD(send, CARD_B, closed, s.handle, L - 10, 20, 0, 0), -ERANGE },
 			{ "send with a wrapping range",
-			  cmd_send(0, CARD_B, closed, s.handle, ~0ull, 2, 0), -ERANGE },
+			  NT_CMD(send, CARD_B, closed, s.handle, ~0ull, 2, 0, 0), -ERANGE },
 			{ "receive into a region without LOCAL_WRITE",
-			  cmd_recv(0, s.handle, 0, 16, NICOFF_ANY, NICOFF_ANY, 0, 0), -EACCES },
+			  NT_CMD(recv, s.handle, 0, 16, NICOFF_ANY, NICOFF_ANY, 0, 0, 0), -EACCES },
 			{ "receive beyond its region",
-			  cmd_recv(0, w.handle, L - 1, 2, NICOFF_ANY, NICOFF_ANY, 0, 0), -ERANGE },
+			  NT_CMD(recv, w.handle, L - 1, 2, NICOFF_ANY, NICOFF_ANY, 0, 0, 0),
+			  -ERANGE },
 			{ "get into a region without LOCAL_WRITE",
-			  cmd_rdma(NICOFF_OP_GET, 0, CARD_B, closed, 1, 0, ro.handle, 0, 16),
+			  NT_CMD(get, CARD_B, closed, 1, 0, ro.handle, 0, 16, 0),
 			  -EACCES },
 			{ "put with a wrapping remote range",
-			  cmd_rdma(NICOFF_OP_PUT, 0, CARD_B, closed, 1, ~0ull - 3, s.handle, 0, 8),
+			  NT_CMD(put, CARD_B, closed, 1, ~0ull - 3, s.handle, 0, 8, 0),
 			  -ERANGE },
 			{ "get beyond the local region",
-			  cmd_rdma(NICOFF_OP_GET, 0, CARD_B, closed, 1, 0, w.handle, L, 1),
+			  NT_CMD(get, CARD_B, closed, 1, 0, w.handle, L, 1, 0),
 			  -ERANGE },
 		};
 
 		run_bad(_metadata, &p, bc, sizeof(bc) / sizeof(bc[0]));
 	}
 	/* Reserved fields of the message and RMA commands. */
-	c = cmd_send(1, CARD_B, closed, s.handle, 0, 1, 0);
+	nicoff_prep_send(&c, CARD_B, closed, s.handle, 0, 1, 0, 1);
 	c.send.reserved0 = 1;
 	ASSERT_EQ(0, nt_run_one(&p, &c, &cqe, TMO));
 	EXPECT_EQ(-EINVAL, cqe.status);
-	c = cmd_send(2, CARD_B, closed, s.handle, 0, 1, 0);
+	nicoff_prep_send(&c, CARD_B, closed, s.handle, 0, 1, 0, 2);
 	c.send.reserved1 = 1;
 	ASSERT_EQ(0, nt_run_one(&p, &c, &cqe, TMO));
 	EXPECT_EQ(-EINVAL, cqe.status);
-	c = cmd_recv(3, w.handle, 0, 1, NICOFF_ANY, NICOFF_ANY, 0, 0);
+	nicoff_prep_recv(&c, w.handle, 0, 1, NICOFF_ANY, NICOFF_ANY, 0, 0, 3);
 	c.recv.reserved0 = 1;
 	ASSERT_EQ(0, nt_run_one(&p, &c, &cqe, TMO));
 	EXPECT_EQ(-EINVAL, cqe.status);
-	c = cmd_rdma(NICOFF_OP_PUT, 4, CARD_B, closed, 1, 0, s.handle, 0, 1);
+	nicoff_prep_put(&c, CARD_B, closed, 1, 0, s.handle, 0, 1, 4);
 	c.rdma.reserved = 1;
 	ASSERT_EQ(0, nt_run_one(&p, &c, &cqe, TMO));
 	EXPECT_EQ(-EINVAL, cqe.status);
@@ -1816,21 +1559,21 @@ TEST_F_TIMEOUT(p2p, bad_input, 120)
 	do {
 		const struct bad_case bc[] = {
 			{ "send to a closed port",
-			  cmd_send(0, CARD_B, closed, s.handle, 0, 1, 0), -ECONNREFUSED },
+			  NT_CMD(send, CARD_B, closed, s.handle, 0, 1, 0, 0), -ECONNREFUSED },
 			{ "long send to a closed port",
-			  cmd_send(0, CARD_B, closed, s.handle, 0, 3 * self->mtu + 5, 0),
+			  NT_CMD(send, CARD_B, closed, s.handle, 0, 3 * self->mtu + 5, 0, 0),
 			  -ECONNREFUSED },
 			{ "put to a closed port",
-			  cmd_rdma(NICOFF_OP_PUT, 0, CARD_B, closed, 1, 0, s.handle, 0, 100),
+			  NT_CMD(put, CARD_B, closed, 1, 0, s.handle, 0, 100, 0),
 			  -ECONNREFUSED },
 			{ "get from a closed port",
-			  cmd_rdma(NICOFF_OP_GET, 0, CARD_B, closed, 1, 0, w.handle, 0, 100),
+			  NT_CMD(get, CARD_B, closed, 1, 0, w.handle, 0, 100, 0),
 			  -ECONNREFUSED },
 			{ "long get from a closed port",
-			  cmd_rdma(NICOFF_OP_GET, 0, CARD_B, closed, 1, 0, w.handle, 0, L),
+			  NT_CMD(get, CARD_B, closed, 1, 0, w.handle, 0, L, 0),
 			  -ECONNREFUSED },
 			{ "send to a port beyond the card's ports",
-			  cmd_send(0, CARD_B, self->q.max_ports + 7, s.handle, 0, 1, 0),
+			  NT_CMD(send, CARD_B, self->q.max_ports + 7, s.handle, 0, 1, 0, 0),
 			  -ECONNREFUSED },
 		};
 
@@ -1841,7 +1584,7 @@ TEST_F_TIMEOUT(p2p, bad_input, 120)
 	EXPECT_EQ(-1, diff_byte(ro.buf, L, GUARD));
 	/* And the port goes on. */
 	EXPECT_EQ(0, nt_cq_flags(&p) & NICOFF_RING_ERROR);
-	nt_make_nop(&c, 99);
+	nicoff_prep_nop(&c, 99);
 	ASSERT_EQ(0, nt_run_one(&p, &c, &cqe, TMO));
 	EXPECT_EQ(0, cqe.status);
 	nt_port_close(&p);
@@ -1933,46 +1676,46 @@ TEST_F_TIMEOUT(p2p, remote_access_errors, 120)
 	{
 		const struct bad_case remote[] = {
 			{ "put with a wrong rkey",
-			  cmd_rdma(NICOFF_OP_PUT, 0, CARD_B, P, ci.rkey[0] ^ 0x80000000u, 0,
-				   s.handle, 0, 16), -ENOENT },
+			  NT_CMD(put, CARD_B, P, ci.rkey[0] ^ 0x80000000u, 0, s.handle, 0, 16, 0),
+			  -ENOENT },
 			{ "put to a deregistered region",
-			  cmd_rdma(NICOFF_OP_PUT, 0, CARD_B, P, ci.rkey[3], 0, s.handle, 0, 16),
+			  NT_CMD(put, CARD_B, P, ci.rkey[3], 0, s.handle, 0, 16, 0),
 			  -ENOENT },
 			{ "put across the end of the region",
-			  cmd_rdma(NICOFF_OP_PUT, 0, CARD_B, P, ci.rkey[0], RA_LEN - 10, s.handle,
-				   0, 20), -ERANGE },
+			  NT_CMD(put, CARD_B, P, ci.rkey[0], RA_LEN - 10, s.handle, 0, 20, 0),
+			  -ERANGE },
 			{ "put just past the end",
-			  cmd_rdma(NICOFF_OP_PUT, 0, CARD_B, P, ci.rkey[0], RA_LEN, s.handle, 0, 1),
+			  NT_CMD(put, CARD_B, P, ci.rkey[0], RA_LEN, s.handle, 0, 1, 0),
 			  -ERANGE },
 			{ "long put one byte too long",
-			  cmd_rdma(NICOFF_OP_PUT, 0, CARD_B, P, ci.rkey[0], 0, s.handle, 0,
-				   RA_LEN + 1), -ERANGE },
+			  NT_CMD(put, CARD_B, P, ci.rkey[0], 0, s.handle, 0, RA_LEN + 1, 0),
+			  -ERANGE },
 			{ "put without REMOTE_WRITE",
-			  cmd_rdma(NICOFF_OP_PUT, 0, CARD_B, P, ci.rkey[1], 0, s.handle, 0, 16),
+			  NT_CMD(put, CARD_B, P, ci.rkey[1], 0, s.handle, 0, 16, 0),
 			  -EACCES },
 			{ "get without REMOTE_READ",
-			  cmd_rdma(NICOFF_OP_GET, 0, CARD_B, P, ci.rkey[2], 0, w.handle, 0, 16),
+			  NT_CMD(get, CARD_B, P, ci.rkey[2], 0, w.handle, 0, 16, 0),
 			  -EACCES },
 			{ "get with a wrong rkey",
-			  cmd_rdma(NICOFF_OP_GET, 0, CARD_B, P, ci.rkey[0] ^ 0x80000000u, 0,
-				   w.handle, 0, 16), -ENOENT },
+			  NT_CMD(get, CARD_B, P, ci.rkey[0] ^ 0x80000000u, 0, w.handle, 0, 16, 0),
+			  -ENOENT },
 			{ "get across the end of the region",
-			  cmd_rdma(NICOFF_OP_GET, 0, CARD_B, P, ci.rkey[0], RA_LEN - 1, w.handle, 0,
-				   2), -ERANGE },
+			  NT_CMD(get, CARD_B, P, ci.rkey[0], RA_LEN - 1, w.handle, 0, 2, 0),
+			  -ERANGE },
 		};
 		const struct bad_case local[] = {
 			{ "get into a region without LOCAL_WRITE",
-			  cmd_rdma(NICOFF_OP_GET, 0, CARD_B, P, ci.rkey[0], 0, nw.handle, 0, 16),
+			  NT_CMD(get, CARD_B, P, ci.rkey[0], 0, nw.handle, 0, 16, 0),
 			  -EACCES },
 			{ "put with a wrapping remote offset",
-			  cmd_rdma(NICOFF_OP_PUT, 0, CARD_B, P, ci.rkey[0], ~0ull - 4, s.handle, 0,
-				   8), -ERANGE },
+			  NT_CMD(put, CARD_B, P, ci.rkey[0], ~0ull - 4, s.handle, 0, 8, 0),
+			  -ERANGE },
 			{ "put longer than max_msg",
-			  cmd_rdma(NICOFF_OP_PUT, 0, CARD_B, P, ci.rkey[0], 0, s.handle, 0,
-				   FW_MAX_MSG + 1), -EMSGSIZE },
+			  NT_CMD(put, CARD_B, P, ci.rkey[0], 0, s.handle, 0, FW_MAX_MSG + 1, 0),
+			  -EMSGSIZE },
 			{ "put from beyond the local region",
-			  cmd_rdma(NICOFF_OP_PUT, 0, CARD_B, P, ci.rkey[0], 0, s.handle, RA_LEN,
-				   RA_LEN + 1), -ERANGE },
+			  NT_CMD(put, CARD_B, P, ci.rkey[0], 0, s.handle, RA_LEN, RA_LEN + 1, 0),
+			  -ERANGE },
 		};
 
 		run_bad(_metadata, &p, remote, sizeof(remote) / sizeof(remote[0]));
@@ -1984,15 +1727,15 @@ TEST_F_TIMEOUT(p2p, remote_access_errors, 120)
 	EXPECT_EQ(-1, diff_byte(w.buf, w.len, GUARD));
 	EXPECT_EQ(-1, diff_byte(nw.buf, nw.len, GUARD));
 	/* The connection is fine: a valid put and gets. */
-	c = cmd_rdma(NICOFF_OP_PUT, 1, CARD_B, P, ci.rkey[0], RA_POFF, s.handle, 0, RA_PLEN);
+	nicoff_prep_put(&c, CARD_B, P, ci.rkey[0], RA_POFF, s.handle, 0, RA_PLEN, 1);
 	nt_fill_pattern(s.buf, RA_PLEN, 99);
 	ASSERT_EQ(0, nt_run_one(&p, &c, &cqe, TMO));
 	EXPECT_EQ(0, cqe.status);
-	c = cmd_rdma(NICOFF_OP_GET, 2, CARD_B, P, ci.rkey[1], 0, w.handle, 0, RA_LEN);
+	nicoff_prep_get(&c, CARD_B, P, ci.rkey[1], 0, w.handle, 0, RA_LEN, 2);
 	ASSERT_EQ(0, nt_run_one(&p, &c, &cqe, TMO));
 	EXPECT_EQ(0, cqe.status);
 	EXPECT_EQ(-1, diff_pattern(w.buf, RA_LEN, 12));
-	c = cmd_rdma(NICOFF_OP_GET, 3, CARD_B, P, ci.rkey[0], 0, w.handle, 0, RA_LEN);
+	nicoff_prep_get(&c, CARD_B, P, ci.rkey[0], 0, w.handle, 0, RA_LEN, 3);
 	ASSERT_EQ(0, nt_run_one(&p, &c, &cqe, TMO));
 	EXPECT_EQ(0, cqe.status);
 	want = malloc(RA_LEN);
@@ -2021,8 +1764,8 @@ static int child_small(struct chan *ch, void *arg)
 	(void)arg;
 	CKEQ(0, nt_port_open(&p, CARD_B, NICOFF_PORT_ANY, 16, 16));
 	CKEQ(0, region_new(&p, &r, 8192, NICOFF_ACCESS_LOCAL_WRITE, GUARD));
-	c[0] = cmd_recv(1, r.handle, 0, 100, NICOFF_ANY, NICOFF_ANY, 0, 0);
-	c[1] = cmd_recv(2, r.handle, 4096, 4096, NICOFF_ANY, NICOFF_ANY, 0, 0);
+	nicoff_prep_recv(&c[0], r.handle, 0, 100, NICOFF_ANY, NICOFF_ANY, 0, 0, 1);
+	nicoff_prep_recv(&c[1], r.handle, 4096, 4096, NICOFF_ANY, NICOFF_ANY, 0, 0, 2);
 	CKEQ(0, nt_submit(&p, c, 2));
 	CKEQ(0, wait_consumed(&p, TMO));
 	me.port = p.po.port;
@@ -2060,11 +1803,11 @@ TEST_F_TIMEOUT(p2p, recv_buffer_too_small, 120)
 	nt_fill_pattern(s.buf + 5000, 50, 51);
 	ASSERT_EQ(0, from_child(&ch, &ci, sizeof(ci), TMO));
 	/* The sender is told nothing of the receiver's truncation. */
-	c = cmd_send(1, CARD_B, ci.port, s.handle, 0, 5000, 1);
+	nicoff_prep_send(&c, CARD_B, ci.port, s.handle, 0, 5000, 1, 1);
 	ASSERT_EQ(0, nt_run_one(&p, &c, &cqe, TMO));
 	EXPECT_EQ(0, cqe.status);
 	EXPECT_EQ(5000, cqe.result);
-	c = cmd_send(2, CARD_B, ci.port, s.handle, 5000, 50, 2);
+	nicoff_prep_send(&c, CARD_B, ci.port, s.handle, 5000, 50, 2, 2);
 	ASSERT_EQ(0, nt_run_one(&p, &c, &cqe, TMO));
 	EXPECT_EQ(0, cqe.status);
 	EXPECT_EQ(50, cqe.result);
@@ -2108,7 +1851,7 @@ TEST_F_TIMEOUT(p2p, dead_peer_port_closed, 120)
 	ASSERT_EQ(0, region_new(&p, &w, 65536, NICOFF_ACCESS_LOCAL_WRITE, GUARD));
 	ASSERT_EQ(0, from_child(&ch, &ci, sizeof(ci), TMO));
 	/* While the peer lives, its memory is there. */
-	c = cmd_rdma(NICOFF_OP_PUT, 1, CARD_B, ci.port, ci.rkey[0], 0, s.handle, 0, 100);
+	nicoff_prep_put(&c, CARD_B, ci.port, ci.rkey[0], 0, s.handle, 0, 100, 1);
 	ASSERT_EQ(0, nt_run_one(&p, &c, &cqe, TMO));
 	EXPECT_EQ(0, cqe.status);
 	ASSERT_EQ(0, token_to_child(&ch));
@@ -2118,15 +1861,15 @@ TEST_F_TIMEOUT(p2p, dead_peer_port_closed, 120)
 	{
 		const struct bad_case bc[] = {
 			{ "send to the dead peer",
-			  cmd_send(0, CARD_B, ci.port, s.handle, 0, 10, 0), -ECONNREFUSED },
+			  NT_CMD(send, CARD_B, ci.port, s.handle, 0, 10, 0, 0), -ECONNREFUSED },
 			{ "long send to the dead peer",
-			  cmd_send(0, CARD_B, ci.port, s.handle, 0, 65536, 0), -ECONNREFUSED },
+			  NT_CMD(send, CARD_B, ci.port, s.handle, 0, 65536, 0, 0), -ECONNREFUSED },
 			{ "put to the dead peer",
-			  cmd_rdma(NICOFF_OP_PUT, 0, CARD_B, ci.port, ci.rkey[0], 0, s.handle, 0,
-				   100), -ECONNREFUSED },
+			  NT_CMD(put, CARD_B, ci.port, ci.rkey[0], 0, s.handle, 0, 100, 0),
+			  -ECONNREFUSED },
 			{ "get from the dead peer",
-			  cmd_rdma(NICOFF_OP_GET, 0, CARD_B, ci.port, ci.rkey[0], 0, w.handle, 0,
-				   100), -ECONNREFUSED },
+			  NT_CMD(get, CARD_B, ci.port, ci.rkey[0], 0, w.handle, 0, 100, 0),
+			  -ECONNREFUSED },
 		};
 
 		run_bad(_metadata, &p, bc, sizeof(bc) / sizeof(bc[0]));
@@ -2134,7 +1877,7 @@ TEST_F_TIMEOUT(p2p, dead_peer_port_closed, 120)
 	EXPECT_EQ(-1, diff_byte(w.buf, w.len, GUARD));
 	/* A new port with the same number knows nothing of the old rkey. */
 	ASSERT_EQ(0, nt_port_open(&q, CARD_B, ci.port, 16, 16));
-	c = cmd_rdma(NICOFF_OP_PUT, 2, CARD_B, ci.port, ci.rkey[0], 0, s.handle, 0, 100);
+	nicoff_prep_put(&c, CARD_B, ci.port, ci.rkey[0], 0, s.handle, 0, 100, 2);
 	ASSERT_EQ(0, nt_run_one(&p, &c, &cqe, TMO));
 	EXPECT_EQ(-ENOENT, cqe.status);
 	ASSERT_EQ(0, wait1(&q, &cqe, TMO));
@@ -2188,7 +1931,7 @@ static int child_no_recv(struct chan *ch, void *arg)
 		uint64_t id;
 
 		memset(r.buf, GUARD, NR_MSG + 1);
-		c = cmd_recv(k, r.handle, 0, NR_MSG + 4096, NICOFF_ANY, NICOFF_ANY, 0, 0);
+		nicoff_prep_recv(&c, r.handle, 0, NR_MSG + 4096, NICOFF_ANY, NICOFF_ANY, 0, 0, k);
 		CKEQ(0, nt_submit(&p, &c, 1));
 		CKEQ(0, wait1(&p, &q, TMO));
 		CKEQ(0, q.status);
@@ -2201,7 +1944,7 @@ static int child_no_recv(struct chan *ch, void *arg)
 	}
 	/* The message that timed out was never taken: next comes the new one. */
 	CK(token_to_parent(ch) == 0);
-	c = cmd_recv(1000, r.handle, 0, NR_MSG, NICOFF_ANY, NICOFF_ANY, 0, 0);
+	nicoff_prep_recv(&c, r.handle, 0, NR_MSG, NICOFF_ANY, NICOFF_ANY, 0, 0, 1000);
 	CKEQ(0, nt_submit(&p, &c, 1));
 	CKEQ(0, wait1(&p, &q, TMO));
 	CKEQ(0, q.status);
@@ -2238,7 +1981,7 @@ TEST_F_TIMEOUT(p2p, dead_peer_never_receives, 180)
 	for (k = 0; k < NR_MAX; k++) {
 		nt_fill_pattern(s.buf + 8, NR_MSG - 8, 600 + k);
 		memcpy(s.buf, &(uint64_t){ k }, 8);
-		c = cmd_send(k, CARD_B, ci.port, s.handle, 0, NR_MSG, k);
+		nicoff_prep_send(&c, CARD_B, ci.port, s.handle, 0, NR_MSG, k, k);
 		t0 = nt_now_ns();
 		ASSERT_EQ(0, nt_run_one(&p, &c, &cqe, CHILD_TMO)) TH_LOG("message %u", k);
 		took = (nt_now_ns() - t0) / 1000;
@@ -2258,7 +2001,7 @@ TEST_F_TIMEOUT(p2p, dead_peer_never_receives, 180)
 	me.v[0] = k;
 	ASSERT_EQ(0, to_child(&ch, &me, sizeof(me)));
 	ASSERT_EQ(0, token_from_child(&ch, CHILD_TMO));
-	c = cmd_send(0x1000, CARD_B, ci.port, s2.handle, 0, 100, 0x77);
+	nicoff_prep_send(&c, CARD_B, ci.port, s2.handle, 0, 100, 0x77, 0x1000);
 	ASSERT_EQ(0, nt_run_one(&p, &c, &cqe, TMO));
 	EXPECT_EQ(0, cqe.status);
 	EXPECT_EQ(0, wait_child(ch.pid, CHILD_TMO));
@@ -2277,7 +2020,7 @@ static int child_victim(struct chan *ch, void *arg)
 	(void)arg;
 	CKEQ(0, nt_port_open(&p, CARD_B, NICOFF_PORT_ANY, 16, 16));
 	CKEQ(0, region_new(&p, &r, 4 << 20, NICOFF_ACCESS_LOCAL_WRITE, 0));
-	c = cmd_recv(1, r.handle, 0, r.len, NICOFF_ANY, NICOFF_ANY, 0, 0);
+	nicoff_prep_recv(&c, r.handle, 0, r.len, NICOFF_ANY, NICOFF_ANY, 0, 0, 1);
 	CKEQ(0, nt_submit(&p, &c, 1));
 	CKEQ(0, wait_consumed(&p, TMO));
 	me.port = p.po.port;
@@ -2300,7 +2043,7 @@ TEST_F_TIMEOUT(p2p, peer_killed_mid_send, 120)
 	ASSERT_EQ(0, nt_port_open(&p, CARD_A, NICOFF_PORT_ANY, 16, 16));
 	ASSERT_EQ(0, region_new(&p, &s, 4 << 20, 0, 0));
 	ASSERT_EQ(0, from_child(&ch, &ci, sizeof(ci), TMO));
-	c = cmd_send(1, CARD_B, ci.port, s.handle, 0, s.len, 1);
+	nicoff_prep_send(&c, CARD_B, ci.port, s.handle, 0, s.len, 1, 1);
 	ASSERT_EQ(0, nt_submit(&p, &c, 1));
 	t0 = nt_now_ns();
 	kill(ch.pid, SIGKILL);
@@ -2312,7 +2055,7 @@ TEST_F_TIMEOUT(p2p, peer_killed_mid_send, 120)
 	       (unsigned long long)(nt_now_ns() - t0) / 1000);
 	EXPECT_TRUE(cqe.status == 0 || cqe.status == -ECONNREFUSED ||
 		    cqe.status == -ECONNABORTED) TH_LOG("status %d", cqe.status);
-	c = cmd_send(2, CARD_B, ci.port, s.handle, 0, 100, 1);
+	nicoff_prep_send(&c, CARD_B, ci.port, s.handle, 0, 100, 1, 2);
 	ASSERT_EQ(0, nt_run_one(&p, &c, &cqe, TMO));
 	EXPECT_EQ(-ECONNREFUSED, cqe.status);
 	nt_port_close(&p);
@@ -2335,9 +2078,9 @@ TEST_F_TIMEOUT(p2p, same_card, 60)
 	ASSERT_EQ(0, region_new(&b, &r, L + 1, NICOFF_ACCESS_LOCAL_WRITE |
 				NICOFF_ACCESS_REMOTE_READ | NICOFF_ACCESS_REMOTE_WRITE, GUARD));
 	nt_fill_pattern(s.buf, L, 31);
-	c = cmd_recv(1, r.handle, 0, L, CARD_A, a.po.port, 9, ~0ull);
+	nicoff_prep_recv(&c, r.handle, 0, L, CARD_A, a.po.port, 9, ~0ull, 1);
 	ASSERT_EQ(0, nt_submit(&b, &c, 1));
-	c = cmd_send(2, CARD_A, b.po.port, s.handle, 0, L, 9);
+	nicoff_prep_send(&c, CARD_A, b.po.port, s.handle, 0, L, 9, 2);
 	ASSERT_EQ(0, nt_run_one(&a, &c, &cqe, TMO));
 	EXPECT_EQ(0, cqe.status);
 	ASSERT_EQ(0, wait1(&b, &cqe, TMO));
@@ -2348,11 +2091,11 @@ TEST_F_TIMEOUT(p2p, same_card, 60)
 	EXPECT_EQ(-1, diff_pattern(r.buf, L, 31));
 	EXPECT_EQ(GUARD, r.buf[L]);
 	nt_fill_pattern(s.buf, L, 32);
-	c = cmd_rdma(NICOFF_OP_PUT, 3, CARD_A, b.po.port, r.rkey, 0, s.handle, 0, L);
+	nicoff_prep_put(&c, CARD_A, b.po.port, r.rkey, 0, s.handle, 0, L, 3);
 	ASSERT_EQ(0, nt_run_one(&a, &c, &cqe, TMO));
 	EXPECT_EQ(0, cqe.status);
 	EXPECT_EQ(-1, diff_pattern(r.buf, L, 32));
-	c = cmd_rdma(NICOFF_OP_GET, 4, CARD_A, b.po.port, r.rkey, 0, t.handle, 0, L);
+	nicoff_prep_get(&c, CARD_A, b.po.port, r.rkey, 0, t.handle, 0, L, 4);
 	ASSERT_EQ(0, nt_run_one(&a, &c, &cqe, TMO));
 	EXPECT_EQ(0, cqe.status);
 	EXPECT_EQ(-1, diff_pattern(t.buf, L, 32));
@@ -2377,10 +2120,10 @@ TEST_F_TIMEOUT(p2p, zero_length, 60)
 	ASSERT_EQ(0, region_new(&b, &t, 4096, NICOFF_ACCESS_LOCAL_WRITE |
 				NICOFF_ACCESS_REMOTE_READ | NICOFF_ACCESS_REMOTE_WRITE, GUARD));
 	/* An empty message into a posted empty receive. */
-	c = cmd_recv(1, t.handle, 0, 0, CARD_A, a.po.port, 0, 0);
+	nicoff_prep_recv(&c, t.handle, 0, 0, CARD_A, a.po.port, 0, 0, 1);
 	ASSERT_EQ(0, nt_submit(&b, &c, 1));
 	ASSERT_EQ(0, wait_consumed(&b, TMO));
-	c = cmd_send(2, CARD_B, b.po.port, s.handle, 0, 0, 5);
+	nicoff_prep_send(&c, CARD_B, b.po.port, s.handle, 0, 0, 5, 2);
 	ASSERT_EQ(0, nt_run_one(&a, &c, &cqe, TMO));
 	EXPECT_EQ(0, cqe.status);
 	EXPECT_EQ(0, cqe.result);
@@ -2390,21 +2133,21 @@ TEST_F_TIMEOUT(p2p, zero_length, 60)
 	EXPECT_EQ(0, cqe.result);
 	EXPECT_EQ(5, cqe.msg_tag);
 	/* An empty message nobody waits for, taken later. */
-	c = cmd_send(3, CARD_B, b.po.port, s.handle, 4096, 0, 6);
+	nicoff_prep_send(&c, CARD_B, b.po.port, s.handle, 4096, 0, 6, 3);
 	ASSERT_EQ(0, nt_run_one(&a, &c, &cqe, TMO));
 	EXPECT_EQ(0, cqe.status);
 	EXPECT_TRUE(cq_stays_empty(&b, 10));
-	c = cmd_recv(4, t.handle, 0, 16, NICOFF_ANY, NICOFF_ANY, 0, 0);
+	nicoff_prep_recv(&c, t.handle, 0, 16, NICOFF_ANY, NICOFF_ANY, 0, 0, 4);
 	ASSERT_EQ(0, nt_run_one(&b, &c, &cqe, TMO));
 	EXPECT_EQ(4, cqe.tag);
 	EXPECT_EQ(0, cqe.status);
 	EXPECT_EQ(0, cqe.result);
 	EXPECT_EQ(6, cqe.msg_tag);
 	/* A message into an empty receive: too long. */
-	c = cmd_recv(5, t.handle, 4096, 0, NICOFF_ANY, NICOFF_ANY, 0, 0);
+	nicoff_prep_recv(&c, t.handle, 4096, 0, NICOFF_ANY, NICOFF_ANY, 0, 0, 5);
 	ASSERT_EQ(0, nt_submit(&b, &c, 1));
 	ASSERT_EQ(0, wait_consumed(&b, TMO));
-	c = cmd_send(6, CARD_B, b.po.port, s.handle, 0, 100, 7);
+	nicoff_prep_send(&c, CARD_B, b.po.port, s.handle, 0, 100, 7, 6);
 	ASSERT_EQ(0, nt_run_one(&a, &c, &cqe, TMO));
 	EXPECT_EQ(0, cqe.status);
 	ASSERT_EQ(0, wait1(&b, &cqe, TMO));
@@ -2412,16 +2155,16 @@ TEST_F_TIMEOUT(p2p, zero_length, 60)
 	EXPECT_EQ(-EMSGSIZE, cqe.status);
 	EXPECT_EQ(100, cqe.result);
 	/* Empty put and get, even at the very end of the region. */
-	c = cmd_rdma(NICOFF_OP_PUT, 7, CARD_B, b.po.port, t.rkey, 4096, s.handle, 4096, 0);
+	nicoff_prep_put(&c, CARD_B, b.po.port, t.rkey, 4096, s.handle, 4096, 0, 7);
 	ASSERT_EQ(0, nt_run_one(&a, &c, &cqe, TMO));
 	EXPECT_EQ(0, cqe.status);
 	EXPECT_EQ(0, cqe.result);
-	c = cmd_rdma(NICOFF_OP_GET, 8, CARD_B, b.po.port, t.rkey, 4096, w.handle, 0, 0);
+	nicoff_prep_get(&c, CARD_B, b.po.port, t.rkey, 4096, w.handle, 0, 0, 8);
 	ASSERT_EQ(0, nt_run_one(&a, &c, &cqe, TMO));
 	EXPECT_EQ(0, cqe.status);
 	EXPECT_EQ(0, cqe.result);
 	/* Empty or not, a wrong rkey is refused. */
-	c = cmd_rdma(NICOFF_OP_PUT, 9, CARD_B, b.po.port, t.rkey ^ 0x80000000u, 0, s.handle, 0, 0);
+	nicoff_prep_put(&c, CARD_B, b.po.port, t.rkey ^ 0x80000000u, 0, s.handle, 0, 0, 9);
 	ASSERT_EQ(0, nt_run_one(&a, &c, &cqe, TMO));
 	EXPECT_EQ(-ENOENT, cqe.status);
 	ASSERT_EQ(0, wait1(&b, &cqe, TMO));
@@ -2456,8 +2199,8 @@ static int child_rnr(struct chan *ch, void *arg)
 	CK(token_from_parent(ch, CHILD_TMO) == 0);
 	nt_sleep_ms(50);
 	for (k = 0; k < RN_N; k++) {
-		c = cmd_recv(k, r.handle, k * (NR_MSG + 4096), NR_MSG, NICOFF_ANY, NICOFF_ANY, 0,
-			     0);
+		nicoff_prep_recv(&c, r.handle, k * (NR_MSG + 4096), NR_MSG, NICOFF_ANY, NICOFF_ANY,
+				 0, 0, k);
 		CKEQ(0, nt_submit(&p, &c, 1));
 	}
 	CKEQ(RN_N, nt_wait_cqes(&p, q, RN_N, CHILD_TMO));
@@ -2480,11 +2223,11 @@ static int child_rnr(struct chan *ch, void *arg)
 /* The counters the module reports for a card, against the ABI's list. */
 TEST_F_TIMEOUT(p2p, counters_all_reported, 60)
 {
-	struct card_stats st;
+	struct nt_card_stats st;
 	unsigned int card;
 
 	for (card = CARD_A; card <= CARD_B; card++) {
-		ASSERT_EQ(0, nl_card(&self->nl, card, &st));
+		ASSERT_EQ(0, nt_nl_card(&self->nl, card, &st));
 #define NICOFF_NL_STAT_FW(attr, name)						\
 		EXPECT_EQ(1, st.seen[NICOFF_NL_STAT_##attr])			\
 			TH_LOG("card %u: counter " #name " came %u times", card,	\
@@ -2499,7 +2242,7 @@ TEST_F_TIMEOUT(p2p, counters_all_reported, 60)
 
 TEST_F_TIMEOUT(p2p, receiver_not_ready, 120)
 {
-	struct card_stats s0, s1, a0, a1;
+	struct nt_card_stats s0, s1, a0, a1;
 	struct nicoff_cqe cqe[RN_N];
 	struct region s;
 	struct nt_port p;
@@ -2515,10 +2258,11 @@ TEST_F_TIMEOUT(p2p, receiver_not_ready, 120)
 		memcpy(s.buf + k * NR_MSG, &(uint64_t){ k }, 8);
 	}
 	ASSERT_EQ(0, from_child(&ch, &ci, sizeof(ci), TMO));
-	ASSERT_EQ(0, nl_card(&self->nl, CARD_B, &s0));
-	ASSERT_EQ(0, nl_card(&self->nl, CARD_A, &a0));
+	ASSERT_EQ(0, nt_nl_card(&self->nl, CARD_B, &s0));
+	ASSERT_EQ(0, nt_nl_card(&self->nl, CARD_A, &a0));
 	for (k = 0; k < RN_N; k++) {
-		struct nicoff_cmd c = cmd_send(k, CARD_B, ci.port, s.handle, k * NR_MSG, NR_MSG, k);
+		struct nicoff_cmd c = NT_CMD(send, CARD_B, ci.port, s.handle, k * NR_MSG, NR_MSG, k,
+					     k);
 
 		ASSERT_EQ(0, nt_submit(&p, &c, 1));
 	}
@@ -2530,12 +2274,12 @@ TEST_F_TIMEOUT(p2p, receiver_not_ready, 120)
 		EXPECT_EQ(0, cqe[k].status) TH_LOG("message %u", k);
 	}
 	EXPECT_EQ(0, wait_child(ch.pid, CHILD_TMO));
-	ASSERT_EQ(0, nl_card(&self->nl, CARD_B, &s1));
+	ASSERT_EQ(0, nt_nl_card(&self->nl, CARD_B, &s1));
 	TH_LOG("receiver-not-ready drops: %llu",
 	       (unsigned long long)(ST(s1, RNR_DROPS) - ST(s0, RNR_DROPS)));
 	EXPECT_LT(ST(s0, RNR_DROPS), ST(s1, RNR_DROPS));
 	/* What card B refused, card A sent again, and none gave up. */
-	ASSERT_EQ(0, nl_card(&self->nl, CARD_A, &a1));
+	ASSERT_EQ(0, nt_nl_card(&self->nl, CARD_A, &a1));
 	EXPECT_LT(ST(a0, RNR_RESENDS), ST(a1, RNR_RESENDS));
 	EXPECT_EQ(ST(a0, RNR_FAILURES), ST(a1, RNR_FAILURES));
 	chan_close(&ch);
@@ -2548,7 +2292,7 @@ TEST_F_TIMEOUT(p2p, receiver_not_ready, 120)
 TEST_F_TIMEOUT(p2p, link_down_times_out, 120)
 {
 	uint64_t budget = retry_budget_us(self->rto_us, self->max_retries);
-	struct card_stats s0, s1;
+	struct nt_card_stats s0, s1;
 	struct nicoff_cqe cqe;
 	struct nicoff_cmd c;
 	struct region s, w, t;
@@ -2562,26 +2306,24 @@ TEST_F_TIMEOUT(p2p, link_down_times_out, 120)
 	ASSERT_EQ(0, region_new(&b, &t, 65536, NICOFF_ACCESS_LOCAL_WRITE |
 				NICOFF_ACCESS_REMOTE_READ | NICOFF_ACCESS_REMOTE_WRITE, GUARD));
 	nt_fill_pattern(s.buf, 65536, 81);
-	c = cmd_recv(1, t.handle, 0, 65536, CARD_A, a.po.port, 0, 0);
+	nicoff_prep_recv(&c, t.handle, 0, 65536, CARD_A, a.po.port, 0, 0, 1);
 	ASSERT_EQ(0, nt_submit(&b, &c, 1));
 	ASSERT_EQ(0, wait_consumed(&b, TMO));
 
-	ASSERT_EQ(0, nl_card(&self->nl, CARD_A, &s0));
+	ASSERT_EQ(0, nt_nl_card(&self->nl, CARD_A, &s0));
 	EXPECT_EQ(1, s0.global);
-	ASSERT_EQ(0, nl_card_set_drop(&self->nl, CARD_A, 1000000));
-	ASSERT_EQ(0, nl_card(&self->nl, CARD_A, &s1));
+	ASSERT_EQ(0, nt_nl_card_set_drop(&self->nl, CARD_A, 1000000));
+	ASSERT_EQ(0, nt_nl_card(&self->nl, CARD_A, &s1));
 	EXPECT_EQ(0, s1.global);
 	for (i = 0; i < 3; i++) {
 		uint64_t t0 = nt_now_ns(), took;
 
 		if (i == 0)
-			c = cmd_send(10, CARD_B, b.po.port, s.handle, 0, 5000, 1);
+			nicoff_prep_send(&c, CARD_B, b.po.port, s.handle, 0, 5000, 1, 10);
 		else if (i == 1)
-			c = cmd_rdma(NICOFF_OP_PUT, 11, CARD_B, b.po.port, t.rkey, 0, s.handle, 0,
-				     65536);
+			nicoff_prep_put(&c, CARD_B, b.po.port, t.rkey, 0, s.handle, 0, 65536, 11);
 		else
-			c = cmd_rdma(NICOFF_OP_GET, 12, CARD_B, b.po.port, t.rkey, 0, w.handle, 0,
-				     65536);
+			nicoff_prep_get(&c, CARD_B, b.po.port, t.rkey, 0, w.handle, 0, 65536, 12);
 		ASSERT_EQ(0, nt_run_one(&a, &c, &cqe, TMO));
 		took = (nt_now_ns() - t0) / 1000;
 		TH_LOG("opcode %u over a dead link: status %d after %llu us (budget %llu us)",
@@ -2590,7 +2332,7 @@ TEST_F_TIMEOUT(p2p, link_down_times_out, 120)
 		EXPECT_LE(budget * 9 / 10, took);
 		EXPECT_GE(budget + FW_RTO_MAX_US + 5000000, took);
 	}
-	ASSERT_EQ(0, nl_card(&self->nl, CARD_A, &s1));
+	ASSERT_EQ(0, nt_nl_card(&self->nl, CARD_A, &s1));
 	/* Every try of every packet was dropped (three ops, 1 + max_retries tries each). */
 	EXPECT_LE(s0.v[NICOFF_NL_STAT_FAULT_DROPS] + 3 * (self->max_retries + 1),
 		  s1.v[NICOFF_NL_STAT_FAULT_DROPS]);
@@ -2602,10 +2344,10 @@ TEST_F_TIMEOUT(p2p, link_down_times_out, 120)
 	EXPECT_EQ(-1, diff_byte(w.buf, w.len, GUARD));
 
 	/* The link is back: a new connection epoch, and exactly one message. */
-	ASSERT_EQ(0, nl_card_follow_global(&self->nl, CARD_A));
-	ASSERT_EQ(0, nl_card(&self->nl, CARD_A, &s1));
+	ASSERT_EQ(0, nt_nl_card_follow_global(&self->nl, CARD_A));
+	ASSERT_EQ(0, nt_nl_card(&self->nl, CARD_A, &s1));
 	EXPECT_EQ(1, s1.global);
-	c = cmd_send(13, CARD_B, b.po.port, s.handle, 100, 5000, 2);
+	nicoff_prep_send(&c, CARD_B, b.po.port, s.handle, 100, 5000, 2, 13);
 	ASSERT_EQ(0, nt_run_one(&a, &c, &cqe, TMO));
 	EXPECT_EQ(0, cqe.status);
 	ASSERT_EQ(0, wait1(&b, &cqe, TMO));
@@ -2614,7 +2356,7 @@ TEST_F_TIMEOUT(p2p, link_down_times_out, 120)
 	EXPECT_EQ(2, cqe.msg_tag);
 	EXPECT_EQ(5000, cqe.result);
 	EXPECT_EQ(0, memcmp(t.buf, s.buf + 100, 5000));
-	c = cmd_rdma(NICOFF_OP_GET, 14, CARD_B, b.po.port, t.rkey, 0, w.handle, 0, 5000);
+	nicoff_prep_get(&c, CARD_B, b.po.port, t.rkey, 0, w.handle, 0, 5000, 14);
 	ASSERT_EQ(0, nt_run_one(&a, &c, &cqe, TMO));
 	EXPECT_EQ(0, cqe.status);
 	EXPECT_EQ(0, memcmp(w.buf, s.buf + 100, 5000));
@@ -2656,8 +2398,9 @@ static int child_sender(struct chan *ch, void *arg)
 		int got;
 
 		while (sent < FI_N && sent - done < SW_SENDS) {
-			struct nicoff_cmd c = cmd_send(sent, CARD_A, pa.port, st.s.handle,
-						       sent * st.slot, sw_len(fa->mtu, sent), sent);
+			struct nicoff_cmd c = NT_CMD(send, CARD_A, pa.port, st.s.handle,
+						     sent * st.slot, sw_len(fa->mtu, sent), sent,
+						     sent);
 
 			CKEQ(0, nt_submit(&p, &c, 1));
 			sent++;
@@ -2703,8 +2446,8 @@ TEST_F_TIMEOUT(p2p, fan_in, 180)
 		for (n = 0; n < 32 && posted < 2 * FI_N; n++, posted++) {
 			unsigned int src = posted & 1, kk = posted / 2;
 
-			c[n] = cmd_recv((uint64_t)src << 16 | kk, r.handle, posted * slot, slot,
-					fa[src].card, ci[src].port, 0, 0);
+			nicoff_prep_recv(&c[n], r.handle, posted * slot, slot, fa[src].card,
+					 ci[src].port, 0, 0, (uint64_t)src << 16 | kk);
 		}
 		ASSERT_EQ(0, nt_submit(&p, c, n));
 		ASSERT_EQ(0, wait_consumed(&p, TMO));
@@ -2776,7 +2519,7 @@ static int child_dereg(struct chan *ch, void *arg)
 	me.rkey[1] = t2.rkey;
 	CK(from_parent(ch, &pa, sizeof(pa), TMO) == 0);
 	/* 1. A receive whose buffer is deregistered before the message comes. */
-	c = cmd_recv(1, r.handle, 0, 4096, NICOFF_ANY, NICOFF_ANY, 0, 0);
+	nicoff_prep_recv(&c, r.handle, 0, 4096, NICOFF_ANY, NICOFF_ANY, 0, 0, 1);
 	CKEQ(0, nt_submit(&p, &c, 1));
 	CKEQ(0, wait_consumed(&p, TMO));
 	CKEQ(0, nt_dereg_mr(p.fd, r.handle));
@@ -2795,7 +2538,7 @@ static int child_dereg(struct chan *ch, void *arg)
 	CKEQ(0, nt_dereg_mr(p.fd, t2.handle));
 	CK(token_to_parent(ch) == 0);
 	/* 4. A message whose source the sender deregisters half way. */
-	c = cmd_recv(4, r4.handle, 0, DG_LEN, NICOFF_ANY, NICOFF_ANY, 0, 0);
+	nicoff_prep_recv(&c, r4.handle, 0, DG_LEN, NICOFF_ANY, NICOFF_ANY, 0, 0, 4);
 	CKEQ(0, nt_submit(&p, &c, 1));
 	CKEQ(0, wait_consumed(&p, TMO));
 	CK(token_to_parent(ch) == 0);
@@ -2850,11 +2593,11 @@ TEST_F_TIMEOUT(p2p, dereg_under_transfer, 120)
 	ASSERT_EQ(0, to_child(&ch, &me, sizeof(me)));
 	ASSERT_EQ(0, from_child(&ch, &ci, sizeof(ci), TMO));
 	/* 1. The sender is not told about the receiver's vanished buffer. */
-	c = cmd_send(1, CARD_B, ci.port, s.handle, 0, 100, 1);
+	nicoff_prep_send(&c, CARD_B, ci.port, s.handle, 0, 100, 1, 1);
 	ASSERT_EQ(0, nt_run_one(&p, &c, &cqe, TMO));
 	EXPECT_EQ(0, cqe.status);
 	/* 2. Get: all of it, right, or an error and nothing claimed. */
-	c = cmd_rdma(NICOFF_OP_GET, 2, CARD_B, ci.port, ci.rkey[0], 0, w.handle, 0, DG_LEN);
+	nicoff_prep_get(&c, CARD_B, ci.port, ci.rkey[0], 0, w.handle, 0, DG_LEN, 2);
 	ASSERT_EQ(0, nt_submit(&p, &c, 1));
 	ASSERT_EQ(0, wait_written(w.buf, TMO));
 	ASSERT_EQ(0, token_to_child(&ch));
@@ -2869,7 +2612,7 @@ TEST_F_TIMEOUT(p2p, dereg_under_transfer, 120)
 		EXPECT_EQ(0, cqe.result);
 	}
 	/* 3. Put. */
-	c = cmd_rdma(NICOFF_OP_PUT, 3, CARD_B, ci.port, ci.rkey[1], 0, s.handle, 0, DG_LEN);
+	nicoff_prep_put(&c, CARD_B, ci.port, ci.rkey[1], 0, s.handle, 0, DG_LEN, 3);
 	ASSERT_EQ(0, nt_submit(&p, &c, 1));
 	ASSERT_EQ(0, token_to_child(&ch));
 	ASSERT_EQ(0, token_from_child(&ch, CHILD_TMO));
@@ -2878,7 +2621,7 @@ TEST_F_TIMEOUT(p2p, dereg_under_transfer, 120)
 	EXPECT_TRUE(cqe.status == 0 || cqe.status == -ENOENT);
 	/* 4. Send, its source deregistered right after posting. */
 	ASSERT_EQ(0, token_from_child(&ch, CHILD_TMO));
-	c = cmd_send(4, CARD_B, ci.port, s.handle, 0, DG_LEN, 4);
+	nicoff_prep_send(&c, CARD_B, ci.port, s.handle, 0, DG_LEN, 4, 4);
 	ASSERT_EQ(0, nt_submit(&p, &c, 1));
 	ASSERT_EQ(0, token_from_child(&ch, CHILD_TMO));	/* the first bytes arrived */
 	ASSERT_EQ(0, nt_dereg_mr(p.fd, s.handle));
@@ -2910,7 +2653,7 @@ TEST_F_TIMEOUT(p2p, other_port_behind_rnr, 120)
 {
 	uint64_t budget = retry_budget_us(self->rto_us, self->max_retries);
 	uint64_t t0, b2_us = 0, b1_us = 0;
-	struct card_stats s0, s1, sb0, sb1;
+	struct nt_card_stats s0, s1, sb0, sb1;
 	struct region s, r1, r2;
 	struct nt_port a, b1, b2;
 	struct nicoff_cqe q[2];
@@ -2926,23 +2669,23 @@ TEST_F_TIMEOUT(p2p, other_port_behind_rnr, 120)
 	ASSERT_EQ(0, region_new(&b1, &r1, NR_MSG, NICOFF_ACCESS_LOCAL_WRITE, GUARD));
 	ASSERT_EQ(0, region_new(&b2, &r2, 4096, NICOFF_ACCESS_LOCAL_WRITE, GUARD));
 	nt_fill_pattern(s.buf, NR_MSG, 66);
-	c = cmd_recv(1, r2.handle, 0, 4096, NICOFF_ANY, NICOFF_ANY, 0, 0);
+	nicoff_prep_recv(&c, r2.handle, 0, 4096, NICOFF_ANY, NICOFF_ANY, 0, 0, 1);
 	ASSERT_EQ(0, nt_submit(&b2, &c, 1));
 	ASSERT_EQ(0, wait_consumed(&b2, TMO));
 	/* Fill b1's unexpected budget (4 MiB, firmware-sim/card.c). */
 	for (k = 0; k < 4; k++) {
-		c = cmd_send(k, CARD_B, b1.po.port, s.handle, 0, NR_MSG, k);
+		nicoff_prep_send(&c, CARD_B, b1.po.port, s.handle, 0, NR_MSG, k, k);
 		ASSERT_EQ(0, nt_run_one(&a, &c, q, CHILD_TMO));
 		ASSERT_EQ(0, q[0].status) TH_LOG("message %u to b1", k);
 	}
-	ASSERT_EQ(0, nl_card(&self->nl, CARD_A, &s0));
-	ASSERT_EQ(0, nl_card(&self->nl, CARD_B, &sb0));
+	ASSERT_EQ(0, nt_nl_card(&self->nl, CARD_A, &s0));
+	ASSERT_EQ(0, nt_nl_card(&self->nl, CARD_B, &sb0));
 	/* The next one to b1 is refused; b2's goes right after it. */
 	t0 = nt_now_ns();
-	c = cmd_send(k, CARD_B, b1.po.port, s.handle, 0, NR_MSG, k);
+	nicoff_prep_send(&c, CARD_B, b1.po.port, s.handle, 0, NR_MSG, k, k);
 	ASSERT_EQ(0, nt_submit(&a, &c, 1));
 	nt_sleep_ms(5);
-	c = cmd_send(200, CARD_B, b2.po.port, s.handle, 0, 8, 200);
+	nicoff_prep_send(&c, CARD_B, b2.po.port, s.handle, 0, 8, 200, 200);
 	ASSERT_EQ(0, nt_submit(&a, &c, 1));
 	for (i = 0; i < 2; i++) {
 		ASSERT_EQ(1, nt_wait_cqes(&a, &q[i], 1, CHILD_TMO));
@@ -2972,8 +2715,8 @@ TEST_F_TIMEOUT(p2p, other_port_behind_rnr, 120)
 	EXPECT_EQ(-ENOBUFS, b1_status);
 	EXPECT_LE(budget * 9 / 10, b1_us);
 	EXPECT_GE(budget + FW_RTO_MAX_US + 5000000, b1_us);
-	ASSERT_EQ(0, nl_card(&self->nl, CARD_A, &s1));
-	ASSERT_EQ(0, nl_card(&self->nl, CARD_B, &sb1));
+	ASSERT_EQ(0, nt_nl_card(&self->nl, CARD_A, &s1));
+	ASSERT_EQ(0, nt_nl_card(&self->nl, CARD_B, &sb1));
 	EXPECT_LT(ST(sb0, RNR_DROPS), ST(sb1, RNR_DROPS));
 	TH_LOG("card A meanwhile: %llu timeouts, %llu packets sent again; card B: %llu refusals",
 	       (unsigned long long)(ST(s1, TIMEOUTS) - ST(s0, TIMEOUTS)),
@@ -2981,23 +2724,23 @@ TEST_F_TIMEOUT(p2p, other_port_behind_rnr, 120)
 	       (unsigned long long)(ST(sb1, RNR_DROPS) - ST(sb0, RNR_DROPS)));
 	/* b1's buffered messages are all still there, in order. */
 	for (i = 0; i < (int)k; i++) {
-		c = cmd_recv(10 + i, r1.handle, 0, NR_MSG, NICOFF_ANY, NICOFF_ANY, 0, 0);
+		nicoff_prep_recv(&c, r1.handle, 0, NR_MSG, NICOFF_ANY, NICOFF_ANY, 0, 0, 10 + i);
 		ASSERT_EQ(0, nt_run_one(&b1, &c, q, TMO));
 		EXPECT_EQ(0, q[0].status);
 		EXPECT_EQ(i, q[0].msg_tag);
 		EXPECT_EQ(-1, diff_pattern(r1.buf, NR_MSG, 66));
 	}
 	/* The pair b1 works again, and so does b2. */
-	c = cmd_recv(50, r1.handle, 0, NR_MSG, NICOFF_ANY, NICOFF_ANY, 0, 0);
+	nicoff_prep_recv(&c, r1.handle, 0, NR_MSG, NICOFF_ANY, NICOFF_ANY, 0, 0, 50);
 	ASSERT_EQ(0, nt_submit(&b1, &c, 1));
-	c = cmd_send(301, CARD_B, b1.po.port, s.handle, 0, 4096, 301);
+	nicoff_prep_send(&c, CARD_B, b1.po.port, s.handle, 0, 4096, 301, 301);
 	ASSERT_EQ(0, nt_run_one(&a, &c, q, TMO));
 	EXPECT_EQ(0, q[0].status);
 	ASSERT_EQ(0, wait1(&b1, q, TMO));
 	EXPECT_EQ(301, q[0].msg_tag);
-	c = cmd_recv(2, r2.handle, 0, 4096, NICOFF_ANY, NICOFF_ANY, 0, 0);
+	nicoff_prep_recv(&c, r2.handle, 0, 4096, NICOFF_ANY, NICOFF_ANY, 0, 0, 2);
 	ASSERT_EQ(0, nt_submit(&b2, &c, 1));
-	c = cmd_send(300, CARD_B, b2.po.port, s.handle, 0, 8, 300);
+	nicoff_prep_send(&c, CARD_B, b2.po.port, s.handle, 0, 8, 300, 300);
 	ASSERT_EQ(0, nt_run_one(&a, &c, q, TMO));
 	EXPECT_EQ(0, q[0].status);
 	ASSERT_EQ(0, wait1(&b2, q, TMO));

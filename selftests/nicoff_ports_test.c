@@ -23,11 +23,7 @@ FIXTURE(ports) {
 
 FIXTURE_SETUP(ports)
 {
-	int fd = nt_open_card(0);
-
-	ASSERT_LE(0, fd);
-	ASSERT_EQ(0, nt_query(fd, &self->q));
-	close(fd);
+	ASSERT_EQ(0, nt_query_card(0, &self->q));
 	self->pinned0 = nt_pinned_pages();
 	ASSERT_LE(0, self->pinned0);
 }
@@ -45,7 +41,7 @@ static void nop_on_all(struct __test_metadata *_metadata, struct nt_port *p, uns
 	for (i = 0; i < n; i++) {
 		struct nicoff_cmd c;
 
-		nt_make_nop(&c, tag0 + i);
+		nicoff_prep_nop(&c, tag0 + i);
 		ASSERT_EQ(0, nt_submit(&p[i], &c, 1)) TH_LOG("port %u", i);
 	}
 	for (i = 0; i < n; i++) {
@@ -111,22 +107,15 @@ TEST_F_TIMEOUT(ports, all_ports_of_a_card, 120)
 	/* The card is full. */
 	fd = nt_open_card(card);
 	ASSERT_LE(0, fd);
-	memset(&po, 0, sizeof(po));
-	po.abi_version = NICOFF_ABI_VERSION;
-	po.port = NICOFF_PORT_ANY;
-	po.cmd_entries = 2;
-	po.cq_entries = 2;
-	EXPECT_EQ(-EBUSY, nt_ioctl(fd, NICOFF_IOC_PORT_OPEN, &po));
-	po.port = n / 2;
-	EXPECT_EQ(-EADDRINUSE, nt_ioctl(fd, NICOFF_IOC_PORT_OPEN, &po));
+	EXPECT_EQ(-EBUSY, nt_port_open_fd(fd, NICOFF_PORT_ANY, 2, 2, NULL));
+	EXPECT_EQ(-EADDRINUSE, nt_port_open_fd(fd, n / 2, 2, 2, NULL));
 
 	nop_on_all(_metadata, p, n, 0);
 	nop_on_all(_metadata, p, n, 100000);
 
 	/* Free one in the middle: ANY now finds exactly that one. */
 	nt_port_close(&p[n / 2]);
-	po.port = NICOFF_PORT_ANY;
-	ASSERT_EQ(0, nt_ioctl(fd, NICOFF_IOC_PORT_OPEN, &po));
+	ASSERT_EQ(0, nt_port_open_fd(fd, NICOFF_PORT_ANY, 2, 2, &po));
 	EXPECT_EQ(n / 2, po.port);
 	close(fd);
 	for (i = 0; i < n; i++)

@@ -68,13 +68,13 @@ TEST_F(ring, nop)
 	uint64_t seed = 42;
 	unsigned int i;
 
-	nt_make_nop(&c[0], 0x1122334455667788ull);
+	nicoff_prep_nop(&c[0], 0x1122334455667788ull);
 	ASSERT_EQ(0, nt_run_one(&self->p, &c[0], &cqe[0], TMO));
 	EXPECT_CQE(cqe[0], 0x1122334455667788ull, NICOFF_OP_NOP, 0, 0);
 
 	/* A batch larger than the budget of one pass, arbitrary tags. */
 	for (i = 0; i < 200; i++)
-		nt_make_nop(&c[i], nt_rand64(&seed));
+		nicoff_prep_nop(&c[i], nt_rand64(&seed));
 	ASSERT_EQ(0, nt_submit(&self->p, c, 200));
 	ASSERT_EQ(200, nt_wait_cqes(&self->p, cqe, 200, TMO));
 	for (i = 0; i < 200; i++)
@@ -135,7 +135,7 @@ TEST_F_TIMEOUT(ring, copy_sizes_and_offsets, 120)
 				so = region - len;
 			if (d_o + len > region)
 				d_o = region - len;
-			nt_make_copy(&c, ++tag, hs, so, hd, d_o, len);
+			nicoff_prep_copy(&c, hs, so, hd, d_o, len, ++tag);
 			ASSERT_EQ(0, nt_run_one(&self->p, &c, &cqe, TMO));
 			EXPECT_CQE(cqe, tag, NICOFF_OP_COPY, 0, len);
 			EXPECT_EQ(0, memcmp(dst + d_o, src + so, len))
@@ -183,7 +183,7 @@ TEST_F(ring, copy_batch)
 		uint64_t n = 1 + nt_rand64(&seed) % 1024;
 		uint64_t so = nt_rand64(&seed) % (len - n);
 
-		nt_make_copy(&c[i], i, ha, so, hb, i * 1024, n);
+		nicoff_prep_copy(&c[i], ha, so, hb, i * 1024, n, i);
 		memcpy(ref + i * 1024, a + so, n);
 	}
 	ASSERT_EQ(0, nt_submit(&self->p, c, 256));
@@ -192,20 +192,20 @@ TEST_F(ring, copy_batch)
 		EXPECT_CQE(cqe[i], i, NICOFF_OP_COPY, 0, c[i].copy.len);
 	EXPECT_EQ(0, memcmp(ref, b, len));
 	/* Within one region, non-overlapping: second half from first half. */
-	nt_make_copy(&c[0], 7, ha, 0, ha, len / 2, len / 2);
+	nicoff_prep_copy(&c[0], ha, 0, ha, len / 2, len / 2, 7);
 	ASSERT_EQ(0, nt_run_one(&self->p, &c[0], &cqe[0], TMO));
 	EXPECT_CQE(cqe[0], 7, NICOFF_OP_COPY, 0, len / 2);
 	EXPECT_EQ(0, memcmp(a, a + len / 2, len / 2));
 	/* Zero bytes: nothing to do, also at the very end of a region. */
-	nt_make_copy(&c[0], 8, ha, len, hb, len, 0);
+	nicoff_prep_copy(&c[0], ha, len, hb, len, 0, 8);
 	ASSERT_EQ(0, nt_run_one(&self->p, &c[0], &cqe[0], TMO));
 	EXPECT_CQE(cqe[0], 8, NICOFF_OP_COPY, 0, 0);
 	/* The last byte of a region, and a whole region. */
-	nt_make_copy(&c[0], 9, hb, 0, ha, len - 1, 1);
+	nicoff_prep_copy(&c[0], hb, 0, ha, len - 1, 1, 9);
 	ASSERT_EQ(0, nt_run_one(&self->p, &c[0], &cqe[0], TMO));
 	EXPECT_CQE(cqe[0], 9, NICOFF_OP_COPY, 0, 1);
 	EXPECT_EQ(b[0], a[len - 1]);
-	nt_make_copy(&c[0], 10, ha, 0, hb, 0, len);
+	nicoff_prep_copy(&c[0], ha, 0, hb, 0, len, 10);
 	ASSERT_EQ(0, nt_run_one(&self->p, &c[0], &cqe[0], TMO));
 	EXPECT_CQE(cqe[0], 10, NICOFF_OP_COPY, 0, len);
 	EXPECT_EQ(0, memcmp(a, b, len));
@@ -244,47 +244,47 @@ TEST_F(ring, bad_descriptors)
 
 #define BAD(err) do { expect[n] = (err); c[n].tag = 0xbad0000 + n; n++; } while (0)
 	/* Unknown opcodes. */
-	nt_make_nop(&c[n], 0); c[n].opcode = NICOFF_OP_MAX; BAD(-EOPNOTSUPP);
-	nt_make_nop(&c[n], 0); c[n].opcode = 0x7f; BAD(-EOPNOTSUPP);
-	nt_make_nop(&c[n], 0); c[n].opcode = 0xfe; BAD(-EOPNOTSUPP);
-	nt_make_nop(&c[n], 0); c[n].opcode = NICOFF_OP_PORT_ERROR; BAD(-EOPNOTSUPP);
+	nicoff_prep_nop(&c[n], 0); c[n].opcode = NICOFF_OP_MAX; BAD(-EOPNOTSUPP);
+	nicoff_prep_nop(&c[n], 0); c[n].opcode = 0x7f; BAD(-EOPNOTSUPP);
+	nicoff_prep_nop(&c[n], 0); c[n].opcode = 0xfe; BAD(-EOPNOTSUPP);
+	nicoff_prep_nop(&c[n], 0); c[n].opcode = NICOFF_OP_PORT_ERROR; BAD(-EOPNOTSUPP);
 	/* Flags and reserved words of the command. */
-	nt_make_nop(&c[n], 0); c[n].flags = 1; BAD(-EINVAL);
-	nt_make_nop(&c[n], 0); c[n].flags = 0x80; BAD(-EINVAL);
-	nt_make_nop(&c[n], 0); c[n].reserved0 = 1; BAD(-EINVAL);
-	nt_make_nop(&c[n], 0); c[n].reserved1 = 0x80000000u; BAD(-EINVAL);
-	nt_make_copy(&c[n], 0, ha, 0, hb, 0, 16); c[n].flags = 2; BAD(-EINVAL);
-	nt_make_copy(&c[n], 0, ha, 0, hb, 0, 16); c[n].reserved1 = 1; BAD(-EINVAL);
-	nt_make_copy(&c[n], 0, ha, 0, hb, 0, 16); c[n].copy.reserved[0] = 1; BAD(-EINVAL);
-	nt_make_copy(&c[n], 0, ha, 0, hb, 0, 16); c[n].copy.reserved[1] = 1ull << 63;
+	nicoff_prep_nop(&c[n], 0); c[n].flags = 1; BAD(-EINVAL);
+	nicoff_prep_nop(&c[n], 0); c[n].flags = 0x80; BAD(-EINVAL);
+	nicoff_prep_nop(&c[n], 0); c[n].reserved0 = 1; BAD(-EINVAL);
+	nicoff_prep_nop(&c[n], 0); c[n].reserved1 = 0x80000000u; BAD(-EINVAL);
+	nicoff_prep_copy(&c[n], ha, 0, hb, 0, 16, 0); c[n].flags = 2; BAD(-EINVAL);
+	nicoff_prep_copy(&c[n], ha, 0, hb, 0, 16, 0); c[n].reserved1 = 1; BAD(-EINVAL);
+	nicoff_prep_copy(&c[n], ha, 0, hb, 0, 16, 0); c[n].copy.reserved[0] = 1; BAD(-EINVAL);
+	nicoff_prep_copy(&c[n], ha, 0, hb, 0, 16, 0); c[n].copy.reserved[1] = 1ull << 63;
 	BAD(-EINVAL);
 	/* Unknown regions. */
-	nt_make_copy(&c[n], 0, 0, 0, hb, 0, 16); BAD(-ENOENT);
-	nt_make_copy(&c[n], 0, ha, 0, 0, 0, 16); BAD(-ENOENT);
-	nt_make_copy(&c[n], 0, 999999, 0, hb, 0, 16); BAD(-ENOENT);
-	nt_make_copy(&c[n], 0, ha, 0, 0xffffffffu, 0, 16); BAD(-ENOENT);
-	nt_make_copy(&c[n], 0, hd, 0, hb, 0, 16); BAD(-ENOENT);
-	nt_make_copy(&c[n], 0, ha, 0, hd, 0, 16); BAD(-ENOENT);
+	nicoff_prep_copy(&c[n], 0, 0, hb, 0, 16, 0); BAD(-ENOENT);
+	nicoff_prep_copy(&c[n], ha, 0, 0, 0, 16, 0); BAD(-ENOENT);
+	nicoff_prep_copy(&c[n], 999999, 0, hb, 0, 16, 0); BAD(-ENOENT);
+	nicoff_prep_copy(&c[n], ha, 0, 0xffffffffu, 0, 16, 0); BAD(-ENOENT);
+	nicoff_prep_copy(&c[n], hd, 0, hb, 0, 16, 0); BAD(-ENOENT);
+	nicoff_prep_copy(&c[n], ha, 0, hd, 0, 16, 0); BAD(-ENOENT);
 	/* Out of bounds, including offset + len overflowing. */
-	nt_make_copy(&c[n], 0, ha, len - 15, hb, 0, 16); BAD(-ERANGE);
-	nt_make_copy(&c[n], 0, ha, 0, hb, len - 15, 16); BAD(-ERANGE);
-	nt_make_copy(&c[n], 0, ha, 0, hb, 0, len + 1); BAD(-ERANGE);
-	nt_make_copy(&c[n], 0, ha, len + 1, hb, 0, 0); BAD(-ERANGE);
-	nt_make_copy(&c[n], 0, ha, 0, hb, len + 1, 0); BAD(-ERANGE);
-	nt_make_copy(&c[n], 0, ha, UINT64_MAX, hb, 0, 2); BAD(-ERANGE);
-	nt_make_copy(&c[n], 0, ha, 0, hb, UINT64_MAX - 7, 16); BAD(-ERANGE);
-	nt_make_copy(&c[n], 0, ha, 1, hb, 0, UINT64_MAX); BAD(-ERANGE);
-	nt_make_copy(&c[n], 0, ha, 1ull << 63, hb, 1ull << 63, 1ull << 63); BAD(-ERANGE);
-	nt_make_copy(&c[n], 0, ha, 16, hb, 16, UINT64_MAX - 15); BAD(-ERANGE);
+	nicoff_prep_copy(&c[n], ha, len - 15, hb, 0, 16, 0); BAD(-ERANGE);
+	nicoff_prep_copy(&c[n], ha, 0, hb, len - 15, 16, 0); BAD(-ERANGE);
+	nicoff_prep_copy(&c[n], ha, 0, hb, 0, len + 1, 0); BAD(-ERANGE);
+	nicoff_prep_copy(&c[n], ha, len + 1, hb, 0, 0, 0); BAD(-ERANGE);
+	nicoff_prep_copy(&c[n], ha, 0, hb, len + 1, 0, 0); BAD(-ERANGE);
+	nicoff_prep_copy(&c[n], ha, UINT64_MAX, hb, 0, 2, 0); BAD(-ERANGE);
+	nicoff_prep_copy(&c[n], ha, 0, hb, UINT64_MAX - 7, 16, 0); BAD(-ERANGE);
+	nicoff_prep_copy(&c[n], ha, 1, hb, 0, UINT64_MAX, 0); BAD(-ERANGE);
+	nicoff_prep_copy(&c[n], ha, 1ull << 63, hb, 1ull << 63, 1ull << 63, 0); BAD(-ERANGE);
+	nicoff_prep_copy(&c[n], ha, 16, hb, 16, UINT64_MAX - 15, 0); BAD(-ERANGE);
 	/* Destination without LOCAL_WRITE (remote rights do not count). */
-	nt_make_copy(&c[n], 0, hb, 0, ha, 0, 16); BAD(-EACCES);
-	nt_make_copy(&c[n], 0, hb, 0, hc, 0, 16); BAD(-EACCES);
-	nt_make_copy(&c[n], 0, ha, 0, ha, 100, 1); BAD(-EACCES);
+	nicoff_prep_copy(&c[n], hb, 0, ha, 0, 16, 0); BAD(-EACCES);
+	nicoff_prep_copy(&c[n], hb, 0, hc, 0, 16, 0); BAD(-EACCES);
+	nicoff_prep_copy(&c[n], ha, 0, ha, 100, 1, 0); BAD(-EACCES);
 	nbad = n;
 	/* Valid ones: reading needs no right. */
-	nt_make_copy(&c[n], 0, hc, 0, hb, 0, 0); BAD(0);
-	nt_make_copy(&c[n], 0, ha, 0, hb, 0, 0); BAD(0);
-	nt_make_nop(&c[n], 0); BAD(0);
+	nicoff_prep_copy(&c[n], hc, 0, hb, 0, 0, 0); BAD(0);
+	nicoff_prep_copy(&c[n], ha, 0, hb, 0, 0, 0); BAD(0);
+	nicoff_prep_nop(&c[n], 0); BAD(0);
 #undef BAD
 
 	ASSERT_EQ(0, nt_stats(self->p.fd, &st0));
@@ -295,7 +295,7 @@ TEST_F(ring, bad_descriptors)
 		ASSERT_EQ(0, nt_run_one(&self->p, &c[i], &cqe[0], TMO)) TH_LOG("case %u", i);
 		EXPECT_EQ(expect[i], cqe[0].status) TH_LOG("case %u", i);
 		EXPECT_CQE(cqe[0], c[i].tag, c[i].opcode, expect[i], 0);
-		nt_make_nop(&nop, 0x600d0000 + i);
+		nicoff_prep_nop(&nop, 0x600d0000 + i);
 		ASSERT_EQ(0, nt_run_one(&self->p, &nop, &cqe[0], TMO));
 		EXPECT_CQE(cqe[0], nop.tag, NICOFF_OP_NOP, 0, 0);
 	}
@@ -308,7 +308,7 @@ TEST_F(ring, bad_descriptors)
 	/* All in one batch, interleaved with valid copies. */
 	for (i = 0; i < n; i++) {
 		batch[nb++] = c[i];
-		nt_make_copy(&batch[nb], 0xc0000 + i, ha, i * 64, hb, i * 64, 64);
+		nicoff_prep_copy(&batch[nb], ha, i * 64, hb, i * 64, 64, 0xc0000 + i);
 		nb++;
 	}
 	ASSERT_EQ(0, nt_submit(&self->p, batch, nb));
@@ -340,7 +340,7 @@ TEST_F(ring, copy_after_dereg)
 	memset(a, 1, PAGE);
 	ASSERT_EQ(0, nt_reg_mr(self->p.fd, a, PAGE, 0, &ha));
 	ASSERT_EQ(0, nt_reg_mr(self->p.fd, b, PAGE, NICOFF_ACCESS_LOCAL_WRITE, &hb));
-	nt_make_copy(&c, 1, ha, 0, hb, 0, PAGE);
+	nicoff_prep_copy(&c, ha, 0, hb, 0, PAGE, 1);
 	ASSERT_EQ(0, nt_run_one(&self->p, &c, &cqe, TMO));
 	EXPECT_CQE(cqe, 1, NICOFF_OP_COPY, 0, PAGE);
 	EXPECT_EQ(1, b[PAGE - 1]);
@@ -380,7 +380,7 @@ TEST_F(ring, copy_from_region_written_after_registration)
 	ASSERT_EQ(0, nt_reg_mr(self->p.fd, fresh, len, 0, &hs));
 	ASSERT_EQ(0, nt_reg_mr(self->p.fd, dst, len, NICOFF_ACCESS_LOCAL_WRITE, &hd));
 	nt_fill_pattern(fresh, len, 0x1234);
-	nt_make_copy(&c, 1, hs, 0, hd, 0, len);
+	nicoff_prep_copy(&c, hs, 0, hd, 0, len, 1);
 	ASSERT_EQ(0, nt_run_one(&self->p, &c, &cqe, TMO));
 	EXPECT_CQE(cqe, 1, NICOFF_OP_COPY, 0, len);
 	for (i = 0; i < len; i++)
@@ -404,7 +404,7 @@ TEST_F(ring, nop_with_operands)
 	unsigned int i;
 
 	for (i = 0; i < 6; i++) {
-		nt_make_nop(&c, 0x40 + i);
+		nicoff_prep_nop(&c, 0x40 + i);
 		c.raw[i] = 1ull << (i * 9);
 		ASSERT_EQ(0, nt_run_one(&self->p, &c, &cqe, TMO));
 		EXPECT_CQE(cqe, c.tag, NICOFF_OP_NOP, -EINVAL, 0);
@@ -476,7 +476,6 @@ TEST_F_TIMEOUT(bp, full_completion_ring, 120)
 {
 	const uint32_t total = 64 * 40;
 	struct nicoff_port_stats st;
-	struct nicoff_cmd c[64];
 	struct nicoff_cqe cqe[64];
 	unsigned char *seen = calloc(total, 1);
 	uint32_t posted = 0, done = 0, i;
@@ -484,16 +483,12 @@ TEST_F_TIMEOUT(bp, full_completion_ring, 120)
 
 	ASSERT_NE(NULL, seen);
 	/* Fill the command ring: all 64 are taken into the empty cq. */
-	for (i = 0; i < 64; i++)
-		nt_make_nop(&c[i], posted + i);
-	ASSERT_EQ(0, nt_submit(&self->p, c, 64));
+	ASSERT_EQ(0, nt_submit_nops(&self->p, 64, posted));
 	posted = 64;
 	ASSERT_EQ(64, wait_cq_level(&self->p, 64, TMO));
 	EXPECT_EQ(64, nt_load_acquire(&self->p.cmd_hdr->consumer));
 	/* Fill it again: the completion ring is full, nothing moves. */
-	for (i = 0; i < 64; i++)
-		nt_make_nop(&c[i], posted + i);
-	ASSERT_EQ(0, nt_submit(&self->p, c, 64));
+	ASSERT_EQ(0, nt_submit_nops(&self->p, 64, posted));
 	posted = 128;
 	nt_sleep_ms(200);
 	EXPECT_EQ(64, nt_load_acquire(&self->p.cq_hdr->producer));
@@ -515,9 +510,7 @@ TEST_F_TIMEOUT(bp, full_completion_ring, 120)
 		if (posted < total && space) {
 			uint32_t n = space < total - posted ? space : total - posted;
 
-			for (i = 0; i < n; i++)
-				nt_make_nop(&c[i], posted + i);
-			ASSERT_EQ(0, nt_submit(&self->p, c, n));
+			ASSERT_EQ(0, nt_submit_nops(&self->p, n, posted));
 			posted += n;
 		}
 		/* Never more completions than slots. */

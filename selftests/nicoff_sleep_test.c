@@ -38,19 +38,6 @@ FIXTURE_TEARDOWN(sleep)
 		EXPECT_EQ(0, nt_param_set("poll_usecs", self->saved));
 }
 
-/* Wait until the thread serving p has announced that it sleeps. */
-static bool wait_need_wakeup(struct nt_port *p, int ms)
-{
-	uint64_t end = nt_now_ns() + ms * 1000000ull;
-
-	while (!(nt_cmd_flags(p) & NICOFF_RING_NEED_WAKEUP)) {
-		if (nt_now_ns() >= end)
-			return false;
-		nt_sleep_ms(1);
-	}
-	return true;
-}
-
 /*
  * A firmware timer left by an earlier test (a delayed acknowledgement, a
  * dead peer's watchdog) may wake the thread between our look at the flag
@@ -70,9 +57,9 @@ TEST_F(sleep, idle_sets_need_wakeup)
 	ASSERT_EQ(0, nt_kick(self->p.fd));
 	for (i = 0; i < 50 && kicked < 3; i++) {
 		/* The doorbell sees the flag and kicks; the NOP completes. */
-		ASSERT_TRUE(wait_need_wakeup(&self->p, 5000));
+		ASSERT_TRUE(nt_wait_flag(&self->p, false, NICOFF_RING_NEED_WAKEUP, 5000));
 		before = self->p.kicks;
-		nt_make_nop(&c, 100 + i);
+		nicoff_prep_nop(&c, 100 + i);
 		ASSERT_EQ(0, nt_submit(&self->p, &c, 1));
 		kicked += self->p.kicks - before;
 		ASSERT_EQ(1, nt_wait_cqes(&self->p, &cqe, 1, TMO));
@@ -85,7 +72,7 @@ TEST_F(sleep, idle_sets_need_wakeup)
 	EXPECT_EQ(1 + kicked, st.kicks);
 	EXPECT_EQ(i, st.cmds);
 	/* And it goes back to sleep. */
-	EXPECT_TRUE(wait_need_wakeup(&self->p, 5000));
+	EXPECT_TRUE(nt_wait_flag(&self->p, false, NICOFF_RING_NEED_WAKEUP, 5000));
 }
 
 /* A port opened while the thread sleeps must ask for a kick at once. */
@@ -96,11 +83,11 @@ TEST_F(sleep, new_port_while_asleep)
 	struct nt_port q;
 
 	ASSERT_EQ(0, nt_kick(self->p.fd));
-	ASSERT_TRUE(wait_need_wakeup(&self->p, 5000));
+	ASSERT_TRUE(nt_wait_flag(&self->p, false, NICOFF_RING_NEED_WAKEUP, 5000));
 	nt_sleep_ms(50);
 	ASSERT_EQ(0, nt_port_open(&q, 0, NICOFF_PORT_ANY, 8, 8));
 	EXPECT_TRUE(nt_cmd_flags(&q) & NICOFF_RING_NEED_WAKEUP);
-	nt_make_nop(&c, 9);
+	nicoff_prep_nop(&c, 9);
 	EXPECT_EQ(0, nt_run_one(&q, &c, &cqe, TMO));
 	EXPECT_EQ(9, cqe.tag);
 	nt_port_close(&q);
@@ -138,7 +125,7 @@ TEST_F(sleep, poll_blocks_until_completion)
 	int ret, attempt;
 
 	ASSERT_EQ(0, nt_kick(self->p.fd));
-	ASSERT_TRUE(wait_need_wakeup(&self->p, 5000));
+	ASSERT_TRUE(nt_wait_flag(&self->p, false, NICOFF_RING_NEED_WAKEUP, 5000));
 	/* Nothing to report: poll sleeps the whole timeout. */
 	t0 = nt_now_ns();
 	EXPECT_EQ(0, poll(&pfd, 1, 200));
@@ -153,8 +140,8 @@ TEST_F(sleep, poll_blocks_until_completion)
 	 */
 	for (attempt = 1; attempt <= 5; attempt++) {
 		nt_sleep_ms(50);
-		ASSERT_TRUE(wait_need_wakeup(&self->p, 5000));
-		nt_make_nop(&c, 0x5133);
+		ASSERT_TRUE(nt_wait_flag(&self->p, false, NICOFF_RING_NEED_WAKEUP, 5000));
+		nicoff_prep_nop(&c, 0x5133);
 		nt_cmd_write(&self->p, &c);
 		nt_publish(&self->p);
 		ASSERT_EQ(0, pthread_create(&th, NULL, kick_later, &k));
@@ -214,7 +201,7 @@ TEST_F_TIMEOUT(sleep, doorbell_race, 120)
 		spin = nt_rand64(&seed) % 4 ? 0 : nt_rand64(&seed) % 20000;
 		while (spin--)
 			__asm__ __volatile__("" ::: "memory");
-		nt_make_nop(&c, i);
+		nicoff_prep_nop(&c, i);
 		ASSERT_EQ(0, nt_submit(&self->p, &c, 1));
 		got = nt_wait_cqes(&self->p, &cqe, 1, 5000);
 		if (got != 1) {
@@ -249,7 +236,7 @@ TEST_F(sleep, awake_thread_needs_no_kick)
 		nt_sleep_ms(1);
 	ASSERT_FALSE(nt_cmd_flags(&self->p) & NICOFF_RING_NEED_WAKEUP);
 	for (i = 0; i < 20; i++) {
-		nt_make_nop(&c, i);
+		nicoff_prep_nop(&c, i);
 		ASSERT_EQ(0, nt_run_one(&self->p, &c, &cqe, TMO));
 		EXPECT_EQ(i, cqe.tag);
 	}
@@ -258,7 +245,7 @@ TEST_F(sleep, awake_thread_needs_no_kick)
 	EXPECT_EQ(1, st.kicks);
 	/* Back to a short poll time: the thread sleeps again soon. */
 	ASSERT_EQ(0, nt_param_set("poll_usecs", 10));
-	EXPECT_TRUE(wait_need_wakeup(&self->p, 5000));
+	EXPECT_TRUE(nt_wait_flag(&self->p, false, NICOFF_RING_NEED_WAKEUP, 5000));
 }
 
 TEST_HARNESS_MAIN

@@ -38,22 +38,6 @@ static int become_user(const gid_t *groups, size_t n)
 	return 0;
 }
 
-static int run_child(int (*fn)(void))
-{
-	int status;
-	pid_t pid;
-
-	fflush(NULL);
-	pid = fork();
-	if (pid < 0)
-		return -1;
-	if (!pid)
-		_exit(fn());
-	if (waitpid(pid, &status, 0) != pid)
-		return -1;
-	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
 /* A member of the group: opens a port, pins up to its limit and no further. */
 static int member(void)
 {
@@ -112,12 +96,12 @@ FIXTURE_TEARDOWN(unpriv)
 
 TEST_F(unpriv, group_member_opens_within_memlock)
 {
-	EXPECT_EQ(0, run_child(member));
+	EXPECT_EQ(0, nt_run_child(member));
 }
 
 TEST_F(unpriv, others_refused)
 {
-	EXPECT_EQ(0, run_child(stranger));
+	EXPECT_EQ(0, nt_run_child(stranger));
 }
 
 TEST_HARNESS_MAIN

@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 
 #include "nicoff_util.h"
 
@@ -32,6 +33,17 @@ int nt_query(int fd, struct nicoff_query *q)
 {
 	memset(q, 0, sizeof(*q));
 	return nt_ioctl(fd, NICOFF_IOC_QUERY, q);
+}
+
+int nt_query_card(int card, struct nicoff_query *q)
+{
+	int fd = nt_open_card(card), ret;
+
+	if (fd < 0)
+		return fd;
+	ret = nt_query(fd, q);
+	close(fd);
+	return ret;
 }
 
 int nt_port_open_fd(int fd, uint32_t port, uint32_t cmd_entries, uint32_t cq_entries,
@@ -84,6 +96,12 @@ int nt_kick(int fd)
 	return ioctl(fd, NICOFF_IOC_KICK) ? -errno : 0;
 }
 
+void *nt_map_ring(int fd, const struct nicoff_port_open *po, bool cq)
+{
+	return mmap(NULL, cq ? po->cq_size : po->cmd_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+		    cq ? po->cq_offset : po->cmd_offset);
+}
+
 int nt_port_open(struct nt_port *p, int card, uint32_t port, uint32_t cmd_entries,
 		 uint32_t cq_entries)
 {
@@ -100,15 +118,13 @@ int nt_port_open(struct nt_port *p, int card, uint32_t port, uint32_t cmd_entrie
 	ret = nt_port_open_fd(p->fd, port, cmd_entries, cq_entries, &p->po);
 	if (ret)
 		goto fail;
-	m = mmap(NULL, p->po.cmd_size, PROT_READ | PROT_WRITE, MAP_SHARED, p->fd,
-		 p->po.cmd_offset);
+	m = nt_map_ring(p->fd, &p->po, false);
 	if (m == MAP_FAILED) {
 		ret = -errno;
 		goto fail;
 	}
 	p->cmd_hdr = m;
-	m = mmap(NULL, p->po.cq_size, PROT_READ | PROT_WRITE, MAP_SHARED, p->fd,
-		 p->po.cq_offset);
+	m = nt_map_ring(p->fd, &p->po, true);
 	if (m == MAP_FAILED) {
 		ret = -errno;
 		goto fail;
@@ -138,6 +154,18 @@ void nt_port_close(struct nt_port *p)
 	if (p->fd >= 0)
 		close(p->fd);
 	p->fd = -1;
+}
+
+bool nt_wait_flag(const struct nt_port *p, bool cq, uint32_t flag, int ms)
+{
+	uint64_t end = nt_now_ns() + ms * 1000000ull;
+
+	while (!((cq ? nt_cq_flags(p) : nt_cmd_flags(p)) & flag)) {
+		if (nt_now_ns() >= end)
+			return false;
+		nt_sleep_ms(1);
+	}
+	return true;
 }
 
 uint32_t nt_cmd_space(const struct nt_port *p)
@@ -186,6 +214,23 @@ int nt_submit(struct nt_port *p, const struct nicoff_cmd *c, uint32_t n)
 		return -ENOSPC;
 	for (i = 0; i < n; i++)
 		nt_cmd_write(p, &c[i]);
+	nt_publish(p);
+	ret = nt_doorbell(p);
+	return ret < 0 ? ret : 0;
+}
+
+int nt_submit_nops(struct nt_port *p, uint32_t n, uint64_t tag0)
+{
+	struct nicoff_cmd c;
+	uint32_t i;
+	int ret;
+
+	if (n > nt_cmd_space(p))
+		return -ENOSPC;
+	for (i = 0; i < n; i++) {
+		nicoff_prep_nop(&c, tag0 + i);
+		nt_cmd_write(p, &c);
+	}
 	nt_publish(p);
 	ret = nt_doorbell(p);
 	return ret < 0 ? ret : 0;
@@ -252,26 +297,6 @@ int nt_wait_cqes(struct nt_port *p, struct nicoff_cqe *out, uint32_t n, int time
 	return got;
 }
 
-void nt_make_nop(struct nicoff_cmd *c, uint64_t tag)
-{
-	memset(c, 0, sizeof(*c));
-	c->opcode = NICOFF_OP_NOP;
-	c->tag = tag;
-}
-
-void nt_make_copy(struct nicoff_cmd *c, uint64_t tag, uint32_t src_mr, uint64_t src_off,
-		  uint32_t dst_mr, uint64_t dst_off, uint64_t len)
-{
-	memset(c, 0, sizeof(*c));
-	c->opcode = NICOFF_OP_COPY;
-	c->tag = tag;
-	c->copy.src_mr = src_mr;
-	c->copy.src_off = src_off;
-	c->copy.dst_mr = dst_mr;
-	c->copy.dst_off = dst_off;
-	c->copy.len = len;
-}
-
 int nt_run_one(struct nt_port *p, const struct nicoff_cmd *c, struct nicoff_cqe *cqe,
 	       int timeout_ms)
 {
@@ -286,23 +311,30 @@ int nt_run_one(struct nt_port *p, const struct nicoff_cmd *c, struct nicoff_cqe 
 	return ret == 1 ? 0 : -ETIMEDOUT;
 }
 
-static int nt_read_ull(const char *path, unsigned long long *v)
+ssize_t nt_read_file(const char *path, char *buf, size_t size)
 {
-	char buf[64];
 	ssize_t n;
 	int fd;
 
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	n = read(fd, buf, sizeof(buf) - 1);
-	if (n < 0) {
+	n = read(fd, buf, size - 1);
+	if (n < 0)
 		n = -errno;
-		close(fd);
-		return n;
-	}
 	close(fd);
-	buf[n] = 0;
+	buf[n < 0 ? 0 : n] = 0;
+	return n;
+}
+
+static int nt_read_ull(const char *path, unsigned long long *v)
+{
+	char buf[64];
+	ssize_t n = nt_read_file(path, buf, sizeof(buf));
+
+	*v = 0;
+	if (n < 0)
+		return (int)n;
 	errno = 0;
 	*v = strtoull(buf, NULL, 0);
 	return errno ? -errno : 0;
@@ -413,6 +445,22 @@ void nt_fill_pattern(void *buf, size_t len, uint64_t seed)
 			r = nt_rand64(&s);
 		b[i] = r >> ((i & 7) * 8);
 	}
+}
+
+int nt_run_child(int (*fn)(void))
+{
+	int status;
+	pid_t pid;
+
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (!pid)
+		_exit(fn());
+	if (waitpid(pid, &status, 0) != pid)
+		return -1;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
 int nt_kmsg_open(void)

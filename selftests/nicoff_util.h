@@ -18,6 +18,7 @@
 #include <sys/types.h>
 
 #include <uapi/nicoff.h>
+#include <nicoff/prep.h>
 
 #define NT_PINNED_PAGES_PATH "/sys/class/nicoff/pinned_pages"
 #define NT_PARAM_DIR "/sys/module/nicoff/parameters/"
@@ -41,6 +42,8 @@ struct nt_port {
 /* Files and ioctls. */
 int nt_open_card(int card);
 int nt_query(int fd, struct nicoff_query *q);
+/* Open a card, query it and close it again. */
+int nt_query_card(int card, struct nicoff_query *q);
 int nt_port_open_fd(int fd, uint32_t port, uint32_t cmd_entries, uint32_t cq_entries,
 		    struct nicoff_port_open *out);
 int nt_reg_mr(int fd, const void *addr, uint64_t len, uint32_t access, uint32_t *handle);
@@ -49,6 +52,8 @@ int nt_stats(int fd, struct nicoff_port_stats *st);
 int nt_kick(int fd);
 int nt_ioctl(int fd, unsigned long req, void *arg);	/* 0 or -errno */
 
+/* Map a port's command ring (cq false) or completion ring; MAP_FAILED or it. */
+void *nt_map_ring(int fd, const struct nicoff_port_open *po, bool cq);
 /* Open a card, make the file a port and map both rings. */
 int nt_port_open(struct nt_port *p, int card, uint32_t port, uint32_t cmd_entries,
 		 uint32_t cq_entries);
@@ -81,6 +86,13 @@ static inline uint32_t nt_cq_flags(const struct nt_port *p)
 	return __atomic_load_n(&p->cq_hdr->flags, __ATOMIC_ACQUIRE);
 }
 
+/*
+ * Wait up to ms for flag in the flags of the completion ring (cq) or of
+ * the command ring (NEED_WAKEUP: the thread serving p announced it
+ * sleeps); true if it came.
+ */
+bool nt_wait_flag(const struct nt_port *p, bool cq, uint32_t flag, int ms);
+
 /* Free command slots, from the card's published consumer index. */
 uint32_t nt_cmd_space(const struct nt_port *p);
 /* Commands published but not yet taken by the card. */
@@ -96,6 +108,8 @@ void nt_publish(struct nt_port *p);
 int nt_doorbell(struct nt_port *p);
 /* Write, publish and ring the doorbell for n descriptors (must fit). */
 int nt_submit(struct nt_port *p, const struct nicoff_cmd *c, uint32_t n);
+/* The same for n NOPs tagged tag0, tag0 + 1, ... */
+int nt_submit_nops(struct nt_port *p, uint32_t n, uint64_t tag0);
 
 /* Completions available (producer - our consumer). */
 uint32_t nt_cq_ready(const struct nt_port *p);
@@ -112,13 +126,22 @@ int nt_reap(struct nt_port *p, struct nicoff_cqe *out, uint32_t max);
  */
 int nt_wait_cqes(struct nt_port *p, struct nicoff_cqe *out, uint32_t n, int timeout_ms);
 
-/* Descriptor builders. */
-void nt_make_nop(struct nicoff_cmd *c, uint64_t tag);
-void nt_make_copy(struct nicoff_cmd *c, uint64_t tag, uint32_t src_mr, uint64_t src_off,
-		  uint32_t dst_mr, uint64_t dst_off, uint64_t len);
+/*
+ * A command built by nicoff_prep_<op>() of <nicoff/prep.h>, as a value: for
+ * tables and initialisers, e.g. NT_CMD(send, card, port, mr, off, len,
+ * msg_tag, tag).
+ */
+#define NT_CMD(op, ...) ({ \
+	struct nicoff_cmd nt_cmd_; \
+	nicoff_prep_##op(&nt_cmd_, __VA_ARGS__); \
+	nt_cmd_; \
+})
 /* Post one command and wait for its completion (timeout_ms); 0 or -errno. */
 int nt_run_one(struct nt_port *p, const struct nicoff_cmd *c, struct nicoff_cqe *cqe,
 	       int timeout_ms);
+
+/* Read up to size - 1 bytes of a file into buf, NUL-terminated; the length or -errno. */
+ssize_t nt_read_file(const char *path, char *buf, size_t size);
 
 /* /sys/class/nicoff/pinned_pages, or -1. */
 long long nt_pinned_pages(void);
@@ -150,6 +173,12 @@ void nt_fill_pattern(void *buf, size_t len, uint64_t seed);
  */
 int nt_kmsg_open(void);
 int nt_kmsg_splat(int fd, char *line, size_t len);
+
+/*
+ * Run fn in a forked child (stdio flushed first): its exit code, 128 + the
+ * signal that killed it, or -1 if it could not be run.
+ */
+int nt_run_child(int (*fn)(void));
 
 /*
  * In a forked child whose function returns its exit code: report a failed

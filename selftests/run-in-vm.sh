@@ -125,23 +125,22 @@ for v in NICOFF_FUZZ_SEED NICOFF_FUZZ_SECS NICOFF_FUZZ_WORKERS; do
 	[[ ${!v} =~ ^(0[xX])?[0-9a-fA-F]+$ ]] || { echo "run-in-vm.sh: $v: not a number" >&2; exit 2; }
 	envs+="$v=${!v} "
 done
-cmds=()
-for ((r = 1; r <= repeat; r++)); do
-	for n in "${names[@]}"; do
-		cmds+=(--cmd "${envs}nicoff-selftest $n")
+# The guest commands running the tests named "$@", --repeat times.
+test_cmds() {
+	local r n
+	for ((r = 1; r <= repeat; r++)); do
+		for n in "$@"; do
+			printf '%s\0' --cmd "${envs}nicoff-selftest $n"
+		done
 	done
-done
+}
+mapfile -d '' -t cmds < <(test_cmds "${names[@]}")
 ko=/$(basename "$module")
 for n in "${names1k[@]}"; do
 	cmds+=(--cmd "rmmod nicoff && insmod $ko nics=1024 && nicoff-selftest $n; rc=\$?; \
 rmmod nicoff; insmod $ko; exit \$rc")
 done
-cmds_nd=()
-for ((r = 1; r <= repeat; r++)); do
-	for n in "${names_nd[@]}"; do
-		cmds_nd+=(--cmd "${envs}nicoff-selftest $n")
-	done
-done
+mapfile -d '' -t cmds_nd < <(test_cmds "${names_nd[@]}")
 
 # The console log, for the summary: run.sh's --log if given, else ours; the
 # second boot's goes beside it (.nodebug).

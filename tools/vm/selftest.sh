@@ -112,16 +112,22 @@ EOF
 # Failures after control and NUL bytes (GNU grep would call the log binary).
 scan_case "failure after a control byte" 1 "$(boot_log "$(printf 'garbage \001 here')")
 $(printf '[   41.5] BUG kmalloc-64 (Not tainted): Poison overwritten')"
-f=$tmp/nul.log
-{
-	boot_log 'x'
-	printf 'serial noise \000\000 then\r\n'
-	printf '[   41.6] rcu: INFO: rcu_sched self-detected stall on CPU\r\n'
-} >"$f"
-out=$("$run" --scan-log "$f" 2>&1)
-rc=$?
-if ((rc == 1)); then ok "scan: failure after NUL bytes and CRs (exit 1)"; else not_ok "scan: failure after NUL bytes and CRs: exit $rc, want 1"; fi
-indent <<<"$out"
+# A boot log with NUL bytes and CRs, then the line $3 if given: run.sh
+# --scan-log must exit $2.
+nul_case() {
+	local f=$tmp/nul-$2.log out rc
+	{
+		boot_log 'x'
+		printf 'serial noise \000\000 then\r\n'
+		[[ -z ${3:-} ]] || printf '%s\r\n' "$3"
+	} >"$f"
+	out=$("$run" --scan-log "$f" 2>&1)
+	rc=$?
+	if ((rc == $2)); then ok "scan: $1 (exit $2)"; else not_ok "scan: $1: exit $rc, want $2"; fi
+	indent <<<"$out"
+}
+nul_case "failure after NUL bytes and CRs" 1 \
+	'[   41.6] rcu: INFO: rcu_sched self-detected stall on CPU'
 
 # --- 2. clean logs ---------------------------------------------------------
 scan_case "clean boot with the expected taint lines" 0 "$(boot_log '[   12.0] nicoff: 8 cards, 1 card thread')"
@@ -129,15 +135,7 @@ scan_case "echo of a command quoting patterns" 0 "$(boot_log "=== vm: running: d
 scan_case "test names near the patterns" 0 "$(boot_log 'ok 3 kill.stalled_full_rings
 ok 4 barrier.detected_stalls_none
 # BUG_ON free: 0 of 0')"
-f=$tmp/clean-nul.log
-{
-	boot_log 'x'
-	printf 'serial noise \000\000 then\r\n'
-} >"$f"
-out=$("$run" --scan-log "$f" 2>&1)
-rc=$?
-if ((rc == 0)); then ok "scan: clean log with NUL bytes and CRs (exit 0)"; else not_ok "scan: clean log with NUL bytes and CRs: exit $rc, want 0"; fi
-indent <<<"$out"
+nul_case "clean log with NUL bytes and CRs" 0
 
 # --- 3. and 4. the kmsg route, end to end ------------------------------------
 kernel=${KERNEL:-${VMLINUZ:-}}

@@ -19,12 +19,16 @@
 #define NICOFF_BENCH_BENCH_HPP
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <new>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include <sys/types.h>
 
 namespace nicoff::bench {
 
@@ -109,6 +113,56 @@ struct Summary {
     std::size_t n = 0;
 };
 Summary summarize(std::vector<double> samples);
+
+// A suite's failure: std::system_error(err, what), which main() reports.
+[[noreturn]] void fail(int err, const std::string &what);
+
+// ------------------------------------------------------- multi-process --
+// A suite that forks its ranks or contenders puts what they share in a
+// SharedMem<T> and runs them as Children.
+
+// Anonymous MAP_SHARED memory; map_shared() throws on failure.
+void *map_shared(std::size_t bytes);
+void unmap_shared(void *p, std::size_t bytes) noexcept;
+
+// One value-initialised T that forked processes see as it is now.
+template <class T>
+class SharedMem {
+public:
+    SharedMem() : p_(new (map_shared(sizeof(T))) T{}) {}
+    ~SharedMem() {
+        p_->~T();
+        unmap_shared(p_, sizeof(T));
+    }
+    SharedMem(const SharedMem &) = delete;
+    SharedMem &operator=(const SharedMem &) = delete;
+    T *get() const noexcept { return p_; }
+    T *operator->() const noexcept { return p_; }
+
+private:
+    T *p_;
+};
+
+// The forked processes of one run; any not reaped are killed on
+// destruction (a suite that throws leaves none behind).
+class Children {
+public:
+    enum class Outcome { ok, failed, timed_out };
+    Children() = default;
+    ~Children();
+    Children(const Children &) = delete;
+    Children &operator=(const Children &) = delete;
+    // Runs body in a new process, which exits with what body returns (1 if
+    // it throws: the exception's message goes to stderr).
+    void spawn(const std::function<int()> &body);
+    // Waits for every child.  The first to fail (non-zero exit or signal),
+    // or timeout_s (0: none) running out, gets the others killed: they
+    // would wait for it forever.
+    Outcome reap(double timeout_s = 0);
+
+private:
+    std::vector<pid_t> pids_;
+};
 
 } // namespace nicoff::bench
 

@@ -2,11 +2,20 @@
 #include "bench.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
+#include <exception>
 #include <numeric>
 #include <stdexcept>
+#include <system_error>
+#include <thread>
+
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 namespace nicoff::bench {
 
@@ -220,6 +229,80 @@ Summary summarize(std::vector<double> v) {
     s.min = v.front();
     s.max = v.back();
     return s;
+}
+
+void fail(int err, const std::string &what) {
+    throw std::system_error(err, std::generic_category(), what);
+}
+
+// ----------------------------------------------------------- processes --
+
+void *map_shared(std::size_t bytes) {
+    void *p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        fail(errno, "mmap");
+    return p;
+}
+
+void unmap_shared(void *p, std::size_t bytes) noexcept { ::munmap(p, bytes); }
+
+void Children::spawn(const std::function<int()> &body) {
+    // Nothing buffered may be written twice, by the child too.
+    std::fflush(nullptr);
+    const pid_t pid = ::fork();
+    if (pid < 0)
+        fail(errno, "fork");
+    if (pid > 0) {
+        pids_.push_back(pid);
+        return;
+    }
+    int code = 1;
+    try {
+        code = body();
+    } catch (const std::exception &e) {
+        std::fprintf(stderr, "nicoff-bench: child %d: %s\n", static_cast<int>(::getpid()),
+                     e.what());
+    }
+    std::fflush(nullptr);
+    ::_exit(code);
+}
+
+Children::Outcome Children::reap(double timeout_s) {
+    const std::uint64_t deadline =
+        timeout_s > 0 ? now_ns() + static_cast<std::uint64_t>(timeout_s * 1e9) : 0;
+    Outcome out = Outcome::ok;
+    bool killed = false;
+    while (!pids_.empty()) {
+        int st = 0;
+        // Without a deadline, sleep in waitpid() rather than poll: the
+        // ranks being timed share the CPUs with this process.
+        const pid_t p = ::waitpid(-1, &st, deadline ? WNOHANG : 0);
+        if (p < 0 && errno != EINTR)
+            break;
+        const auto it = std::find(pids_.begin(), pids_.end(), p);
+        if (p > 0 && it != pids_.end()) {
+            pids_.erase(it);
+            if ((!WIFEXITED(st) || WEXITSTATUS(st)) && out == Outcome::ok)
+                out = Outcome::failed;
+        }
+        if (!killed && out == Outcome::ok && deadline && now_ns() > deadline)
+            out = Outcome::timed_out;
+        if (!killed && out != Outcome::ok) {
+            for (const pid_t q : pids_)
+                ::kill(q, SIGKILL);
+            killed = true;
+        }
+        if (p == 0)
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return out;
+}
+
+Children::~Children() {
+    for (const pid_t p : pids_)
+        ::kill(p, SIGKILL);
+    for (const pid_t p : pids_)
+        ::waitpid(p, nullptr, 0);
 }
 
 } // namespace nicoff::bench

@@ -64,10 +64,6 @@ namespace {
 constexpr std::size_t page = 4096;
 constexpr std::uint32_t max_nodes = 16;
 
-[[noreturn]] void fail(int err, const std::string &what) {
-    throw std::system_error(err, std::generic_category(), what);
-}
-
 struct PageBuf {
     std::byte *p;
     PageBuf() : p(static_cast<std::byte *>(::operator new (page, std::align_val_t{page}))) {
@@ -323,20 +319,6 @@ struct LockShared {
 
 enum class LockKind { mcs, tas };
 
-struct Shm {
-    LockShared *sh;
-    Shm() {
-        void *p = ::mmap(nullptr, sizeof(LockShared), PROT_READ | PROT_WRITE,
-                         MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-        if (p == MAP_FAILED)
-            fail(errno, "mmap");
-        sh = new (p) LockShared{};
-    }
-    ~Shm() { ::munmap(sh, sizeof(LockShared)); }
-    Shm(const Shm &) = delete;
-    Shm &operator=(const Shm &) = delete;
-};
-
 void busy_delay(std::uint64_t us) {
     if (!us)
         return;
@@ -383,9 +365,8 @@ private:
     std::thread thread_;
 };
 
-[[noreturn]] void contender(LockShared *sh, std::uint32_t rank, std::uint32_t n, std::uint32_t card,
-                            LockKind kind, bool host, std::uint64_t warmup, std::uint64_t iters,
-                            int cpu) {
+int contender(LockShared *sh, std::uint32_t rank, std::uint32_t n, std::uint32_t card,
+              LockKind kind, bool host, std::uint64_t warmup, std::uint64_t iters, int cpu) {
     int code = 0;
     try {
         if (cpu >= 0)
@@ -459,56 +440,36 @@ private:
         sh->stop = 1;
         code = 1;
     }
-    std::fflush(nullptr);
-    ::_exit(code);
+    return code;
 }
 
-std::vector<pid_t> spawn_contenders(LockShared *sh, std::uint32_t n, std::uint32_t home,
-                                    std::uint32_t ncards, LockKind kind, bool host,
-                                    std::uint64_t warmup, std::uint64_t iters, int cpu) {
-    std::vector<pid_t> pids;
-    for (std::uint32_t r = 0; r < n; r++) {
-        const pid_t pid = ::fork();
-        if (pid < 0)
-            fail(errno, "fork");
-        if (pid == 0)
-            contender(sh, r, n, requester_card(r, home, ncards), kind, host, warmup, iters, cpu);
-        pids.push_back(pid);
-    }
-    return pids;
+void spawn_contenders(Children &kids, LockShared *sh, std::uint32_t n, std::uint32_t home,
+                      std::uint32_t ncards, LockKind kind, bool host, std::uint64_t warmup,
+                      std::uint64_t iters, int cpu) {
+    for (std::uint32_t r = 0; r < n; r++)
+        kids.spawn([=] {
+            return contender(sh, r, n, requester_card(r, home, ncards), kind, host, warmup, iters,
+                             cpu);
+        });
 }
 
 // Waits for the contenders.  Once one fails (or after timeout_s) the others
-// may wait for a lock that will never come: they are killed.
-void reap(const std::vector<pid_t> &pids, LockShared *sh, double timeout_s = 300) {
-    const std::uint64_t deadline = now_ns() + static_cast<std::uint64_t>(timeout_s * 1e9);
-    std::vector<bool> done(pids.size());
-    std::size_t left = pids.size();
-    bool bad = false, killed = false;
-    while (left) {
-        for (std::size_t i = 0; i < pids.size(); i++) {
-            int st = 0;
-            if (done[i] || ::waitpid(pids[i], &st, WNOHANG) != pids[i])
-                continue;
-            done[i] = true;
-            left--;
-            bad |= !WIFEXITED(st) || WEXITSTATUS(st) != 0;
-        }
-        if (left && !killed && (bad || now_ns() > deadline)) {
-            for (std::size_t i = 0; i < pids.size(); i++)
-                if (!done[i])
-                    ::kill(pids[i], SIGKILL);
-            killed = true;
-            if (!sh->error[0])
-                std::snprintf(sh->error, sizeof(sh->error), "no progress for %.0f s", timeout_s);
-        }
-        if (left)
-            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+// may wait for a lock that will never come: they are killed.  A failure is
+// a note on stderr and false: a starved VM can time a card out (rto_usecs,
+// max_retries), and the point is better reported missing than the suite
+// lost.  Two holders at once fail the suite.
+bool reaped(Children &kids, LockShared *sh, const std::string &what, double timeout_s = 300) {
+    const Children::Outcome out = kids.reap(timeout_s);
+    if (out == Children::Outcome::timed_out && !sh->error[0])
+        std::snprintf(sh->error, sizeof(sh->error), "no progress for %.0f s", timeout_s);
+    if (out != Children::Outcome::ok) {
+        std::fprintf(stderr, "nicoff-bench: note: %s: lock contender failed: %s\n", what.c_str(),
+                     sh->error);
+        return false;
     }
-    if (bad || killed)
-        fail(EIO, std::string("lock contender failed: ") + sh->error);
     if (sh->violations)
         fail(EPROTO, "two holders of the lock at once");
+    return true;
 }
 
 void locks(Context &ctx, std::uint32_t home_card, std::uint32_t ncards) {
@@ -529,31 +490,24 @@ void locks(Context &ctx, std::uint32_t home_card, std::uint32_t ncards) {
     for (std::uint32_t n = 1; n <= max_c; n++) {
         for (const LockMethod &lm : lms) {
             Home home(home_card, Method{lm.name, lm.host, mode}, spin);
-            Shm shm;
-            shm.sh->word = home.word(0, 8);
-            shm.sh->node_mode = mode;
-            shm.sh->node_spin_us = static_cast<std::uint64_t>(spin.count());
-            const auto pids = spawn_contenders(shm.sh, n, home_card, ncards, lm.kind, lm.host,
-                                               iters / 10, iters, -1);
-            try {
-                reap(pids, shm.sh);
-            } catch (const std::system_error &e) {
-                // A starved VM can time a card out (rto_usecs, max_retries):
-                // report the point as missing rather than lose the suite.
-                if (e.code().value() == EPROTO)
-                    throw;
-                std::fprintf(stderr, "nicoff-bench: note: lock %s with %u contenders: %s\n",
-                             lm.name, n, e.what());
+            SharedMem<LockShared> shm;
+            shm->word = home.word(0, 8);
+            shm->node_mode = mode;
+            shm->node_spin_us = static_cast<std::uint64_t>(spin.count());
+            Children kids;
+            spawn_contenders(kids, shm.get(), n, home_card, ncards, lm.kind, lm.host, iters / 10,
+                             iters, -1);
+            if (!reaped(kids, shm.get(),
+                        "lock " + std::string(lm.name) + " with " + std::to_string(n) +
+                            " contenders"))
                 continue;
-            }
             if (home.u64(0) != 0)
                 fail(EPROTO, "lock word not free after the run");
             std::uint64_t total = 0;
             for (std::uint32_t r = 0; r < n; r++)
-                total += shm.sh->ops[r];
-            const double secs = shm.sh->lat_us * 1e-6 * static_cast<double>(iters + iters / 10);
-            ctx.add(
-                node_record(ctx, "lock", lm.name, "latency_us", shm.sh->lat_us, "us", n, iters));
+                total += shm->ops[r];
+            const double secs = shm->lat_us * 1e-6 * static_cast<double>(iters + iters / 10);
+            ctx.add(node_record(ctx, "lock", lm.name, "latency_us", shm->lat_us, "us", n, iters));
             ctx.add(node_record(ctx, "lock", lm.name, "ops_per_s",
                                 secs > 0 ? static_cast<double>(total) / secs : 0, "ops/s", n,
                                 total));
@@ -604,31 +558,17 @@ void pin_card_threads(int cpu) {
 // round trip, and spin like the paused locker in quiet blocks.  What the
 // counter loses to it is what any such activity on the other vCPU costs a
 // vCPU of this emulation: both are threads of one QEMU on the same host.
-std::vector<pid_t> spawn_control(LockShared *sh, int cpu) {
+void spawn_control(Children &kids, LockShared *sh, int cpu) {
     int ping[2], pong[2];
     if (::pipe(ping) || ::pipe(pong))
         fail(errno, "pipe");
-    std::vector<pid_t> pids;
-    for (int who = 0; who < 2; who++) {
-        const pid_t pid = ::fork();
-        if (pid < 0)
-            fail(errno, "fork");
-        if (pid > 0) {
-            pids.push_back(pid);
-            continue;
-        }
+    // The locker's rhythm.
+    kids.spawn([&] {
         pin_self(cpu);
-        char b = 0;
-        if (who == 1) { // the echo: until the pipe closes
-            ::close(ping[1]);
-            ::close(pong[0]);
-            while (::read(ping[0], &b, 1) == 1 && ::write(pong[1], &b, 1) == 1) {
-            }
-            ::_exit(0);
-        }
         ::close(ping[0]);
         ::close(pong[1]);
         sh->ready.fetch_add(1);
+        char b = 0;
         int code = 0;
         while (!sh->stop.load(std::memory_order_relaxed) && !code) {
             if (sh->pause.load(std::memory_order_relaxed)) {
@@ -642,11 +582,20 @@ std::vector<pid_t> spawn_control(LockShared *sh, int cpu) {
             }
             sh->cycles.fetch_add(1, std::memory_order_relaxed);
         }
-        ::_exit(code);
-    }
+        return code;
+    });
+    // The echo: until the pipe closes.
+    kids.spawn([&] {
+        pin_self(cpu);
+        ::close(ping[1]);
+        ::close(pong[0]);
+        char b = 0;
+        while (::read(ping[0], &b, 1) == 1 && ::write(pong[1], &b, 1) == 1) {
+        }
+        return 0;
+    });
     for (int fd : {ping[0], ping[1], pong[0], pong[1]})
         ::close(fd);
-    return pids;
 }
 
 std::vector<std::uint64_t> parse_list(const std::string &s) {
@@ -690,43 +639,41 @@ void cpu_impact(Context &ctx, std::uint32_t home_card, std::uint32_t ncards) {
                     CPU_SET(0, &set);
                     pthread_setaffinity_np(home.thread().native_handle(), sizeof(set), &set);
                 }
-                Shm shm;
-                shm.sh->word = home.word(0, 8);
-                shm.sh->delay_us = d;
-                shm.sh->node_mode = ServerMode::block;
-                shm.sh->pause = 1;
-                const auto pids = control ? spawn_control(shm.sh, last)
-                                          : spawn_contenders(shm.sh, 1, home_card, ncards,
-                                                             LockKind::mcs, host, 0, 0, last);
-                while (shm.sh->ready.load() < 1 && !shm.sh->stop)
+                SharedMem<LockShared> shm;
+                shm->word = home.word(0, 8);
+                shm->delay_us = d;
+                shm->node_mode = ServerMode::block;
+                shm->pause = 1;
+                Children kids;
+                if (control)
+                    spawn_control(kids, shm.get(), last);
+                else
+                    spawn_contenders(kids, shm.get(), 1, home_card, ncards, LockKind::mcs, host, 0,
+                                     0, last);
+                while (shm->ready.load() < 1 && !shm->stop)
                     std::this_thread::sleep_for(std::chrono::milliseconds(1));
                 // Quiet and busy blocks alternate, so that the host's load
                 // drifting during the run hits both alike; medians of windows.
                 std::vector<double> quiet, busy;
                 std::uint64_t cycles = 0, busy_ns = 0;
-                for (std::uint64_t done = 0; done < windows && !shm.sh->stop; done += block) {
+                for (std::uint64_t done = 0; done < windows && !shm->stop; done += block) {
                     const std::uint64_t n = std::min(block, windows - done);
-                    shm.sh->pause = 1;
+                    shm->pause = 1;
                     std::this_thread::sleep_for(std::chrono::milliseconds(20));
                     count_loop(n, quiet);
-                    shm.sh->pause = 0;
+                    shm->pause = 0;
                     std::this_thread::sleep_for(std::chrono::milliseconds(20));
-                    const std::uint64_t t0 = now_ns(), c0 = shm.sh->cycles.load();
+                    const std::uint64_t t0 = now_ns(), c0 = shm->cycles.load();
                     count_loop(n, busy);
                     busy_ns += now_ns() - t0;
-                    cycles += shm.sh->cycles.load() - c0;
+                    cycles += shm->cycles.load() - c0;
                 }
-                shm.sh->stop = 1;
+                shm->stop = 1;
                 const char *method = control ? "control" : host ? "host-block" : "card";
-                try {
-                    reap(pids, shm.sh);
-                } catch (const std::system_error &e) {
-                    if (e.code().value() == EPROTO)
-                        throw;
-                    std::fprintf(stderr, "nicoff-bench: note: cpu_impact %s, delay %llu us: %s\n",
-                                 method, static_cast<unsigned long long>(d), e.what());
+                if (!reaped(kids, shm.get(),
+                            "cpu_impact " + std::string(method) + ", delay " + std::to_string(d) +
+                                " us"))
                     continue;
-                }
                 if (m == 0)
                     rec("idle", "iterations", summarize(quiet).median, "iter/ms");
                 rec(method, "iterations", summarize(busy).median, "iter/ms");

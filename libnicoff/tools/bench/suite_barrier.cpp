@@ -30,6 +30,7 @@
 #include "bench.hpp"
 
 #include <nicoff/nicoff.hpp>
+#include <nicoff/prep.h>
 
 #include <algorithm>
 #include <atomic>
@@ -59,10 +60,6 @@ constexpr std::uint32_t port_base = 16;
 constexpr std::uint32_t ncard_algs = NICOFF_BARRIER_MAX; // auto + the six
 constexpr std::uint32_t nhost_algs = NICOFF_BARRIER_MAX - 1;
 constexpr std::uint32_t nconfigs = ncard_algs + nhost_algs;
-
-[[noreturn]] void fail(int err, const std::string &what) {
-    throw std::system_error(err, std::generic_category(), what);
-}
 
 std::vector<std::uint64_t> parse_list(const std::string &s, const char *what) {
     std::vector<std::uint64_t> v;
@@ -173,61 +170,28 @@ void rank_main(Shared *sh, const ProcParams &pp, std::uint32_t rank, std::uint32
 }
 
 void run_procs(Context &ctx, const ProcParams &pp, std::uint32_t gid_base) {
-    auto *sh = static_cast<Shared *>(
-        mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
-    if (sh == MAP_FAILED)
-        fail(errno, "mmap");
-    new (sh) Shared{};
+    SharedMem<Shared> shm;
+    Shared *sh = shm.get();
     std::fill(std::begin(sh->lat_us), std::end(sh->lat_us), -1.0);
     for (auto &st : sh->stop)
         st.store(pp.iters);
-    std::vector<pid_t> pids;
-    for (std::uint32_t r = 0; r < pp.n; r++) {
-        const pid_t pid = fork();
-        if (pid < 0)
-            fail(errno, "fork");
-        if (pid == 0) {
-            int code = 0;
+    Children ranks;
+    for (std::uint32_t r = 0; r < pp.n; r++)
+        ranks.spawn([&, r] {
             try {
                 rank_main(sh, pp, r, gid_base);
             } catch (const std::exception &e) {
                 if (!sh->failed.exchange(1))
                     std::snprintf(sh->error, sizeof(sh->error), "rank %u: %s", r, e.what());
-                code = 1;
+                return 1;
             }
-            _exit(code);
-        }
-        pids.push_back(pid);
-    }
+            return 0;
+        });
     // The first rank to fail ends the run: the others would wait for it.
-    bool crashed = false;
-    for (std::size_t left = pids.size(); left; left--) {
-        int st = 0;
-        const pid_t p = waitpid(-1, &st, 0);
-        if (p < 0)
-            break;
-        if (!WIFEXITED(st) || WEXITSTATUS(st)) {
-            if (!crashed)
-                for (const pid_t q : pids)
-                    if (q != p)
-                        kill(q, SIGKILL);
-            crashed = true;
-        }
-    }
-    const std::string err = sh->failed.load() ? sh->error : "a rank died";
-    struct {
-        double lat_us[nconfigs], median_us[nconfigs], p99_us[nconfigs];
-        std::uint32_t runs[nconfigs];
-        std::uint64_t chosen;
-    } res;
-    std::memcpy(res.lat_us, sh->lat_us, sizeof(res.lat_us));
-    std::memcpy(res.median_us, sh->median_us, sizeof(res.median_us));
-    std::memcpy(res.p99_us, sh->p99_us, sizeof(res.p99_us));
-    std::memcpy(res.runs, sh->runs, sizeof(res.runs));
-    res.chosen = sh->chosen;
-    munmap(sh, sizeof(Shared));
-    if (crashed)
-        fail(EIO, "barrier N=" + std::to_string(pp.n) + ": " + err);
+    if (ranks.reap() != Children::Outcome::ok)
+        fail(EIO, "barrier N=" + std::to_string(pp.n) + ": " +
+                      (sh->failed.load() ? sh->error : "a rank died"));
+    const Shared &res = *sh;
 
     const auto nodes = static_cast<std::int64_t>(pp.n);
     auto add = [&](std::uint32_t a, const char *method, const char *metric, double v,
@@ -342,15 +306,12 @@ double one_process(Context &ctx, std::uint32_t n, std::uint32_t alg, std::uint32
         regions.emplace_back(p, std::as_writable_bytes(std::span<nicoff_member>(op.members)), 0);
         mrs.push_back(regions.back().handle());
     }
-    nicoff_cmd c{};
-    c.opcode = NICOFF_OP_GROUP_CREATE;
-    c.group.group_id = gid;
-    c.group.size = n;
-    c.group.algorithm = alg;
+    // all() fills in each port's rank and region, and the tag.
+    nicoff_cmd c;
+    nicoff_prep_group_create(&c, gid, 0, n, 0, 0, alg, 0, 0);
     const std::uint64_t chosen = op.all(c, mrs);
-    nicoff_cmd b{};
-    b.opcode = NICOFF_OP_BARRIER;
-    b.group.group_id = gid;
+    nicoff_cmd b;
+    nicoff_prep_barrier(&b, gid, 0);
     for (std::uint64_t i = 0; i < warmup; i++)
         op.all(b, mrs);
     std::uint64_t done = 0;
@@ -364,9 +325,8 @@ double one_process(Context &ctx, std::uint32_t n, std::uint32_t alg, std::uint32
         done++;
     }
     const double us = static_cast<double>(now_ns() - t0) / 1e3 / static_cast<double>(done);
-    nicoff_cmd d{};
-    d.opcode = NICOFF_OP_GROUP_DESTROY;
-    d.group.group_id = gid;
+    nicoff_cmd d;
+    nicoff_prep_group_destroy(&d, gid, 0);
     op.all(d, mrs);
     Record r =
         ctx.record(std::string(barrier_algorithm_name(alg)), "card", "latency_us_1proc", us, "us");

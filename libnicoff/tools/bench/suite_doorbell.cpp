@@ -24,10 +24,6 @@ namespace {
 
 constexpr std::uint64_t stall_ns = 10'000'000'000; // no progress for 10 s: give up
 
-[[noreturn]] void fail(int err, const std::string &what) {
-    throw std::system_error(err, std::generic_category(), what);
-}
-
 void check_progress(const Port &port, std::uint64_t last_progress_ns, const char *what) {
     if (port.in_error())
         fail(EIO, std::string(what) + ": port went into the error state");

@@ -44,10 +44,6 @@ constexpr std::uint64_t small_msg = 8;
 constexpr std::uint64_t small_buf = 64;
 constexpr std::uint32_t ring = 1024;
 
-[[noreturn]] void fail(int err, const std::string &what) {
-    throw std::system_error(err, std::generic_category(), what);
-}
-
 // One end: a port, a registered buffer, and what its completions said.
 struct End {
     End(const Device &dev, std::size_t bytes)

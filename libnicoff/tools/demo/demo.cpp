@@ -2,6 +2,7 @@
 // does today, with each figure measured in this run next to the host-side
 // way of doing the same thing.  It grows with each engine of the card.
 #include <nicoff/nicoff.hpp>
+#include <nicoff/prep.h>
 
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -113,11 +114,8 @@ void throughput_demo(nicoff::Port &port) {
     auto t0 = Clock::now();
     while (done < ops) {
         if (posted < ops && port.free_slots() >= batch) {
-            for (std::uint32_t i = 0; i < batch; i++) {
-                cmds[i] = nicoff_cmd{};
-                cmds[i].opcode = NICOFF_OP_NOP;
-                cmds[i].tag = posted + i;
-            }
+            for (std::uint32_t i = 0; i < batch; i++)
+                nicoff_prep_nop(&cmds[i], posted + i);
             posted += port.try_post_batch(cmds);
         }
         done += port.poll(cqes);
