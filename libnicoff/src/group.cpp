@@ -152,14 +152,10 @@ void Group::create(std::span<const nicoff_member> members) {
     nicoff_cqe q;
     try {
         MemoryRegion mr(*port_, std::as_writable_bytes(std::span<nicoff_member>(table)), 0);
-        nicoff_cmd c{};
-        c.opcode = NICOFF_OP_GROUP_CREATE;
-        c.group.group_id = id_;
-        c.group.rank = rank_;
-        c.group.size = size_;
-        c.group.mr = mr.handle();
-        c.group.algorithm = cfg_.algorithm;
-        c.group.param = cfg_.param;
+        // run() gives it its tag.
+        nicoff_cmd c;
+        nicoff_prep_group_create(&c, id_, rank_, size_, mr.handle(), 0, cfg_.algorithm, cfg_.param,
+                                 0);
         q = run(c);
         check_status(q, "GROUP_CREATE");
     } catch (...) {
@@ -263,10 +259,8 @@ void Group::start_barrier() {
         fail(EINVAL, "nicoff: Group: destroyed");
     if (pending_)
         fail(EBUSY, "nicoff: Group: a barrier is already running");
-    nicoff_cmd c{};
-    c.opcode = NICOFF_OP_BARRIER;
-    c.group.group_id = id_;
-    c.tag = Dispatcher::tag(owner_, next_tag_++);
+    nicoff_cmd c;
+    nicoff_prep_barrier(&c, id_, Dispatcher::tag(owner_, next_tag_++));
     waits_.barrier_tag = c.tag;
     waits_.barrier_done.reset();
     post(c);
@@ -290,9 +284,8 @@ void Group::barrier() {
 void Group::destroy() {
     if (!port_)
         return;
-    nicoff_cmd c{};
-    c.opcode = NICOFF_OP_GROUP_DESTROY;
-    c.group.group_id = id_;
+    nicoff_cmd c;
+    nicoff_prep_group_destroy(&c, id_, 0); // run() tags it
     nicoff_cqe q;
     try {
         q = run(c);

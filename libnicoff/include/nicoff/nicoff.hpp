@@ -40,6 +40,7 @@
 #define NICOFF_NICOFF_HPP
 
 #include <nicoff/nicoff.h>
+#include <nicoff/prep.h>
 
 #include <chrono>
 #include <cstddef>
@@ -79,24 +80,17 @@ struct PortStats {
     std::uint64_t cq_full = 0;  // card passes stalled by a full completion ring
 };
 
-// Command builders.
+// Command builders: <nicoff/prep.h>'s, returning the command.
 inline nicoff_cmd make_nop(std::uint64_t tag) noexcept {
-    nicoff_cmd c{};
-    c.opcode = NICOFF_OP_NOP;
-    c.tag = tag;
+    nicoff_cmd c;
+    nicoff_prep_nop(&c, tag);
     return c;
 }
 
 inline nicoff_cmd make_copy(std::uint32_t src_mr, std::uint64_t src_off, std::uint32_t dst_mr,
                             std::uint64_t dst_off, std::uint64_t len, std::uint64_t tag) noexcept {
-    nicoff_cmd c{};
-    c.opcode = NICOFF_OP_COPY;
-    c.tag = tag;
-    c.copy.src_mr = src_mr;
-    c.copy.dst_mr = dst_mr;
-    c.copy.src_off = src_off;
-    c.copy.dst_off = dst_off;
-    c.copy.len = len;
+    nicoff_cmd c;
+    nicoff_prep_copy(&c, src_mr, src_off, dst_mr, dst_off, len, tag);
     return c;
 }
 
@@ -104,15 +98,8 @@ inline nicoff_cmd make_copy(std::uint32_t src_mr, std::uint64_t src_off, std::ui
 inline nicoff_cmd make_send(std::uint32_t card, std::uint32_t port, std::uint32_t mr,
                             std::uint64_t off, std::uint64_t len, std::uint64_t msg_tag,
                             std::uint64_t tag) noexcept {
-    nicoff_cmd c{};
-    c.opcode = NICOFF_OP_SEND;
-    c.tag = tag;
-    c.send.dst_card = card;
-    c.send.dst_port = port;
-    c.send.mr = mr;
-    c.send.off = off;
-    c.send.len = len;
-    c.send.msg_tag = msg_tag;
+    nicoff_cmd c;
+    nicoff_prep_send(&c, card, port, mr, off, len, msg_tag, tag);
     return c;
 }
 
@@ -121,16 +108,8 @@ inline nicoff_cmd make_send(std::uint32_t card, std::uint32_t port, std::uint32_
 inline nicoff_cmd make_recv(std::uint32_t mr, std::uint64_t off, std::uint64_t len,
                             std::uint32_t src_card, std::uint32_t src_port, std::uint64_t msg_tag,
                             std::uint64_t tag_mask, std::uint64_t tag) noexcept {
-    nicoff_cmd c{};
-    c.opcode = NICOFF_OP_RECV;
-    c.tag = tag;
-    c.recv.mr = mr;
-    c.recv.src_card = src_card;
-    c.recv.src_port = src_port;
-    c.recv.off = off;
-    c.recv.len = len;
-    c.recv.tag = msg_tag;
-    c.recv.tag_mask = tag_mask;
+    nicoff_cmd c;
+    nicoff_prep_recv(&c, mr, off, len, src_card, src_port, msg_tag, tag_mask, tag);
     return c;
 }
 
@@ -139,16 +118,8 @@ inline nicoff_cmd make_recv(std::uint32_t mr, std::uint64_t off, std::uint64_t l
 inline nicoff_cmd make_rdma(std::uint8_t opcode, std::uint32_t card, std::uint32_t port,
                             std::uint32_t rkey, std::uint64_t remote_off, std::uint32_t mr,
                             std::uint64_t off, std::uint64_t len, std::uint64_t tag) noexcept {
-    nicoff_cmd c{};
-    c.opcode = opcode;
-    c.tag = tag;
-    c.rdma.dst_card = card;
-    c.rdma.dst_port = port;
-    c.rdma.rkey = rkey;
-    c.rdma.mr = mr;
-    c.rdma.remote_off = remote_off;
-    c.rdma.off = off;
-    c.rdma.len = len;
+    nicoff_cmd c;
+    nicoff_prep_rdma(&c, opcode, card, port, rkey, remote_off, mr, off, len, tag);
     return c;
 }
 
@@ -175,16 +146,9 @@ struct RemoteWord {
 // completion's result is the word's old value.  See Documentation/atomics.md.
 inline nicoff_cmd make_atomic(std::uint8_t opcode, const RemoteWord &w, std::uint64_t operand,
                               std::uint64_t compare, std::uint64_t tag) noexcept {
-    nicoff_cmd c{};
-    c.opcode = opcode;
-    c.tag = tag;
-    c.atomic.dst_card = w.card;
-    c.atomic.dst_port = w.port;
-    c.atomic.rkey = w.rkey;
-    c.atomic.width = w.width;
-    c.atomic.remote_off = w.offset;
-    c.atomic.operand = operand;
-    c.atomic.compare = compare;
+    nicoff_cmd c;
+    nicoff_prep_atomic(&c, opcode, w.card, w.port, w.rkey, w.offset, w.width, operand, compare,
+                       tag);
     return c;
 }
 
