@@ -11,9 +11,9 @@
 struct nicoff_card *nicoff_cards;
 unsigned int nicoff_num_cards;
 
-/* GROUP_CREATE above this fails at once: a larger group cannot have distinct members. */
-static u64 nicoff_fw_group_limit(u64 max_group_size)
+u64 nicoff_fw_group_limit(u64 max_group_size)
 {
+	BUILD_BUG_ON(NICOFF_MAX_GROUP_SIZE != FW_GROUP_SIZE_LIMIT);
 	return min_t(u64, max_group_size, (u64)nicoff_num_cards * nicoff_ports);
 }
 

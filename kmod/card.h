@@ -72,6 +72,8 @@ extern unsigned int nicoff_num_cards;
 int nicoff_cards_init(void);
 void nicoff_cards_exit(void);
 int nicoff_cards_set_config(enum fw_config_key key, u64 value);
+/* GROUP_CREATE above this fails at once: a larger group cannot have distinct members. */
+u64 nicoff_fw_group_limit(u64 max_group_size);
 
 int nicoff_engines_start(void);
 void nicoff_engines_stop(void);

@@ -302,19 +302,12 @@ static void nicoff_port_remote_errors(struct nicoff_port *port, u32 cq_used)
 	nicoff_port_wake(port);
 }
 
-/* GROUP_CREATE above this fails at once: a larger group cannot have distinct members. */
-static u32 nicoff_group_limit(void)
-{
-	BUILD_BUG_ON(NICOFF_MAX_GROUP_SIZE != FW_GROUP_SIZE_LIMIT);
-	return min(READ_ONCE(nicoff_max_group_size), nicoff_num_cards * nicoff_ports);
-}
-
 /*
  * What a command costs the card thread beyond a cheap one, in units of
  * about one member of a GROUP_CREATE (whose table the card reads, checks
  * and sorts, and whose schedules it builds, all at once) or 1 KiB of COPY.
  */
-static u32 nicoff_cmd_work(const struct nicoff_cmd *c, u32 group_limit)
+static u32 nicoff_cmd_work(const struct nicoff_cmd *c, u64 group_limit)
 {
 	switch (c->opcode) {
 	case NICOFF_OP_GROUP_CREATE:
@@ -337,7 +330,8 @@ static u32 nicoff_cmd_work(const struct nicoff_cmd *c, u32 group_limit)
 unsigned int nicoff_port_service(struct nicoff_port *port, unsigned int budget, u32 *work)
 {
 	struct nicoff_kring *cmd = &port->cmd, *cq = &port->cq;
-	u32 avail, cq_used, owed, n, i, limit = nicoff_group_limit();
+	u64 limit = nicoff_fw_group_limit(READ_ONCE(nicoff_max_group_size));
+	u32 avail, cq_used, owed, n, i;
 
 	lockdep_assert_held(&port->card->lock);
 	if (port->error)
