@@ -192,21 +192,18 @@ struct hello {
 	uint64_t v[4];
 };
 
+/*
+ * The messages are far below PIPE_BUF, so a pipe takes each one whole in
+ * one write: 0, or -1 on error (a short write would be one too).
+ */
 static int xwrite(int fd, const void *buf, size_t len)
 {
-	const char *b = buf;
+	ssize_t n;
 
-	while (len) {
-		ssize_t n = write(fd, b, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		b += n;
-		len -= n;
-	}
-	return 0;
+	do
+		n = write(fd, buf, len);
+	while (n < 0 && errno == EINTR);
+	return n == (ssize_t)len ? 0 : -1;
 }
 
 /* Read exactly len bytes within ms; 0, or -1 on timeout, EOF or error. */
@@ -336,10 +333,14 @@ static int wait_child(pid_t pid, int ms)
 	}
 }
 
-static void chan_close(struct chan *ch)
+/* Every test ends its child so: reap it (killed after CHILD_TMO), close its pipes. */
+static int end_child(struct chan *ch)
 {
+	int st = wait_child(ch->pid, CHILD_TMO);
+
 	close(ch->down[1]);
 	close(ch->up[0]);
+	return st;
 }
 
 /* Checks in a child: report and return a non-zero exit status. */
@@ -608,11 +609,10 @@ static void sizes_test(struct __test_metadata *_metadata, FIXTURE_DATA(p2p) *sel
 		EXPECT_EQ(-1, diff_byte(dst.buf + s->off[i] + s->size[i], slot - s->size[i],
 					GUARD));
 	}
-	EXPECT_EQ(0, wait_child(ch.pid, CHILD_TMO));
+	EXPECT_EQ(0, end_child(&ch));
 	snap2(_metadata, self, during);
 	ASSERT_EQ(0, clear_faults());
 	check_fault_counters(_metadata, self, before, during, faults);
-	chan_close(&ch);
 	nt_port_close(&p);
 }
 
@@ -750,8 +750,7 @@ static void put_get_test(struct __test_metadata *_metadata, FIXTURE_DATA(p2p) *s
 	ASSERT_EQ(0, clear_faults());
 	check_fault_counters(_metadata, self, before, during, faults);
 	ASSERT_EQ(0, token_to_child(&ch));
-	EXPECT_EQ(0, wait_child(ch.pid, CHILD_TMO));
-	chan_close(&ch);
+	EXPECT_EQ(0, end_child(&ch));
 	nt_port_close(&p);
 }
 
@@ -902,11 +901,10 @@ TEST_F_TIMEOUT(p2p, tag_matching, 120)
 		EXPECT_EQ(TM_LEN, cqe.result);
 	}
 	ASSERT_EQ(0, token_to_child(&ch));
-	EXPECT_EQ(0, wait_child(ch.pid, CHILD_TMO));
+	EXPECT_EQ(0, end_child(&ch));
 	/* Messages 5, 6 and 7 waited unexpected on the child's card. */
 	ASSERT_EQ(0, nt_nl_card(&self->nl, CARD_B, &s1));
 	EXPECT_LE(3, s1.v[NICOFF_NL_STAT_UNEXPECTED] - s0.v[NICOFF_NL_STAT_UNEXPECTED]);
-	chan_close(&ch);
 	nt_port_close(&p[0]);
 	nt_port_close(&p[1]);
 }
@@ -1309,8 +1307,7 @@ static void run_streams(struct __test_metadata *_metadata, FIXTURE_DATA(p2p) *se
 	EXPECT_LT(before[0].v[NICOFF_NL_STAT_UNEXPECTED], during[0].v[NICOFF_NL_STAT_UNEXPECTED]);
 	EXPECT_LT(before[1].v[NICOFF_NL_STAT_UNEXPECTED], during[1].v[NICOFF_NL_STAT_UNEXPECTED]);
 	ASSERT_EQ(0, token_to_child(&ch));
-	EXPECT_EQ(0, wait_child(ch.pid, CHILD_TMO));
-	chan_close(&ch);
+	EXPECT_EQ(0, end_child(&ch));
 	nt_port_close(&p);
 }
 
@@ -1437,8 +1434,7 @@ TEST_F_TIMEOUT(p2p, put_get_under_faults, 600)
 	TH_LOG("puts and gets under faults: %.2f s", (nt_now_ns() - t0) / 1e9);
 	check_fault_counters(_metadata, self, before, during, true);
 	ASSERT_EQ(0, token_to_child(&ch));
-	EXPECT_EQ(0, wait_child(ch.pid, CHILD_TMO));
-	chan_close(&ch);
+	EXPECT_EQ(0, end_child(&ch));
 	nt_port_close(&p);
 }
 
@@ -1746,8 +1742,7 @@ TEST_F_TIMEOUT(p2p, remote_access_errors, 120)
 	free(want);
 	me.port = p.po.port;
 	ASSERT_EQ(0, to_child(&ch, &me, sizeof(me)));
-	EXPECT_EQ(0, wait_child(ch.pid, CHILD_TMO));
-	chan_close(&ch);
+	EXPECT_EQ(0, end_child(&ch));
 	nt_port_close(&p);
 }
 
@@ -1811,8 +1806,7 @@ TEST_F_TIMEOUT(p2p, recv_buffer_too_small, 120)
 	ASSERT_EQ(0, nt_run_one(&p, &c, &cqe, TMO));
 	EXPECT_EQ(0, cqe.status);
 	EXPECT_EQ(50, cqe.result);
-	EXPECT_EQ(0, wait_child(ch.pid, CHILD_TMO));
-	chan_close(&ch);
+	EXPECT_EQ(0, end_child(&ch));
 	nt_port_close(&p);
 }
 
@@ -1836,6 +1830,27 @@ static int child_closer(struct chan *ch, void *arg)
 	return 0;
 }
 
+/* The process is gone, and its port with it: nothing reaches it. */
+static void dead_peer_refuses(struct __test_metadata *_metadata, struct nt_port *p,
+			      const struct hello *ci, const struct region *s,
+			      const struct region *w)
+{
+	const struct bad_case bc[] = {
+		{ "send to the dead peer", NT_CMD(send, CARD_B, ci->port, s->handle, 0, 10, 0, 0),
+		  -ECONNREFUSED },
+		{ "long send to the dead peer",
+		  NT_CMD(send, CARD_B, ci->port, s->handle, 0, 65536, 0, 0), -ECONNREFUSED },
+		{ "put to the dead peer",
+		  NT_CMD(put, CARD_B, ci->port, ci->rkey[0], 0, s->handle, 0, 100, 0),
+		  -ECONNREFUSED },
+		{ "get from the dead peer",
+		  NT_CMD(get, CARD_B, ci->port, ci->rkey[0], 0, w->handle, 0, 100, 0),
+		  -ECONNREFUSED },
+	};
+
+	run_bad(_metadata, p, bc, sizeof(bc) / sizeof(bc[0]));
+}
+
 TEST_F_TIMEOUT(p2p, dead_peer_port_closed, 120)
 {
 	struct region s, w;
@@ -1855,25 +1870,8 @@ TEST_F_TIMEOUT(p2p, dead_peer_port_closed, 120)
 	ASSERT_EQ(0, nt_run_one(&p, &c, &cqe, TMO));
 	EXPECT_EQ(0, cqe.status);
 	ASSERT_EQ(0, token_to_child(&ch));
-	ASSERT_EQ(0, wait_child(ch.pid, CHILD_TMO));
-	chan_close(&ch);
-	/* The process is gone, and its port with it. */
-	{
-		const struct bad_case bc[] = {
-			{ "send to the dead peer",
-			  NT_CMD(send, CARD_B, ci.port, s.handle, 0, 10, 0, 0), -ECONNREFUSED },
-			{ "long send to the dead peer",
-			  NT_CMD(send, CARD_B, ci.port, s.handle, 0, 65536, 0, 0), -ECONNREFUSED },
-			{ "put to the dead peer",
-			  NT_CMD(put, CARD_B, ci.port, ci.rkey[0], 0, s.handle, 0, 100, 0),
-			  -ECONNREFUSED },
-			{ "get from the dead peer",
-			  NT_CMD(get, CARD_B, ci.port, ci.rkey[0], 0, w.handle, 0, 100, 0),
-			  -ECONNREFUSED },
-		};
-
-		run_bad(_metadata, &p, bc, sizeof(bc) / sizeof(bc[0]));
-	}
+	ASSERT_EQ(0, end_child(&ch));
+	dead_peer_refuses(_metadata, &p, &ci, &s, &w);
 	EXPECT_EQ(-1, diff_byte(w.buf, w.len, GUARD));
 	/* A new port with the same number knows nothing of the old rkey. */
 	ASSERT_EQ(0, nt_port_open(&q, CARD_B, ci.port, 16, 16));
@@ -2004,8 +2002,7 @@ TEST_F_TIMEOUT(p2p, dead_peer_never_receives, 180)
 	nicoff_prep_send(&c, CARD_B, ci.port, s2.handle, 0, 100, 0x77, 0x1000);
 	ASSERT_EQ(0, nt_run_one(&p, &c, &cqe, TMO));
 	EXPECT_EQ(0, cqe.status);
-	EXPECT_EQ(0, wait_child(ch.pid, CHILD_TMO));
-	chan_close(&ch);
+	EXPECT_EQ(0, end_child(&ch));
 	nt_port_close(&p);
 }
 
@@ -2047,8 +2044,7 @@ TEST_F_TIMEOUT(p2p, peer_killed_mid_send, 120)
 	ASSERT_EQ(0, nt_submit(&p, &c, 1));
 	t0 = nt_now_ns();
 	kill(ch.pid, SIGKILL);
-	EXPECT_EQ(128 + SIGKILL, wait_child(ch.pid, CHILD_TMO));
-	chan_close(&ch);
+	EXPECT_EQ(128 + SIGKILL, end_child(&ch));
 	/* Whatever got there: the send completes, well within the retry budget. */
 	ASSERT_EQ(0, wait1(&p, &cqe, TMO));
 	TH_LOG("send to a killed peer: status %d after %llu us", cqe.status,
@@ -2273,7 +2269,7 @@ TEST_F_TIMEOUT(p2p, receiver_not_ready, 120)
 		EXPECT_EQ(k, cqe[k].tag);
 		EXPECT_EQ(0, cqe[k].status) TH_LOG("message %u", k);
 	}
-	EXPECT_EQ(0, wait_child(ch.pid, CHILD_TMO));
+	EXPECT_EQ(0, end_child(&ch));
 	ASSERT_EQ(0, nt_nl_card(&self->nl, CARD_B, &s1));
 	TH_LOG("receiver-not-ready drops: %llu",
 	       (unsigned long long)(ST(s1, RNR_DROPS) - ST(s0, RNR_DROPS)));
@@ -2282,7 +2278,6 @@ TEST_F_TIMEOUT(p2p, receiver_not_ready, 120)
 	ASSERT_EQ(0, nt_nl_card(&self->nl, CARD_A, &a1));
 	EXPECT_LT(ST(a0, RNR_RESENDS), ST(a1, RNR_RESENDS));
 	EXPECT_EQ(ST(a0, RNR_FAILURES), ST(a1, RNR_FAILURES));
-	chan_close(&ch);
 	nt_port_close(&p);
 }
 
@@ -2472,8 +2467,7 @@ TEST_F_TIMEOUT(p2p, fan_in, 180)
 	}
 	free(want);
 	for (i = 0; i < 2; i++) {
-		EXPECT_EQ(0, wait_child(ch[i].pid, CHILD_TMO));
-		chan_close(&ch[i]);
+		EXPECT_EQ(0, end_child(&ch[i]));
 	}
 	nt_port_close(&p);
 }
@@ -2631,8 +2625,7 @@ TEST_F_TIMEOUT(p2p, dereg_under_transfer, 120)
 	st = cqe.status;
 	ASSERT_EQ(0, to_child(&ch, &st, sizeof(st)));
 	ASSERT_EQ(0, token_from_child(&ch, CHILD_TMO));
-	EXPECT_EQ(0, wait_child(ch.pid, CHILD_TMO));
-	chan_close(&ch);
+	EXPECT_EQ(0, end_child(&ch));
 	nt_port_close(&p);
 }
 
