@@ -71,6 +71,20 @@ void test_options(void **) {
         threw = true;
     }
     assert_true(threw);
+
+    // Comma-separated lists: empty items skipped, a numeric one must have some.
+    std::vector<OptionSpec> lists = {{"ns", "", "2,3"}, {"algs", "", ""}};
+    Options l(lists, {{"algs", "tree,,auto,"}});
+    assert_true(l.u64_list("ns") == (std::vector<std::uint64_t>{2, 3}));
+    assert_true(l.list("algs") == (std::vector<std::string>{"tree", "auto"}));
+    Options none(lists, {{"ns", ","}});
+    threw = false;
+    try {
+        (void)none.u64_list("ns");
+    } catch (const std::invalid_argument &) {
+        threw = true;
+    }
+    assert_true(threw);
 }
 
 void test_json_and_table(void **) {

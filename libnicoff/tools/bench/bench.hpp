@@ -58,6 +58,10 @@ public:
     // Throw std::invalid_argument with the option's name on a bad value.
     std::uint64_t u64(const std::string &name) const;
     double number(const std::string &name) const;
+    // A comma-separated option's items, empty ones skipped.
+    std::vector<std::string> list(const std::string &name) const;
+    // Its items as unsigned integers; throws if there are none.
+    std::vector<std::uint64_t> u64_list(const std::string &name) const;
 
 private:
     const OptionSpec &spec(const std::string &name) const;

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <exception>
 #include <numeric>
+#include <sstream>
 #include <stdexcept>
 #include <system_error>
 #include <thread>
@@ -79,6 +80,25 @@ double Options::number(const std::string &name) const {
         out < 0)
         throw std::invalid_argument("--" + name + ": not a non-negative number: '" + v + "'");
     return out;
+}
+
+std::vector<std::string> Options::list(const std::string &name) const {
+    std::vector<std::string> v;
+    std::stringstream ss(str(name));
+    std::string item;
+    while (std::getline(ss, item, ','))
+        if (!item.empty())
+            v.push_back(item);
+    return v;
+}
+
+std::vector<std::uint64_t> Options::u64_list(const std::string &name) const {
+    std::vector<std::uint64_t> v;
+    for (const std::string &item : list(name))
+        v.push_back(std::stoull(item));
+    if (v.empty())
+        throw std::invalid_argument("--" + name + ": empty list");
+    return v;
 }
 
 // ----------------------------------------------------------------- records --

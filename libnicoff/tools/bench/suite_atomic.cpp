@@ -51,7 +51,6 @@
 #include <cstring>
 #include <memory>
 #include <new>
-#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <system_error>
@@ -598,24 +597,14 @@ void spawn_control(Children &kids, LockShared *sh, int cpu) {
         ::close(fd);
 }
 
-std::vector<std::uint64_t> parse_list(const std::string &s) {
-    std::vector<std::uint64_t> v;
-    std::stringstream ss(s);
-    std::string item;
-    while (std::getline(ss, item, ','))
-        if (!item.empty())
-            v.push_back(std::stoull(item));
-    return v;
-}
-
 void cpu_impact(Context &ctx, std::uint32_t home_card, std::uint32_t ncards) {
     const std::uint64_t windows = ctx.opts().u64("cpu-windows");
-    const auto delays = parse_list(ctx.opts().str("cpu-delays-us"));
+    const auto delays = ctx.opts().u64_list("cpu-delays-us");
     const int ncpu = static_cast<int>(std::thread::hardware_concurrency());
     const int last = ncpu > 1 ? ncpu - 1 : 0;
     const std::uint64_t block = 25; // windows per quiet or busy block
-    if (windows == 0 || delays.empty())
-        throw std::invalid_argument("--cpu-windows >= 1 and --cpu-delays-us not empty");
+    if (windows == 0)
+        throw std::invalid_argument("--cpu-windows must be at least 1");
     cpu_set_t all;
     sched_getaffinity(0, sizeof(all), &all);
     pin_self(0);

@@ -39,7 +39,6 @@
 #include <cstdio>
 #include <cstring>
 #include <new>
-#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <system_error>
@@ -61,23 +60,9 @@ constexpr std::uint32_t ncard_algs = NICOFF_BARRIER_MAX; // auto + the six
 constexpr std::uint32_t nhost_algs = NICOFF_BARRIER_MAX - 1;
 constexpr std::uint32_t nconfigs = ncard_algs + nhost_algs;
 
-std::vector<std::uint64_t> parse_list(const std::string &s, const char *what) {
-    std::vector<std::uint64_t> v;
-    std::stringstream ss(s);
-    std::string item;
-    while (std::getline(ss, item, ','))
-        if (!item.empty())
-            v.push_back(std::stoull(item));
-    if (v.empty())
-        throw std::invalid_argument(std::string("--") + what + ": empty list");
-    return v;
-}
-
-std::vector<std::uint32_t> parse_algs(const std::string &s) {
+std::vector<std::uint32_t> parse_algs(const Options &o, const std::string &name) {
     std::vector<std::uint32_t> v;
-    std::stringstream ss(s);
-    std::string item;
-    while (std::getline(ss, item, ',')) {
+    for (const std::string &item : o.list(name)) {
         const auto a = barrier_algorithm_from_name(item);
         if (!a || *a >= NICOFF_BARRIER_MAX)
             throw std::invalid_argument("unknown barrier algorithm " + item);
@@ -403,8 +388,8 @@ void run(Context &ctx) {
     pp.seconds = o.number("seconds");
     pp.spin = std::chrono::microseconds(o.u64("spin-us"));
     pp.cards = cards;
-    pp.card_algs = parse_algs(o.str("card-algs"));
-    pp.host_algs = parse_algs(o.str("host-algs"));
+    pp.card_algs = parse_algs(o, "card-algs");
+    pp.host_algs = parse_algs(o, "host-algs");
     if (std::find(pp.host_algs.begin(), pp.host_algs.end(), 0u) != pp.host_algs.end())
         throw std::invalid_argument("--host-algs: auto is the card's");
     if (pp.iters == 0)
@@ -412,7 +397,7 @@ void run(Context &ctx) {
     const auto gid_base = static_cast<std::uint32_t>(getpid()) << 12;
     std::uint32_t gid = gid_base;
 
-    for (const std::uint64_t n : parse_list(o.str("nodes"), "nodes")) {
+    for (const std::uint64_t n : o.u64_list("nodes")) {
         if (n < 1 || n > max_procs)
             throw std::invalid_argument("--nodes: 1.." + std::to_string(max_procs));
         pp.n = static_cast<std::uint32_t>(n);
@@ -428,9 +413,9 @@ void run(Context &ctx) {
         if (ns.empty() || ns.back() != cards)
             ns.push_back(cards);
     } else if (o.str("cards") != "none") {
-        ns = parse_list(o.str("cards"), "cards");
+        ns = o.u64_list("cards");
     }
-    const std::vector<std::uint32_t> algs = parse_algs(o.str("cards-algs"));
+    const std::vector<std::uint32_t> algs = parse_algs(o, "cards-algs");
     std::vector<std::pair<std::uint32_t, double>> dis;
     for (const std::uint64_t n : ns) {
         if (n < 1 || n > cards)
