@@ -50,6 +50,17 @@ void test_summary(void **) {
     assert_true(summarize({}).n == 0);
 }
 
+// Whether f throws what main() reports as a usage error.
+template <class F>
+bool throws_invalid_argument(F f) {
+    try {
+        f();
+    } catch (const std::invalid_argument &) {
+        return true;
+    }
+    return false;
+}
+
 void test_options(void **) {
     std::vector<OptionSpec> specs = {{"runs", "", "10"}, {"secs", "", "1.5"}, {"name", "", "x"}};
     Options o(specs, {{"runs", "42"}});
@@ -57,20 +68,8 @@ void test_options(void **) {
     assert_true(o.number("secs") == 1.5);
     assert_string_equal(o.str("name").c_str(), "x");
     Options bad(specs, {{"runs", "4x"}, {"secs", "-1"}});
-    bool threw = false;
-    try {
-        (void)bad.u64("runs");
-    } catch (const std::invalid_argument &) {
-        threw = true;
-    }
-    assert_true(threw);
-    threw = false;
-    try {
-        (void)bad.number("secs");
-    } catch (const std::invalid_argument &) {
-        threw = true;
-    }
-    assert_true(threw);
+    assert_true(throws_invalid_argument([&] { (void)bad.u64("runs"); }));
+    assert_true(throws_invalid_argument([&] { (void)bad.number("secs"); }));
 
     // Comma-separated lists: empty items skipped, a numeric one must have some.
     std::vector<OptionSpec> lists = {{"ns", "", "2,3"}, {"algs", "", ""}};
@@ -78,13 +77,7 @@ void test_options(void **) {
     assert_true(l.u64_list("ns") == (std::vector<std::uint64_t>{2, 3}));
     assert_true(l.list("algs") == (std::vector<std::string>{"tree", "auto"}));
     Options none(lists, {{"ns", ","}});
-    threw = false;
-    try {
-        (void)none.u64_list("ns");
-    } catch (const std::invalid_argument &) {
-        threw = true;
-    }
-    assert_true(threw);
+    assert_true(throws_invalid_argument([&] { (void)none.u64_list("ns"); }));
 }
 
 void test_json_and_table(void **) {
