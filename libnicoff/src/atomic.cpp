@@ -270,16 +270,20 @@ void RemoteMemory::wait_while(const std::uint64_t *word, std::uint64_t value) {
         w.pause();
 }
 
-CardMemory::CardMemory(Port &port, std::chrono::milliseconds timeout)
-    : ep_(std::make_unique<detail::Endpoint>(port, timeout, false)) {}
-CardMemory::~CardMemory() = default;
+EndpointMemory::EndpointMemory(Port &port, std::chrono::milliseconds timeout, bool host)
+    : ep_(std::make_unique<detail::Endpoint>(port, timeout, host)) {}
+EndpointMemory::~EndpointMemory() = default;
 
-std::uint64_t CardMemory::atomic(std::uint8_t opcode, const RemoteWord &w, std::uint64_t operand,
-                                 std::uint64_t compare) {
+std::uint64_t EndpointMemory::atomic(std::uint8_t opcode, const RemoteWord &w,
+                                     std::uint64_t operand, std::uint64_t compare) {
     return ep_->atomic(opcode, w, operand, compare);
 }
-void CardMemory::put64(const RemoteWord &dst, std::uint64_t value) { ep_->put64(dst, value); }
-void CardMemory::flush() { ep_->flush(); }
+void EndpointMemory::put64(const RemoteWord &dst, std::uint64_t value) { ep_->put64(dst, value); }
+void EndpointMemory::flush() { ep_->flush(); }
+
+CardMemory::CardMemory(Port &port, std::chrono::milliseconds timeout)
+    : EndpointMemory(port, timeout, false) {}
+
 void CardMemory::prepare_wait() { ep_->prepare_wait(); }
 void CardMemory::wait_while(const std::uint64_t *word, std::uint64_t value) {
     ep_->wait_while(word, value);
@@ -290,15 +294,8 @@ void CardMemory::put64_wake(const RemoteWord &dst, std::uint64_t value) {
 }
 
 HostMemory::HostMemory(Port &port, std::chrono::milliseconds timeout)
-    : ep_(std::make_unique<detail::Endpoint>(port, timeout, true)) {}
-HostMemory::~HostMemory() = default;
+    : EndpointMemory(port, timeout, true) {}
 
-std::uint64_t HostMemory::atomic(std::uint8_t opcode, const RemoteWord &w, std::uint64_t operand,
-                                 std::uint64_t compare) {
-    return ep_->atomic(opcode, w, operand, compare);
-}
-void HostMemory::put64(const RemoteWord &dst, std::uint64_t value) { ep_->put64(dst, value); }
-void HostMemory::flush() { ep_->flush(); }
 // The word is written by an AtomicServer thread of this process, which
 // notifies after every operation.
 void HostMemory::wait_while(const std::uint64_t *word, std::uint64_t value) {

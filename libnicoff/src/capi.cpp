@@ -106,20 +106,12 @@ int nicoff_device_open(int card, nicoff_device **out) {
 
 void nicoff_device_close(nicoff_device *dev) { std::unique_ptr<nicoff_device> owned(dev); }
 
+// The kernel's answer as it came (it fills every field, reserved ones
+// zero), rather than through DeviceInfo and back field by field.
 int nicoff_device_query(const nicoff_device *dev, struct nicoff_query *out) {
     if (!dev || !out)
         return -EINVAL;
-    return guarded([&] {
-        const nicoff::DeviceInfo i = dev->dev.query();
-        *out = {};
-        out->abi_version = i.abi_version;
-        out->card = i.card;
-        out->num_cards = i.num_cards;
-        out->max_ports = i.max_ports;
-        out->max_ring_entries = i.max_ring_entries;
-        out->max_mrs = i.max_mrs;
-        return 0;
-    });
+    return -nicoff::detail::do_ioctl(dev->dev.fd(), NICOFF_IOC_QUERY, out);
 }
 
 int nicoff_port_create(const nicoff_device *dev, const struct nicoff_port_attr *attr,
@@ -146,19 +138,11 @@ int nicoff_port_in_error(const nicoff_port *port) {
 
 uint64_t nicoff_port_kicks(const nicoff_port *port) { return port ? port->port.kicks() : 0; }
 
+// As nicoff_device_query(): the kernel's answer as it came.
 int nicoff_port_get_stats(const nicoff_port *port, struct nicoff_port_stats *out) {
     if (!port || !out)
         return -EINVAL;
-    return guarded([&] {
-        const nicoff::PortStats s = port->port.stats();
-        *out = {};
-        out->cmds = s.cmds;
-        out->cqes = s.cqes;
-        out->kicks = s.kicks;
-        out->bad_cmds = s.bad_cmds;
-        out->cq_full = s.cq_full;
-        return 0;
-    });
+    return -nicoff::detail::do_ioctl(port->port.fd(), NICOFF_IOC_PORT_STATS, out);
 }
 
 int nicoff_post(nicoff_port *port, const struct nicoff_cmd *cmd) {
@@ -452,6 +436,20 @@ nicoff::RemoteWord remote_word(const struct nicoff_remote_word &w) {
     return {w.card, w.port, w.rkey, w.width, w.offset};
 }
 
+// f on whichever lock a handle holds (both have lock() and unlock()).
+template <class F>
+int on_lock(nicoff_lock *lock, F f) {
+    if (!lock)
+        return -EINVAL;
+    return guarded([&] {
+        if (lock->mcs)
+            f(*lock->mcs);
+        else
+            f(*lock->tas);
+        return 0;
+    });
+}
+
 } // namespace
 
 extern "C" {
@@ -507,27 +505,11 @@ int nicoff_lock_create(nicoff_rmem *mem, int kind, uint32_t rank,
 }
 
 int nicoff_lock_acquire(nicoff_lock *lock) {
-    if (!lock)
-        return -EINVAL;
-    return guarded([&] {
-        if (lock->mcs)
-            lock->mcs->lock();
-        else
-            lock->tas->lock();
-        return 0;
-    });
+    return on_lock(lock, [](auto &l) { l.lock(); });
 }
 
 int nicoff_lock_release(nicoff_lock *lock) {
-    if (!lock)
-        return -EINVAL;
-    return guarded([&] {
-        if (lock->mcs)
-            lock->mcs->unlock();
-        else
-            lock->tas->unlock();
-        return 0;
-    });
+    return on_lock(lock, [](auto &l) { l.unlock(); });
 }
 
 void nicoff_lock_destroy(nicoff_lock *lock) { std::unique_ptr<nicoff_lock> owned(lock); }

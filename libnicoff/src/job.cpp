@@ -17,22 +17,13 @@ std::optional<std::string> env(const char *name) {
     return std::string(v);
 }
 
-// A decimal number in [0, job_value_max]: digits only, no sign, no blanks.
+// parse_job_value(), or EINVAL naming the variable.
 std::uint32_t parse_value(const char *name, const std::string &v) {
-    std::uint64_t n = 0;
-    bool ok = !v.empty() && v.size() <= 10;
-    for (char c : v) {
-        if (c < '0' || c > '9') {
-            ok = false;
-            break;
-        }
-        n = n * 10 + static_cast<unsigned>(c - '0');
-    }
-    if (!ok || n > job_value_max)
-        detail::throw_errno(EINVAL, std::string("nicoff: ") + name + "='" + v +
-                                        "' is not a number in [0, " +
-                                        std::to_string(job_value_max) + "]");
-    return static_cast<std::uint32_t>(n);
+    if (const std::optional<std::uint32_t> n = parse_job_value(v))
+        return *n;
+    detail::throw_errno(EINVAL, std::string("nicoff: ") + name + "='" + v +
+                                    "' is not a number in [0, " + std::to_string(job_value_max) +
+                                    "]");
 }
 
 std::optional<std::uint32_t> env_value(const char *name) {

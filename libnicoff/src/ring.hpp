@@ -77,29 +77,86 @@ struct PostResult {
     bool broken = false;      // the card's consumer index is insane
 };
 
-// Producer side of a command ring.  One thread at a time.
-class CmdProducer {
+// What the process keeps of one ring, whichever end it holds: its own
+// index (published with release), the card's index as last seen, checked
+// on every refresh.  Produce: the process fills the slots (command ring);
+// otherwise it drains them (completion ring).
+template <class Slot, bool Produce>
+class RingEnd {
 public:
     // Takes the indices found in the header as the starting point.  False
     // if the header does not describe a sane ring of `entries` slots.
-    bool attach(nicoff_ring_hdr *hdr, nicoff_cmd *slots, std::uint32_t entries) noexcept {
+    bool attach(nicoff_ring_hdr *hdr, Slot *slots, std::uint32_t entries) noexcept {
         if (!is_pow2(entries) || load_relaxed(&hdr->entries) != entries)
             return false;
         hdr_ = hdr;
         slots_ = slots;
         entries_ = entries;
         mask_ = entries - 1;
-        prod_ = load_relaxed(&hdr->producer);
-        cons_ = load_acquire(&hdr->consumer);
-        broken_ = ring_used(prod_, cons_) > entries;
+        ours_ = load_relaxed(own_index(hdr));
+        card_ = load_acquire(card_index(hdr));
+        broken_ = used() > entries;
         return !broken_;
     }
 
+    bool broken() const noexcept { return broken_; }
+    std::uint32_t entries() const noexcept { return entries_; }
+
+protected:
+    static std::uint32_t *own_index(nicoff_ring_hdr *h) noexcept {
+        return Produce ? &h->producer : &h->consumer;
+    }
+    static std::uint32_t *card_index(nicoff_ring_hdr *h) noexcept {
+        return Produce ? &h->consumer : &h->producer;
+    }
+
+    std::uint32_t used() const noexcept {
+        return Produce ? ring_used(ours_, card_) : ring_used(card_, ours_);
+    }
+
+    // Reads the card's index.  It may reach what was posted (producing) or
+    // a whole ring beyond what was drained (consuming); a move backwards or
+    // beyond marks the ring broken for good.
+    bool refresh() noexcept {
+        if (broken_)
+            return false;
+        const std::uint32_t v = load_acquire(card_index(hdr_));
+        if (!index_advance_ok(card_, v, Produce ? ours_ : ours_ + entries_)) {
+            broken_ = true;
+            return false;
+        }
+        card_ = v;
+        return true;
+    }
+
+    // The i-th slot from our index on.
+    Slot &slot(std::uint32_t i) noexcept { return slots_[(ours_ + i) & mask_]; }
+
+    // Hands n slots over to the card.
+    void publish(std::uint32_t n) noexcept {
+        ours_ += n;
+        store_release(own_index(hdr_), ours_);
+    }
+
+    nicoff_ring_hdr *hdr_ = nullptr;
+    std::uint32_t ours_ = 0; // published to own_index()
+    std::uint32_t card_ = 0; // last card_index() seen
+    bool broken_ = true;
+
+private:
+    Slot *slots_ = nullptr;
+    std::uint32_t entries_ = 0;
+    std::uint32_t mask_ = 0;
+};
+
+// Producer side of a command ring.  One thread at a time.
+class CmdProducer : public RingEnd<nicoff_cmd, true> {
+public:
     // Free slots, asking the card for its consumer index.  0 when broken.
     std::uint32_t free_slots() noexcept {
         if (!refresh())
             return 0;
-        return ring_free(entries_, prod_, cons_);
+        return ring_free(entries(), ours_, card_);
     }
 
     // Copies the longest prefix of cmds[0..n) that fits into the ring,
@@ -114,51 +171,27 @@ public:
             r.broken = true;
             return r;
         }
-        std::uint32_t room = ring_free(entries_, prod_, cons_);
+        std::uint32_t room = ring_free(entries(), ours_, card_);
         if (room < n) {
             if (!refresh()) {
                 r.broken = true;
                 return r;
             }
-            room = ring_free(entries_, prod_, cons_);
+            room = ring_free(entries(), ours_, card_);
         }
         const std::uint32_t k = std::min(n, room);
         if (k == 0)
             return r;
         for (std::uint32_t i = 0; i < k; i++)
-            std::memcpy(&slots_[(prod_ + i) & mask_], &cmds[i], sizeof(nicoff_cmd));
-        prod_ += k;
-        store_release(&hdr_->producer, prod_);
+            std::memcpy(&slot(i), &cmds[i], sizeof(nicoff_cmd));
+        publish(k);
         std::atomic_thread_fence(std::memory_order_seq_cst);
         r.posted = k;
         r.kick = (load_relaxed(&hdr_->flags) & NICOFF_RING_NEED_WAKEUP) != 0;
         return r;
     }
 
-    bool broken() const noexcept { return broken_; }
-    std::uint32_t producer() const noexcept { return prod_; }
-    std::uint32_t entries() const noexcept { return entries_; }
-
-private:
-    bool refresh() noexcept {
-        if (broken_)
-            return false;
-        const std::uint32_t c = load_acquire(&hdr_->consumer);
-        if (!index_advance_ok(cons_, c, prod_)) {
-            broken_ = true;
-            return false;
-        }
-        cons_ = c;
-        return true;
-    }
-
-    nicoff_ring_hdr *hdr_ = nullptr;
-    nicoff_cmd *slots_ = nullptr;
-    std::uint32_t entries_ = 0;
-    std::uint32_t mask_ = 0;
-    std::uint32_t prod_ = 0; // ours, published to hdr_->producer
-    std::uint32_t cons_ = 0; // last card consumer index seen
-    bool broken_ = true;
+    std::uint32_t producer() const noexcept { return ours_; }
 };
 
 // The doorbell seen from the completion side.  The card takes a command
@@ -177,26 +210,13 @@ inline bool cq_side_needs_kick(const nicoff_ring_hdr *cmd_hdr) noexcept {
 }
 
 // Consumer side of a completion ring.  One thread at a time.
-class CqConsumer {
+class CqConsumer : public RingEnd<nicoff_cqe, false> {
 public:
-    bool attach(nicoff_ring_hdr *hdr, nicoff_cqe *slots, std::uint32_t entries) noexcept {
-        if (!is_pow2(entries) || load_relaxed(&hdr->entries) != entries)
-            return false;
-        hdr_ = hdr;
-        slots_ = slots;
-        entries_ = entries;
-        mask_ = entries - 1;
-        cons_ = load_relaxed(&hdr->consumer);
-        prod_ = load_acquire(&hdr->producer);
-        broken_ = ring_used(prod_, cons_) > entries;
-        return !broken_;
-    }
-
     // Completions ready to be drained (0 when broken).
     std::uint32_t available() noexcept {
-        if (prod_ == cons_)
+        if (used() == 0)
             refresh();
-        return broken_ ? 0 : ring_used(prod_, cons_);
+        return broken_ ? 0 : used();
     }
 
     // Copies up to max completions out, then publishes the consumer index
@@ -204,42 +224,18 @@ public:
     std::uint32_t drain(nicoff_cqe *out, std::uint32_t max) noexcept {
         if (broken_ || max == 0)
             return 0;
-        if (ring_used(prod_, cons_) < max && !refresh())
+        if (used() < max && !refresh())
             return 0;
-        const std::uint32_t n = std::min(max, ring_used(prod_, cons_));
+        const std::uint32_t n = std::min(max, used());
         if (n == 0)
             return 0;
         for (std::uint32_t i = 0; i < n; i++)
-            std::memcpy(&out[i], &slots_[(cons_ + i) & mask_], sizeof(nicoff_cqe));
-        cons_ += n;
-        store_release(&hdr_->consumer, cons_);
+            std::memcpy(&out[i], &slot(i), sizeof(nicoff_cqe));
+        publish(n);
         return n;
     }
 
-    bool broken() const noexcept { return broken_; }
-    std::uint32_t consumer() const noexcept { return cons_; }
-    std::uint32_t entries() const noexcept { return entries_; }
-
-private:
-    bool refresh() noexcept {
-        if (broken_)
-            return false;
-        const std::uint32_t p = load_acquire(&hdr_->producer);
-        if (!index_advance_ok(prod_, p, cons_ + entries_)) {
-            broken_ = true;
-            return false;
-        }
-        prod_ = p;
-        return true;
-    }
-
-    nicoff_ring_hdr *hdr_ = nullptr;
-    nicoff_cqe *slots_ = nullptr;
-    std::uint32_t entries_ = 0;
-    std::uint32_t mask_ = 0;
-    std::uint32_t cons_ = 0; // ours, published to hdr_->consumer
-    std::uint32_t prod_ = 0; // last card producer index seen
-    bool broken_ = true;
+    std::uint32_t consumer() const noexcept { return ours_; }
 };
 
 } // namespace nicoff::detail

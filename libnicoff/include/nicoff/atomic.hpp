@@ -87,41 +87,41 @@ namespace detail {
 class Endpoint;
 } // namespace detail
 
-// Atomics executed by the target card.  Registers a small scratch region
-// on port (the source of its puts).
-class NICOFF_API CardMemory final : public RemoteMemory {
+// What CardMemory and HostMemory share: an endpoint on port that posts
+// the atomics and puts and waits for their completions.  host: the
+// atomics go to an AtomicServer instead of the target card.
+class NICOFF_API EndpointMemory : public RemoteMemory {
 public:
-    explicit CardMemory(Port &port,
-                        std::chrono::milliseconds timeout = std::chrono::milliseconds(30000));
-    ~CardMemory() override;
+    ~EndpointMemory() override;
     std::uint64_t atomic(std::uint8_t opcode, const RemoteWord &w, std::uint64_t operand,
                          std::uint64_t compare) override;
     void put64(const RemoteWord &dst, std::uint64_t value) override;
     void flush() override;
+
+protected:
+    EndpointMemory(Port &port, std::chrono::milliseconds timeout, bool host);
+    std::unique_ptr<detail::Endpoint> ep_;
+};
+
+// Atomics executed by the target card.  Registers a small scratch region
+// on port (the source of its puts).
+class NICOFF_API CardMemory final : public EndpointMemory {
+public:
+    explicit CardMemory(Port &port,
+                        std::chrono::milliseconds timeout = std::chrono::milliseconds(30000));
     void prepare_wait() override;
     void wait_while(const std::uint64_t *word, std::uint64_t value) override;
     void put64_wake(const RemoteWord &dst, std::uint64_t value) override;
-
-private:
-    std::unique_ptr<detail::Endpoint> ep_;
 };
 
 // Atomics executed by an AtomicServer: a request message to (w.card,
 // w.port), the old value in the reply.  put64 is a write request to the
 // server at (dst.card, dst.port) that asks for no reply.
-class NICOFF_API HostMemory final : public RemoteMemory {
+class NICOFF_API HostMemory final : public EndpointMemory {
 public:
     explicit HostMemory(Port &port,
                         std::chrono::milliseconds timeout = std::chrono::milliseconds(30000));
-    ~HostMemory() override;
-    std::uint64_t atomic(std::uint8_t opcode, const RemoteWord &w, std::uint64_t operand,
-                         std::uint64_t compare) override;
-    void put64(const RemoteWord &dst, std::uint64_t value) override;
-    void flush() override;
     void wait_while(const std::uint64_t *word, std::uint64_t value) override;
-
-private:
-    std::unique_ptr<detail::Endpoint> ep_;
 };
 
 // How an AtomicServer waits for requests (seed 001: gm_receive(),

@@ -51,6 +51,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <system_error>
 
 namespace nicoff {
@@ -60,6 +61,23 @@ inline constexpr std::uint32_t default_port_base = 16;
 // Ranks, sizes, card counts and port numbers of a job stay below 2^31 (the
 // C API returns them as int).
 inline constexpr std::uint32_t job_value_max = 0x7fffffff;
+
+// A job value as the environment and nicoffrun's options give it: a decimal
+// number in [0, job_value_max], digits only (no sign, no blanks); nullopt
+// for anything else.
+constexpr std::optional<std::uint32_t> parse_job_value(std::string_view s) noexcept {
+    if (s.empty() || s.size() > 10)
+        return std::nullopt;
+    std::uint64_t n = 0;
+    for (char c : s) {
+        if (c < '0' || c > '9')
+            return std::nullopt;
+        n = n * 10 + static_cast<unsigned>(c - '0');
+    }
+    if (n > job_value_max)
+        return std::nullopt;
+    return static_cast<std::uint32_t>(n);
+}
 
 struct Placement {
     std::uint32_t card = 0;

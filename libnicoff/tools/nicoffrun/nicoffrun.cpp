@@ -140,20 +140,11 @@ struct Options {
 };
 
 std::uint32_t parse_count(const char *opt, const char *s, std::uint32_t min) {
-    std::uint64_t v = 0;
-    const std::string_view sv(s);
-    bool ok = !sv.empty() && sv.size() <= 10;
-    for (char c : sv) {
-        if (c < '0' || c > '9') {
-            ok = false;
-            break;
-        }
-        v = v * 10 + static_cast<unsigned>(c - '0');
-    }
-    if (!ok || v < min || v > nicoff::job_value_max)
+    const std::optional<std::uint32_t> v = nicoff::parse_job_value(s);
+    if (!v || *v < min)
         usage_error(std::string(opt) + " wants a whole number in [" + std::to_string(min) + ", " +
                     std::to_string(nicoff::job_value_max) + "], not '" + s + "'");
-    return static_cast<std::uint32_t>(v);
+    return *v;
 }
 
 double parse_seconds(const char *opt, const char *s, bool zero_ok) {
