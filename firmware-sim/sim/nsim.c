@@ -113,6 +113,15 @@ void nsim_start_each(struct nsim *ns, void (*enter)(struct nsim *ns, u32 node, u
 		enter(ns, n, 0);
 }
 
+void nsim_next_iter(struct nsim *ns, u32 node, u32 done,
+		    void (*enter)(struct nsim *ns, u32 node, u64 t), u64 t)
+{
+	if (done == ns->p.iters)
+		nsim_node_done(ns, t);
+	else
+		enter(ns, node, t);
+}
+
 void nsim_check_counts(struct nsim *ns, u64 sends, u64 recvs, u64 want)
 {
 	if (sends != want || recvs != want)

@@ -142,6 +142,9 @@ void nsim_fail(struct nsim *ns, const char *fmt, ...);
 void *nsim_state(struct nsim *ns, size_t size, size_t node_size);
 /* Start every node: @enter(ns, node, 0) for each, in order. */
 void nsim_start_each(struct nsim *ns, void (*enter)(struct nsim *ns, u32 node, u64 t));
+/* @node has done @done iterations at @t: the last makes it done, else @enter starts the next. */
+void nsim_next_iter(struct nsim *ns, u32 node, u32 done,
+		    void (*enter)(struct nsim *ns, u32 node, u64 t), u64 t);
 /* Every node's sends and receives completed: @want of each, in all. */
 void nsim_check_counts(struct nsim *ns, u64 sends, u64 recvs, u64 want);
 /* completion_us, iter_us and messages (@recvs). */

@@ -127,10 +127,7 @@ static void dis_cqe(struct nsim *ns, u32 n, const struct nicoff_cqe *cqe, u64 t)
 	if (dn->round < st->rounds)
 		return;
 	/* Out of the barrier. */
-	if (++dn->iter == ns->p.iters)
-		nsim_node_done(ns, t);
-	else
-		dis_enter(ns, n, t);
+	nsim_next_iter(ns, n, ++dn->iter, dis_enter, t);
 }
 
 static void dis_finish(struct nsim *ns)

@@ -228,10 +228,7 @@ static void sp_cqe(struct nsim *ns, u32 n, const struct nicoff_cqe *cqe, u64 t)
 	}
 	if (sn->sent < sp_nsend(ns, st, n) || sn->recvd < sp_nrecv(ns, st, it, n))
 		return;
-	if (++sn->iter == ns->p.iters)
-		nsim_node_done(ns, t);
-	else
-		sp_enter(ns, n, t);
+	nsim_next_iter(ns, n, ++sn->iter, sp_enter, t);
 }
 
 static void sp_finish(struct nsim *ns)
