@@ -23,9 +23,9 @@ struct dis_node {
 };
 
 struct dis_state {
-	struct dis_node *node;
 	u32 rounds;
 	u64 sends, recvs;
+	struct dis_node node[];
 };
 
 static int dis_init(struct nsim *ns)
@@ -36,10 +36,9 @@ static int dis_init(struct nsim *ns)
 		nsim_fail(ns, "dissemination: at most 65535 iterations");
 		return -EINVAL;
 	}
-	st = nsim_state(ns, sizeof(*st), sizeof(*st->node));
+	st = nsim_state(ns, sizeof(*st), sizeof(st->node[0]));
 	if (!st)
 		return -ENOMEM;
-	st->node = ns->wl_nodes;
 	while ((1ull << st->rounds) < ns->p.nodes)
 		st->rounds++;
 	ns->send_slots = st->rounds;

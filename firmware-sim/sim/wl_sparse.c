@@ -27,10 +27,10 @@ struct sp_node {
 
 struct sp_state {
 	bool random;
-	struct sp_node *node;
 	u64 a[SP_MAX_FANOUT], a_inv[SP_MAX_FANOUT], b[SP_MAX_FANOUT];
 	u16 *indeg;		/* random: per iteration and node */
 	u64 sends, recvs, want;
+	struct sp_node node[];
 };
 
 static u64 sp_gcd(u64 a, u64 b)
@@ -105,10 +105,9 @@ static int sp_setup(struct nsim *ns, bool random)
 		nsim_fail(ns, "fanout must be 1 to %u", SP_MAX_FANOUT);
 		return -EINVAL;
 	}
-	st = nsim_state(ns, sizeof(*st), sizeof(*st->node));
+	st = nsim_state(ns, sizeof(*st), sizeof(st->node[0]));
 	if (!st)
 		return -ENOMEM;
-	st->node = ns->wl_nodes;
 	st->random = random;
 	ns->send_slots = ns->p.fanout;
 	ns->recv_slots = ns->p.fanout;
