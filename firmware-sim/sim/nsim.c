@@ -88,20 +88,15 @@ void nsim_metric(struct nsim *ns, const char *name, double value, const char *un
 
 void *nsim_state(struct nsim *ns, size_t size, size_t node_size)
 {
-	ns->wl_state = calloc(1, size);
-	if (!ns->wl_state || !node_size)
-		return ns->wl_state;
-	ns->wl_nodes = calloc(ns->p.nodes, node_size);
-	return ns->wl_nodes ? ns->wl_state : NULL;
+	ns->wl_state = calloc(1, size + (size_t)ns->p.nodes * node_size);
+	return ns->wl_state;
 }
 
 static void nsim_state_free(struct nsim *ns)
 {
 	if (ns->wl->fini)
 		ns->wl->fini(ns);
-	free(ns->wl_nodes);
 	free(ns->wl_state);
-	ns->wl_nodes = NULL;
 	ns->wl_state = NULL;
 }
 
@@ -111,6 +106,15 @@ void nsim_start_each(struct nsim *ns, void (*enter)(struct nsim *ns, u32 node, u
 
 	for (n = 0; n < ns->p.nodes; n++)
 		enter(ns, n, 0);
+}
+
+void nsim_next_iter(struct nsim *ns, u32 node, u32 done,
+		    void (*enter)(struct nsim *ns, u32 node, u64 t), u64 t)
+{
+	if (done == ns->p.iters)
+		nsim_node_done(ns, t);
+	else
+		enter(ns, node, t);
 }
 
 void nsim_check_counts(struct nsim *ns, u64 sends, u64 recvs, u64 want)

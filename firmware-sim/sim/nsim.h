@@ -73,7 +73,6 @@ struct nsim {
 	const struct nsim_workload *wl;
 	struct sim *s;
 	void *wl_state;
-	void *wl_nodes;		/* the per-node array of nsim_state() */
 	u32 send_slots;
 	u32 recv_slots;
 	u32 mr;			/* region handle, the same on every node */
@@ -135,13 +134,16 @@ bool nsim_check_recv(struct nsim *ns, u32 node, const struct nicoff_cqe *cqe, u3
 		     u32 src, u32 src_slot);
 void nsim_fail(struct nsim *ns, const char *fmt, ...);
 /*
- * The workload's state: @size zeroed bytes (ns->wl_state) and, with
- * @node_size, a zeroed array of one per node (ns->wl_nodes).  Both are
- * freed after the workload's fini.  NULL if out of memory.
+ * The workload's state (ns->wl_state), zeroed: a struct of @size bytes
+ * whose flexible array member holds @node_size bytes per node (0: none).
+ * Freed after the workload's fini.  NULL if out of memory.
  */
 void *nsim_state(struct nsim *ns, size_t size, size_t node_size);
 /* Start every node: @enter(ns, node, 0) for each, in order. */
 void nsim_start_each(struct nsim *ns, void (*enter)(struct nsim *ns, u32 node, u64 t));
+/* @node has done @done iterations at @t: the last makes it done, else @enter starts the next. */
+void nsim_next_iter(struct nsim *ns, u32 node, u32 done,
+		    void (*enter)(struct nsim *ns, u32 node, u64 t), u64 t);
 /* Every node's sends and receives completed: @want of each, in all. */
 void nsim_check_counts(struct nsim *ns, u64 sends, u64 recvs, u64 want);
 /* completion_us, iter_us and messages (@recvs). */

@@ -16,12 +16,12 @@
 
 struct bar_state {
 	u32 alg;
-	u32 *done;		/* barriers completed per node */
 	u32 created;
 	u64 chosen;
 	u64 t_warm;		/* the last node's completion of barrier warmup */
 	u64 t_end;		/* and of barrier iters */
 	u64 t_created;
+	u32 done[];		/* barriers completed per node */
 };
 
 static int bar_init_alg(struct nsim *ns, u32 alg)
@@ -38,10 +38,9 @@ static int bar_init_alg(struct nsim *ns, u32 alg)
 		nsim_fail(ns, "barrier: --verify keeps a table per node: 4096 nodes at most");
 		return -EINVAL;
 	}
-	st = nsim_state(ns, sizeof(*st), sizeof(*st->done));
+	st = nsim_state(ns, sizeof(*st), sizeof(st->done[0]));
 	if (!st)
 		return -ENOMEM;
-	st->done = ns->wl_nodes;
 	st->alg = alg;
 	/* The member table fills the send slots. */
 	ns->send_slots = (u32)((table + ns->p.size - 1) / ns->p.size);

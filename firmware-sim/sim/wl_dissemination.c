@@ -23,9 +23,9 @@ struct dis_node {
 };
 
 struct dis_state {
-	struct dis_node *node;
 	u32 rounds;
 	u64 sends, recvs;
+	struct dis_node node[];
 };
 
 static int dis_init(struct nsim *ns)
@@ -36,10 +36,9 @@ static int dis_init(struct nsim *ns)
 		nsim_fail(ns, "dissemination: at most 65535 iterations");
 		return -EINVAL;
 	}
-	st = nsim_state(ns, sizeof(*st), sizeof(*st->node));
+	st = nsim_state(ns, sizeof(*st), sizeof(st->node[0]));
 	if (!st)
 		return -ENOMEM;
-	st->node = ns->wl_nodes;
 	while ((1ull << st->rounds) < ns->p.nodes)
 		st->rounds++;
 	ns->send_slots = st->rounds;
@@ -127,10 +126,7 @@ static void dis_cqe(struct nsim *ns, u32 n, const struct nicoff_cqe *cqe, u64 t)
 	if (dn->round < st->rounds)
 		return;
 	/* Out of the barrier. */
-	if (++dn->iter == ns->p.iters)
-		nsim_node_done(ns, t);
-	else
-		dis_enter(ns, n, t);
+	nsim_next_iter(ns, n, ++dn->iter, dis_enter, t);
 }
 
 static void dis_finish(struct nsim *ns)

@@ -17,17 +17,16 @@ struct ring_node {
 };
 
 struct ring_state {
-	struct ring_node *node;
 	u64 sends, recvs;
+	struct ring_node node[];
 };
 
 static int ring_init(struct nsim *ns)
 {
-	struct ring_state *st = nsim_state(ns, sizeof(*st), sizeof(struct ring_node));
+	struct ring_state *st = nsim_state(ns, sizeof(*st), sizeof(st->node[0]));
 
 	if (!st)
 		return -ENOMEM;
-	st->node = ns->wl_nodes;
 	ns->send_slots = 1;
 	ns->recv_slots = 1;
 	return 0;

@@ -27,10 +27,10 @@ struct sp_node {
 
 struct sp_state {
 	bool random;
-	struct sp_node *node;
 	u64 a[SP_MAX_FANOUT], a_inv[SP_MAX_FANOUT], b[SP_MAX_FANOUT];
 	u16 *indeg;		/* random: per iteration and node */
 	u64 sends, recvs, want;
+	struct sp_node node[];
 };
 
 static u64 sp_gcd(u64 a, u64 b)
@@ -105,10 +105,9 @@ static int sp_setup(struct nsim *ns, bool random)
 		nsim_fail(ns, "fanout must be 1 to %u", SP_MAX_FANOUT);
 		return -EINVAL;
 	}
-	st = nsim_state(ns, sizeof(*st), sizeof(*st->node));
+	st = nsim_state(ns, sizeof(*st), sizeof(st->node[0]));
 	if (!st)
 		return -ENOMEM;
-	st->node = ns->wl_nodes;
 	st->random = random;
 	ns->send_slots = ns->p.fanout;
 	ns->recv_slots = ns->p.fanout;
@@ -228,10 +227,7 @@ static void sp_cqe(struct nsim *ns, u32 n, const struct nicoff_cqe *cqe, u64 t)
 	}
 	if (sn->sent < sp_nsend(ns, st, n) || sn->recvd < sp_nrecv(ns, st, it, n))
 		return;
-	if (++sn->iter == ns->p.iters)
-		nsim_node_done(ns, t);
-	else
-		sp_enter(ns, n, t);
+	nsim_next_iter(ns, n, ++sn->iter, sp_enter, t);
 }
 
 static void sp_finish(struct nsim *ns)

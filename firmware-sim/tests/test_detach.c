@@ -21,30 +21,51 @@ static struct sim *d_sim(const struct fw_fault_cfg *faults)
 	return sim_create(&cfg);
 }
 
+/* Three cards; a on card 0 port @aport and b on card 1 port 0, D_BIG each. */
+struct d_env {
+	struct sim *s;
+	u8 *a, *b;
+	u32 ma, mb, rkey;	/* rkey: b's */
+};
+
+static void d_setup(struct d_env *e, u32 aport, u32 a_access, u32 b_access)
+{
+	e->s = d_sim(NULL);
+	e->a = calloc(1, D_BIG);
+	e->b = calloc(1, D_BIG);
+	e->ma = t_port_mr(e->s, 0, aport, e->a, D_BIG, a_access, NULL);
+	e->mb = t_port_mr(e->s, 1, 0, e->b, D_BIG, b_access, &e->rkey);
+}
+
+static void d_free(struct d_env *e)
+{
+	free(e->a);
+	free(e->b);
+}
+
 /* The sending port closes half way: the receiver's buffer is released. */
 static void test_sender_detach(void **state)
 {
-	struct sim *s = d_sim(NULL);
-	u8 *a = calloc(1, D_BIG), *b = calloc(1, D_BIG);
-	u32 ma = t_port_mr(s, 0, 1, a, D_BIG, 0, NULL);
-	u32 m2 = t_port_mr(s, 0, 2, a, D_BIG, 0, NULL);
-	u32 mb = t_port_mr(s, 1, 0, b, D_BIG, NICOFF_ACCESS_LOCAL_WRITE, NULL);
+	struct d_env e;
 	struct nicoff_cqe q;
+	u32 m2;
 	int i;
 
 	(void)state;
-	t_post(s, 1, 0, t_recv(1, mb, 0, D_BIG, 0, 1, 0, 0));
-	t_post(s, 1, 0, t_recv(2, mb, 0, 100, 0, 2, 0, 0));
+	d_setup(&e, 1, 0, NICOFF_ACCESS_LOCAL_WRITE);
+	m2 = t_port_mr(e.s, 0, 2, e.a, D_BIG, 0, NULL);
+	t_post(e.s, 1, 0, t_recv(1, e.mb, 0, D_BIG, 0, 1, 0, 0));
+	t_post(e.s, 1, 0, t_recv(2, e.mb, 0, 100, 0, 2, 0, 0));
 	for (i = 0; i < 4; i++)
-		t_post(s, 0, 1, t_send(i, 1, 0, ma, 0, D_BIG, 0));
-	t_post(s, 0, 2, t_send(9, 1, 0, m2, 0, 100, 0));
-	sim_run_until(s, sim_now(s) + 30000);
-	sim_detach(s, 0, 1);
+		t_post(e.s, 0, 1, t_send(i, 1, 0, e.ma, 0, D_BIG, 0));
+	t_post(e.s, 0, 2, t_send(9, 1, 0, m2, 0, 100, 0));
+	sim_run_until(e.s, sim_now(e.s) + 30000);
+	sim_detach(e.s, 0, 1);
 
 	/* Port 2 of the same card is not disturbed. */
-	t_expect(s, 0, 2, 9, 0);
+	t_expect(e.s, 0, 2, 9, 0);
 	for (i = 0; i < 2; i++) {
-		q = t_cqe(s, 1, 0, sim_now(s) + T_SEC);
+		q = t_cqe(e.s, 1, 0, sim_now(e.s) + T_SEC);
 		if (q.tag == 1) {
 			assert_int_equal(q.status, -ECONNABORTED);
 			assert_true(q.result > 0 && q.result < D_BIG);
@@ -52,77 +73,69 @@ static void test_sender_detach(void **state)
 			assert_int_equal(q.status, 0);
 		}
 	}
-	assert_true(sim_run_idle(s, sim_now(s) + T_SEC));
-	assert_int_equal(sim_cq_count(s, 1, 0), 0);
-	t_finish(s);
-	free(a);
-	free(b);
+	assert_true(sim_run_idle(e.s, sim_now(e.s) + T_SEC));
+	assert_int_equal(sim_cq_count(e.s, 1, 0), 0);
+	t_finish(e.s);
+	d_free(&e);
 }
 
 /* The receiving port closes half way: the sender is refused. */
 static void test_receiver_detach(void **state)
 {
-	struct sim *s = d_sim(NULL);
-	u8 *a = calloc(1, D_BIG), *b = calloc(1, D_BIG);
-	u32 ma = t_port_mr(s, 0, 0, a, D_BIG, 0, NULL);
-	u32 mb = t_port_mr(s, 1, 0, b, D_BIG, NICOFF_ACCESS_LOCAL_WRITE, NULL);
+	struct d_env e;
 	struct nicoff_cmd c;
 	struct nicoff_cqe q;
 	int i;
 
 	(void)state;
-	t_post(s, 1, 0, t_recv(1, mb, 0, D_BIG, NICOFF_ANY, NICOFF_ANY, 0, 0));
-	c = t_send(1, 1, 0, ma, 0, D_BIG, 0);	/* bound to the receive */
-	sim_post(s, 0, 0, &c);
-	c = t_send(2, 1, 0, ma, 0, 5000, 0);	/* unexpected */
-	sim_post(s, 0, 0, &c);
-	sim_run_until(s, sim_now(s) + 30000);
-	sim_detach(s, 1, 0);
-	t_expect(s, 0, 0, 1, -ECONNREFUSED);
-	t_expect(s, 0, 0, 2, -ECONNREFUSED);
+	d_setup(&e, 0, 0, NICOFF_ACCESS_LOCAL_WRITE);
+	t_post(e.s, 1, 0, t_recv(1, e.mb, 0, D_BIG, NICOFF_ANY, NICOFF_ANY, 0, 0));
+	c = t_send(1, 1, 0, e.ma, 0, D_BIG, 0);	/* bound to the receive */
+	sim_post(e.s, 0, 0, &c);
+	c = t_send(2, 1, 0, e.ma, 0, 5000, 0);	/* unexpected */
+	sim_post(e.s, 0, 0, &c);
+	sim_run_until(e.s, sim_now(e.s) + 30000);
+	sim_detach(e.s, 1, 0);
+	t_expect(e.s, 0, 0, 1, -ECONNREFUSED);
+	t_expect(e.s, 0, 0, 2, -ECONNREFUSED);
 
 	/* Reopened under the same number: a half message is refused too. */
-	mb = t_port_mr(s, 1, 0, b, D_BIG, NICOFF_ACCESS_LOCAL_WRITE, NULL);
-	t_post(s, 1, 0, t_recv(3, mb, 0, D_BIG, NICOFF_ANY, NICOFF_ANY, 0, 0));
-	t_post(s, 0, 0, t_send(3, 1, 0, ma, 0, D_BIG, 0));
-	sim_run_until(s, sim_now(s) + 30000);
-	sim_detach(s, 1, 0);
-	assert_int_equal(sim_attach(s, 1, 0), 0);
-	q = t_cqe(s, 0, 0, sim_now(s) + T_SEC);
+	e.mb = t_port_mr(e.s, 1, 0, e.b, D_BIG, NICOFF_ACCESS_LOCAL_WRITE, NULL);
+	t_post(e.s, 1, 0, t_recv(3, e.mb, 0, D_BIG, NICOFF_ANY, NICOFF_ANY, 0, 0));
+	t_post(e.s, 0, 0, t_send(3, 1, 0, e.ma, 0, D_BIG, 0));
+	sim_run_until(e.s, sim_now(e.s) + 30000);
+	sim_detach(e.s, 1, 0);
+	assert_int_equal(sim_attach(e.s, 1, 0), 0);
+	q = t_cqe(e.s, 0, 0, sim_now(e.s) + T_SEC);
 	assert_int_equal(q.tag, 3);
 	assert_true(q.status == -ECONNABORTED || q.status == -ECONNREFUSED);
 	for (i = 0; i < 3; i++)
-		assert_false(sim_cq_pop(s, 1, 0, &q));
-	t_finish(s);
-	free(a);
-	free(b);
+		assert_false(sim_cq_pop(e.s, 1, 0, &q));
+	t_finish(e.s);
+	d_free(&e);
 }
 
 /* GETs: the target port closes mid-answer; the initiator port closes. */
 static void test_get_detach(void **state)
 {
-	struct sim *s = d_sim(NULL);
-	u8 *a = calloc(1, D_BIG), *b = calloc(1, D_BIG);
-	u32 ma = t_port_mr(s, 0, 0, a, D_BIG, NICOFF_ACCESS_LOCAL_WRITE, NULL);
-	u32 rkey, mb = t_port_mr(s, 1, 0, b, D_BIG, NICOFF_ACCESS_ALL, &rkey);
+	struct d_env e;
 	struct nicoff_cqe q;
 
 	(void)state;
-	(void)mb;
-	t_post(s, 0, 0, t_rdma(NICOFF_OP_GET, 1, 1, 0, rkey, 0, ma, 0, D_BIG));
-	sim_run_until(s, sim_now(s) + 30000);
-	sim_detach(s, 1, 0);
-	q = t_cqe(s, 0, 0, sim_now(s) + T_SEC);
+	d_setup(&e, 0, NICOFF_ACCESS_LOCAL_WRITE, NICOFF_ACCESS_ALL);
+	t_post(e.s, 0, 0, t_rdma(NICOFF_OP_GET, 1, 1, 0, e.rkey, 0, e.ma, 0, D_BIG));
+	sim_run_until(e.s, sim_now(e.s) + 30000);
+	sim_detach(e.s, 1, 0);
+	q = t_cqe(e.s, 0, 0, sim_now(e.s) + T_SEC);
 	assert_int_equal(q.status, -ECONNABORTED);
 
-	mb = t_port_mr(s, 1, 0, b, D_BIG, NICOFF_ACCESS_ALL, &rkey);
-	t_post(s, 0, 0, t_rdma(NICOFF_OP_GET, 2, 1, 0, rkey, 0, ma, 0, D_BIG));
-	t_post(s, 0, 0, t_rdma(NICOFF_OP_PUT, 3, 1, 0, rkey, 0, ma, 0, D_BIG));
-	sim_run_until(s, sim_now(s) + 30000);
-	sim_detach(s, 0, 0);
-	t_finish(s);
-	free(a);
-	free(b);
+	e.mb = t_port_mr(e.s, 1, 0, e.b, D_BIG, NICOFF_ACCESS_ALL, &e.rkey);
+	t_post(e.s, 0, 0, t_rdma(NICOFF_OP_GET, 2, 1, 0, e.rkey, 0, e.ma, 0, D_BIG));
+	t_post(e.s, 0, 0, t_rdma(NICOFF_OP_PUT, 3, 1, 0, e.rkey, 0, e.ma, 0, D_BIG));
+	sim_run_until(e.s, sim_now(e.s) + 30000);
+	sim_detach(e.s, 0, 0);
+	t_finish(e.s);
+	d_free(&e);
 }
 
 /* Everything at once under faults, ports closing at random moments. */
@@ -169,26 +182,22 @@ static void test_detach_storm(void **state)
 /* The card goes with everything in flight: nothing leaks, nothing posted. */
 static void test_destroy_in_flight(void **state)
 {
-	struct sim *s = d_sim(NULL);
-	u8 *a = calloc(1, D_BIG), *b = calloc(1, D_BIG);
-	u32 ma = t_port_mr(s, 0, 0, a, D_BIG, NICOFF_ACCESS_ALL, NULL);
-	u32 rkey, mb = t_port_mr(s, 1, 0, b, D_BIG, NICOFF_ACCESS_ALL, &rkey);
+	struct d_env e;
 	int i;
 
 	(void)state;
+	d_setup(&e, 0, NICOFF_ACCESS_ALL, NICOFF_ACCESS_ALL);
 	for (i = 0; i < 3; i++) {
-		t_post(s, 0, 0, t_send(i, 1, 0, ma, 0, D_BIG / 2, 0));
-		t_post(s, 0, 0, t_rdma(NICOFF_OP_GET, i, 1, 0, rkey, 0, ma, 0, D_BIG));
-		t_post(s, 1, 0, t_recv(i, mb, 0, 10, NICOFF_ANY, NICOFF_ANY, 7, ~0ull));
+		t_post(e.s, 0, 0, t_send(i, 1, 0, e.ma, 0, D_BIG / 2, 0));
+		t_post(e.s, 0, 0, t_rdma(NICOFF_OP_GET, i, 1, 0, e.rkey, 0, e.ma, 0, D_BIG));
+		t_post(e.s, 1, 0, t_recv(i, e.mb, 0, 10, NICOFF_ANY, NICOFF_ANY, 7, ~0ull));
 	}
-	sim_run_until(s, sim_now(s) + 20000);
-	assert_int_equal(sim_restart(s, 1, 5), 0);
-	sim_run_until(s, sim_now(s) + 20000);
-	assert_int_equal(sim_stats(s)->bad_completions, 0);
-	assert_int_equal(sim_destroy(s), 0);
-	(void)mb;
-	free(a);
-	free(b);
+	sim_run_until(e.s, sim_now(e.s) + 20000);
+	assert_int_equal(sim_restart(e.s, 1, 5), 0);
+	sim_run_until(e.s, sim_now(e.s) + 20000);
+	assert_int_equal(sim_stats(e.s)->bad_completions, 0);
+	assert_int_equal(sim_destroy(e.s), 0);
+	d_free(&e);
 }
 
 int main(void)

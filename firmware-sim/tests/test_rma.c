@@ -160,22 +160,30 @@ static void test_remote_checks(void **state)
 	r_teardown(&e);
 }
 
+/*
+ * 20 us into what node 0 port 1 posted, @node's @port deregisters @mr:
+ * the command fails with -ENOENT.
+ */
+static void r_dereg_mid_way(struct r_env *e, u32 node, u32 port, u32 mr)
+{
+	struct nicoff_cqe q;
+
+	sim_run_until(e->s, sim_now(e->s) + 20000);
+	assert_int_equal(sim_cq_count(e->s, 0, 1), 0);
+	assert_int_equal(sim_dereg_mr(e->s, node, port, mr), 0);
+	q = t_cqe(e->s, 0, 1, sim_now(e->s) + T_SEC);
+	assert_int_equal(q.status, -ENOENT);
+}
+
 /* The target deregisters its region while a GET streams out of it. */
 static void test_dereg_mid_get(void **state)
 {
 	struct r_env e;
-	struct nicoff_cmd c;
-	struct nicoff_cqe q;
 
 	(void)state;
 	r_setup(&e, NULL);
-	c = t_rdma(NICOFF_OP_GET, 1, 1, 2, e.rkey, 0, e.ma, 0, R_BIG);
-	sim_post(e.s, 0, 1, &c);
-	sim_run_until(e.s, sim_now(e.s) + 20000);
-	assert_int_equal(sim_cq_count(e.s, 0, 1), 0);
-	assert_int_equal(sim_dereg_mr(e.s, 1, 2, e.mb), 0);
-	q = t_cqe(e.s, 0, 1, sim_now(e.s) + T_SEC);
-	assert_int_equal(q.status, -ENOENT);
+	t_post(e.s, 0, 1, t_rdma(NICOFF_OP_GET, 1, 1, 2, e.rkey, 0, e.ma, 0, R_BIG));
+	r_dereg_mid_way(&e, 1, 2, e.mb);
 	assert_int_equal(fw_port_remote_errors(sim_card(e.s, 1), 2, NULL), 1);
 	r_teardown(&e);
 }
@@ -184,19 +192,13 @@ static void test_dereg_mid_get(void **state)
 static void test_dereg_mid_send(void **state)
 {
 	struct r_env e;
-	struct nicoff_cmd c;
 	struct nicoff_cqe q;
 
 	(void)state;
 	r_setup(&e, NULL);
-	c = t_recv(1, e.mb, 0, R_BIG, 0, 1, 0, 0);
-	sim_post(e.s, 1, 2, &c);
-	c = t_send(2, 1, 2, e.ma, 0, R_BIG, 0);
-	sim_post(e.s, 0, 1, &c);
-	sim_run_until(e.s, sim_now(e.s) + 20000);
-	assert_int_equal(sim_dereg_mr(e.s, 0, 1, e.ma), 0);
-	q = t_cqe(e.s, 0, 1, sim_now(e.s) + T_SEC);
-	assert_int_equal(q.status, -ENOENT);
+	t_post(e.s, 1, 2, t_recv(1, e.mb, 0, R_BIG, 0, 1, 0, 0));
+	t_post(e.s, 0, 1, t_send(2, 1, 2, e.ma, 0, R_BIG, 0));
+	r_dereg_mid_way(&e, 0, 1, e.ma);
 	q = t_cqe(e.s, 1, 2, sim_now(e.s) + T_SEC);
 	assert_int_equal(q.status, -ECONNABORTED);
 	assert_true(q.result > 0 && q.result < R_BIG);

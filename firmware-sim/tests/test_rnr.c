@@ -36,6 +36,26 @@ static u64 rn_budget(const struct sim_cfg *cfg)
 }
 
 /*
+ * Two cards from cfg (rn_cfg(), then the test's changes): card 0 port 0
+ * sends from a (ma), card 1 port 1, the port that fills up, receives into
+ * b (mb).
+ */
+struct rn_env {
+	struct sim_cfg cfg;
+	struct sim *s;
+	u32 ma, mb;
+	u64 budget;		/* rn_budget(&cfg) */
+};
+
+static void rn_start(struct rn_env *e, void *a, u64 alen, void *b, u64 blen)
+{
+	e->budget = rn_budget(&e->cfg);
+	e->s = sim_create(&e->cfg);
+	e->ma = t_port_mr(e->s, 0, 0, a, alen, 0, NULL);
+	e->mb = t_port_mr(e->s, 1, 1, b, blen, NICOFF_ACCESS_LOCAL_WRITE, NULL);
+}
+
+/*
  * Port 1 of card 1 never posts a receive and its unexpected budget is
  * full; port 2 has a receive posted.  Five sends to port 1, then one to
  * port 2: port 2 gets its message at once, the fifth to port 1 fails with
@@ -44,48 +64,45 @@ static u64 rn_budget(const struct sim_cfg *cfg)
  */
 static void test_isolation(void **state)
 {
-	struct sim_cfg cfg;
-	struct sim *s;
 	static u8 a[RN_MSG], b1[5 * RN_MSG], b2[64];
+	struct rn_env e;
 	struct fw_stats st0, st1;
 	struct nicoff_cqe q;
-	u32 ma, m1, m2, i;
-	u64 t0, t2, budget;
+	u32 m2, i;
+	u64 t0, t2;
 
 	(void)state;
-	rn_cfg(&cfg, 2, 1);
-	budget = rn_budget(&cfg);
-	s = sim_create(&cfg);
-	ma = t_port_mr(s, 0, 0, a, sizeof(a), 0, NULL);
-	m1 = t_port_mr(s, 1, 1, b1, sizeof(b1), NICOFF_ACCESS_LOCAL_WRITE, NULL);
-	m2 = t_port_mr(s, 1, 2, b2, sizeof(b2), NICOFF_ACCESS_LOCAL_WRITE, NULL);
+	rn_cfg(&e.cfg, 2, 1);
+	rn_start(&e, a, sizeof(a), b1, sizeof(b1));
+	m2 = t_port_mr(e.s, 1, 2, b2, sizeof(b2), NICOFF_ACCESS_LOCAL_WRITE, NULL);
 	t_fill(a, sizeof(a), 3);
-	t_post(s, 1, 2, t_recv(100, m2, 0, sizeof(b2), NICOFF_ANY, NICOFF_ANY, 0, 0));
-	t0 = sim_now(s);
+	t_post(e.s, 1, 2, t_recv(100, m2, 0, sizeof(b2), NICOFF_ANY, NICOFF_ANY, 0, 0));
+	t0 = sim_now(e.s);
 	for (i = 0; i < 5; i++)
-		t_post(s, 0, 0, t_send(i, 1, 1, ma, 0, RN_MSG, i));
-	t_post(s, 0, 0, t_send(200, 1, 2, ma, 0, 8, 200));
+		t_post(e.s, 0, 0, t_send(i, 1, 1, e.ma, 0, RN_MSG, i));
+	t_post(e.s, 0, 0, t_send(200, 1, 2, e.ma, 0, 8, 200));
 
 	/* Port 2's message: one round trip behind port 1's refused one. */
-	q = t_cqe(s, 1, 2, t0 + T_MS);
-	t2 = sim_now(s) - t0;
+	q = t_cqe(e.s, 1, 2, t0 + T_MS);
+	t2 = sim_now(e.s) - t0;
 	assert_int_equal(q.status, 0);
 	assert_int_equal(q.msg_tag, 200);
 	assert_memory_equal(b2, a, 8);
 	for (i = 0; i < 5; i++) {
-		q = t_cqe(s, 0, 0, t0 + T_MS);
+		q = t_cqe(e.s, 0, 0, t0 + T_MS);
 		assert_int_equal(q.status, 0);
 		assert_int_equal(q.tag, i == 4 ? 200 : i);
 	}
-	q = t_cqe(s, 0, 0, t0 + budget + cfg.fw.rto_max_ns + T_MS);
+	q = t_cqe(e.s, 0, 0, t0 + e.budget + e.cfg.fw.rto_max_ns + T_MS);
 	assert_int_equal(q.tag, 4);
 	assert_int_equal(q.status, -ENOBUFS);
 	print_message("port 2 served after %llu us; port 1's fifth failed after %llu us",
-		      (unsigned long long)t2 / 1000, (unsigned long long)(sim_now(s) - t0) / 1000);
-	print_message(" (budget %llu us)\n", (unsigned long long)budget / 1000);
-	assert_true(sim_now(s) - t0 >= budget);
-	fw_get_stats(sim_card(s, 0), &st0);
-	fw_get_stats(sim_card(s, 1), &st1);
+		      (unsigned long long)t2 / 1000,
+		      (unsigned long long)(sim_now(e.s) - t0) / 1000);
+	print_message(" (budget %llu us)\n", (unsigned long long)e.budget / 1000);
+	assert_true(sim_now(e.s) - t0 >= e.budget);
+	fw_get_stats(sim_card(e.s, 0), &st0);
+	fw_get_stats(sim_card(e.s, 1), &st1);
 	assert_int_equal(st0.timeouts, 0);
 	assert_int_equal(st0.conn_failures, 0);
 	assert_int_equal(st0.rnr_failures, 1);
@@ -94,24 +111,24 @@ static void test_isolation(void **state)
 
 	/* Port 1: its four, in order; then the pair works again. */
 	for (i = 0; i < 5; i++) {
-		t_post(s, 1, 1, t_recv(10 + i, m1, (u64)i * RN_MSG, RN_MSG, NICOFF_ANY, NICOFF_ANY,
-				       0, 0));
+		t_post(e.s, 1, 1, t_recv(10 + i, e.mb, (u64)i * RN_MSG, RN_MSG, NICOFF_ANY,
+					 NICOFF_ANY, 0, 0));
 	}
 	for (i = 0; i < 4; i++) {
-		q = t_cqe(s, 1, 1, sim_now(s));
+		q = t_cqe(e.s, 1, 1, sim_now(e.s));
 		assert_int_equal(q.status, 0);
 		assert_int_equal(q.tag, 10 + i);
 		assert_int_equal(q.msg_tag, i);
 		assert_memory_equal(b1 + (u64)i * RN_MSG, a, RN_MSG);
 	}
-	t_post(s, 0, 0, t_send(300, 1, 1, ma, 0, 1000, 300));
-	q = t_cqe(s, 1, 1, sim_now(s) + T_MS);
+	t_post(e.s, 0, 0, t_send(300, 1, 1, e.ma, 0, 1000, 300));
+	q = t_cqe(e.s, 1, 1, sim_now(e.s) + T_MS);
 	assert_int_equal(q.status, 0);
 	assert_int_equal(q.msg_tag, 300);
-	assert_int_equal(t_cqe(s, 0, 0, sim_now(s) + T_MS).status, 0);
-	assert_int_equal(sim_card(s, 1)->ports[1]->unexp_used, 0);
-	assert_true(fw_list_empty(&fw_peer_find(sim_card(s, 1), 0)->rblocks));
-	t_finish(s);
+	assert_int_equal(t_cqe(e.s, 0, 0, sim_now(e.s) + T_MS).status, 0);
+	assert_int_equal(sim_card(e.s, 1)->ports[1]->unexp_used, 0);
+	assert_true(fw_list_empty(&fw_peer_find(sim_card(e.s, 1), 0)->rblocks));
+	t_finish(e.s);
 }
 
 /*
@@ -193,35 +210,31 @@ static void test_order_when_ready(void **state)
 static void test_budget_only_those(void **state)
 {
 	static u8 a[RN_MSG], b[64 * 64];
-	struct sim_cfg cfg;
-	struct sim *s;
+	struct rn_env e;
 	struct nicoff_cqe q;
-	u32 ma, mb, i, fails = 0, oks = 0;
-	u64 t0, budget, last = 0;
+	u32 m2, i, fails = 0, oks = 0;
+	u64 t0, last = 0;
 	struct fw_stats st;
 
 	(void)state;
-	rn_cfg(&cfg, 2, 1);
-	cfg.fw.unexpected_bytes = RN_MSG;
-	budget = rn_budget(&cfg);
-	s = sim_create(&cfg);
-	ma = t_port_mr(s, 0, 0, a, sizeof(a), 0, NULL);
-	t_port_mr(s, 1, 1, b, sizeof(b), NICOFF_ACCESS_LOCAL_WRITE, NULL);
-	mb = t_port_mr(s, 1, 2, b, sizeof(b), NICOFF_ACCESS_LOCAL_WRITE, NULL);
-	t0 = sim_now(s);
+	rn_cfg(&e.cfg, 2, 1);
+	e.cfg.fw.unexpected_bytes = RN_MSG;
+	rn_start(&e, a, sizeof(a), b, sizeof(b));
+	m2 = t_port_mr(e.s, 1, 2, b, sizeof(b), NICOFF_ACCESS_LOCAL_WRITE, NULL);
+	t0 = sim_now(e.s);
 	for (i = 0; i < 11; i++)
-		t_post(s, 0, 0, t_send(i, 1, 1, ma, 0, i ? 5000 : RN_MSG, i));
+		t_post(e.s, 0, 0, t_send(i, 1, 1, e.ma, 0, i ? 5000 : RN_MSG, i));
 	/* A message to port 2 every 500 us, each received within 200 us. */
 	for (i = 0; i < 64 && fails < 10; i++) {
-		u64 t = sim_now(s);
+		u64 t = sim_now(e.s);
 
-		t_post(s, 1, 2, t_recv(i, mb, 64 * i, 64, NICOFF_ANY, NICOFF_ANY, 0, 0));
-		t_post(s, 0, 0, t_send(1000 + i, 1, 2, ma, 0, 64, i));
-		q = t_cqe(s, 1, 2, t + 200000);
+		t_post(e.s, 1, 2, t_recv(i, m2, 64 * i, 64, NICOFF_ANY, NICOFF_ANY, 0, 0));
+		t_post(e.s, 0, 0, t_send(1000 + i, 1, 2, e.ma, 0, 64, i));
+		q = t_cqe(e.s, 1, 2, t + 200000);
 		assert_int_equal(q.status, 0);
 		assert_int_equal(q.msg_tag, i);
-		sim_run_until(s, t + 500000);
-		while (sim_cq_pop(s, 0, 0, &q)) {
+		sim_run_until(e.s, t + 500000);
+		while (sim_cq_pop(e.s, 0, 0, &q)) {
 			if (q.tag >= 1000) {
 				assert_int_equal(q.status, 0);
 				continue;
@@ -231,21 +244,21 @@ static void test_budget_only_those(void **state)
 				continue;
 			}
 			assert_int_equal(q.status, -ENOBUFS);
-			assert_true(sim_now(s) - t0 >= budget);
-			last = sim_now(s) - t0;
+			assert_true(sim_now(e.s) - t0 >= e.budget);
+			last = sim_now(e.s) - t0;
 			fails++;
 		}
 	}
 	assert_int_equal(oks, 1);
 	assert_int_equal(fails, 10);
 	print_message("ten refused messages failed by %llu us (budget %llu us)\n",
-		      (unsigned long long)last / 1000, (unsigned long long)budget / 1000);
-	assert_true(last <= budget + cfg.fw.rto_max_ns + T_MS);
-	fw_get_stats(sim_card(s, 0), &st);
+		      (unsigned long long)last / 1000, (unsigned long long)e.budget / 1000);
+	assert_true(last <= e.budget + e.cfg.fw.rto_max_ns + T_MS);
+	fw_get_stats(sim_card(e.s, 0), &st);
 	assert_int_equal(st.rnr_failures, 10);
 	assert_int_equal(st.timeouts, 0);
 	assert_int_equal(st.conn_failures, 0);
-	t_finish(s);
+	t_finish(e.s);
 }
 
 /*
@@ -659,53 +672,49 @@ static void test_chaos(void **state)
 static void test_card_budget(void **state)
 {
 	static u8 a[RN_MSG], b[RN_MSG];
-	struct sim_cfg cfg;
+	struct rn_env e;
 	struct fw_card *c1;
-	struct sim *s;
 	struct nicoff_cqe q;
-	u32 ma, mb, i;
-	u64 t0, budget;
+	u32 i;
+	u64 t0;
 
 	(void)state;
-	rn_cfg(&cfg, 2, 1);
-	cfg.fw.card_unexpected_bytes = 6 * RN_MSG;
-	budget = rn_budget(&cfg);
-	s = sim_create(&cfg);
-	c1 = sim_card(s, 1);
-	ma = t_port_mr(s, 0, 0, a, sizeof(a), 0, NULL);
-	mb = t_port_mr(s, 1, 1, b, sizeof(b), NICOFF_ACCESS_LOCAL_WRITE, NULL);
-	assert_int_equal(sim_attach(s, 1, 2), 0);
-	assert_int_equal(sim_attach(s, 1, 3), 0);
+	rn_cfg(&e.cfg, 2, 1);
+	e.cfg.fw.card_unexpected_bytes = 6 * RN_MSG;
+	rn_start(&e, a, sizeof(a), b, sizeof(b));
+	c1 = sim_card(e.s, 1);
+	assert_int_equal(sim_attach(e.s, 1, 2), 0);
+	assert_int_equal(sim_attach(e.s, 1, 3), 0);
 	t_fill(a, sizeof(a), 5);
-	t0 = sim_now(s);
+	t0 = sim_now(e.s);
 	for (i = 0; i < 7; i++)
-		t_post(s, 0, 0, t_send(i, 1, i < 4 ? 1 : 2, ma, 0, RN_MSG, i));
-	t_post(s, 0, 0, t_send(7, 1, 3, ma, 0, 1, 7));
+		t_post(e.s, 0, 0, t_send(i, 1, i < 4 ? 1 : 2, e.ma, 0, RN_MSG, i));
+	t_post(e.s, 0, 0, t_send(7, 1, 3, e.ma, 0, 1, 7));
 	for (i = 0; i < 6; i++) {
-		q = t_cqe(s, 0, 0, t0 + 10 * T_MS);
+		q = t_cqe(e.s, 0, 0, t0 + 10 * T_MS);
 		assert_int_equal(q.tag, i);
 		assert_int_equal(q.status, 0);
 	}
 	for (i = 0; i < 2; i++) {
-		q = t_cqe(s, 0, 0, t0 + budget + cfg.fw.rto_max_ns + 10 * T_MS);
+		q = t_cqe(e.s, 0, 0, t0 + e.budget + e.cfg.fw.rto_max_ns + 10 * T_MS);
 		assert_true(q.tag == 6 || q.tag == 7);
 		assert_int_equal(q.status, -ENOBUFS);
 	}
-	assert_true(sim_now(s) - t0 >= budget);
+	assert_true(sim_now(e.s) - t0 >= e.budget);
 	assert_int_equal(c1->unexp_used, 6 * RN_MSG);
 	assert_int_equal(c1->ports[1]->unexp_used, 4 * RN_MSG);
 	assert_int_equal(c1->ports[2]->unexp_used, 2 * RN_MSG);
 	assert_int_equal(c1->ports[3]->unexp_used, 0);
 
 	/* A receive on port 1 makes room on the card, for port 3 too. */
-	t_post(s, 1, 1, t_recv(100, mb, 0, RN_MSG, NICOFF_ANY, NICOFF_ANY, 0, 0));
-	q = t_cqe(s, 1, 1, sim_now(s) + T_MS);
+	t_post(e.s, 1, 1, t_recv(100, e.mb, 0, RN_MSG, NICOFF_ANY, NICOFF_ANY, 0, 0));
+	q = t_cqe(e.s, 1, 1, sim_now(e.s) + T_MS);
 	assert_int_equal(q.status, 0);
 	assert_int_equal(q.msg_tag, 0);
 	assert_memory_equal(b, a, RN_MSG);
 	assert_int_equal(c1->unexp_used, 5 * RN_MSG);
-	t_post(s, 0, 0, t_send(8, 1, 3, ma, 0, 1, 8));
-	q = t_cqe(s, 0, 0, sim_now(s) + 10 * T_MS);
+	t_post(e.s, 0, 0, t_send(8, 1, 3, e.ma, 0, 1, 8));
+	q = t_cqe(e.s, 0, 0, sim_now(e.s) + 10 * T_MS);
 	assert_int_equal(q.tag, 8);
 	assert_int_equal(q.status, 0);
 	/* Even a one-byte message is charged FW_UNEXP_MIN_CHARGE (msg.c). */
@@ -715,19 +724,19 @@ static void test_card_budget(void **state)
 	/* No card budget left at all: refused, what is buffered stays. */
 	assert_int_equal(fw_set_config(c1, FW_CFG_UNEXPECTED_BYTES, 4 * RN_MSG), 0);
 	assert_int_equal(fw_set_config(c1, FW_CFG_CARD_UNEXPECTED_BYTES, 0), 0);
-	t0 = sim_now(s);
-	t_post(s, 0, 0, t_send(9, 1, 3, ma, 0, 0, 9));
-	q = t_cqe(s, 0, 0, t0 + budget + cfg.fw.rto_max_ns + 10 * T_MS);
+	t0 = sim_now(e.s);
+	t_post(e.s, 0, 0, t_send(9, 1, 3, e.ma, 0, 0, 9));
+	q = t_cqe(e.s, 0, 0, t0 + e.budget + e.cfg.fw.rto_max_ns + 10 * T_MS);
 	assert_int_equal(q.tag, 9);
 	assert_int_equal(q.status, -ENOBUFS);
 	assert_int_equal(c1->unexp_used, 5 * RN_MSG + 512);
-	t_post(s, 1, 1, t_recv(101, mb, 0, RN_MSG, NICOFF_ANY, NICOFF_ANY, 0, 0));
-	q = t_cqe(s, 1, 1, sim_now(s) + T_MS);
+	t_post(e.s, 1, 1, t_recv(101, e.mb, 0, RN_MSG, NICOFF_ANY, NICOFF_ANY, 0, 0));
+	q = t_cqe(e.s, 1, 1, sim_now(e.s) + T_MS);
 	assert_int_equal(q.status, 0);
 	assert_int_equal(q.msg_tag, 1);
 	assert_memory_equal(b, a, RN_MSG);
 	assert_int_equal(c1->unexp_used, 4 * RN_MSG + 512);
-	t_finish(s);
+	t_finish(e.s);
 }
 
 /*
@@ -739,43 +748,39 @@ static void test_charge_rounding(void **state)
 {
 	static const u32 len[4] = { 1, 513, 4096 + 600, 2049 };
 	static u8 a[8192], b[4][8192];
-	struct sim_cfg cfg;
-	struct sim *s;
+	struct rn_env e;
 	struct nicoff_cqe q;
-	u32 ma, mb, i;
-	u64 t0, budget;
+	u32 i;
+	u64 t0;
 
 	(void)state;
-	rn_cfg(&cfg, 2, 1);
-	cfg.fw.unexpected_bytes = 512 + 1024 + (4096 + 1024) + 4096;
-	budget = rn_budget(&cfg);
-	s = sim_create(&cfg);
-	ma = t_port_mr(s, 0, 0, a, sizeof(a), 0, NULL);
-	mb = t_port_mr(s, 1, 1, b, sizeof(b), NICOFF_ACCESS_LOCAL_WRITE, NULL);
+	rn_cfg(&e.cfg, 2, 1);
+	e.cfg.fw.unexpected_bytes = 512 + 1024 + (4096 + 1024) + 4096;
+	rn_start(&e, a, sizeof(a), b, sizeof(b));
 	t_fill(a, sizeof(a), 6);
-	t0 = sim_now(s);
+	t0 = sim_now(e.s);
 	for (i = 0; i < 5; i++)
-		t_post(s, 0, 0, t_send(i, 1, 1, ma, 0, i < 4 ? len[i] : 1, i));
+		t_post(e.s, 0, 0, t_send(i, 1, 1, e.ma, 0, i < 4 ? len[i] : 1, i));
 	for (i = 0; i < 4; i++) {
-		q = t_cqe(s, 0, 0, t0 + 10 * T_MS);
+		q = t_cqe(e.s, 0, 0, t0 + 10 * T_MS);
 		assert_int_equal(q.tag, i);
 		assert_int_equal(q.status, 0);
 	}
-	q = t_cqe(s, 0, 0, t0 + budget + cfg.fw.rto_max_ns + 10 * T_MS);
+	q = t_cqe(e.s, 0, 0, t0 + e.budget + e.cfg.fw.rto_max_ns + 10 * T_MS);
 	assert_int_equal(q.tag, 4);
 	assert_int_equal(q.status, -ENOBUFS);
-	assert_int_equal(sim_card(s, 1)->ports[1]->unexp_used, cfg.fw.unexpected_bytes);
+	assert_int_equal(sim_card(e.s, 1)->ports[1]->unexp_used, e.cfg.fw.unexpected_bytes);
 	for (i = 0; i < 4; i++) {
-		t_post(s, 1, 1, t_recv(10 + i, mb, (u64)i * 8192, 8192, NICOFF_ANY, NICOFF_ANY, 0,
-				       0));
-		q = t_cqe(s, 1, 1, sim_now(s) + T_MS);
+		t_post(e.s, 1, 1, t_recv(10 + i, e.mb, (u64)i * 8192, 8192, NICOFF_ANY,
+					 NICOFF_ANY, 0, 0));
+		q = t_cqe(e.s, 1, 1, sim_now(e.s) + T_MS);
 		assert_int_equal(q.status, 0);
 		assert_int_equal(q.result, len[i]);
 		assert_memory_equal(b[i], a, len[i]);
 	}
-	assert_int_equal(sim_card(s, 1)->ports[1]->unexp_used, 0);
-	assert_int_equal(sim_card(s, 1)->unexp_used, 0);
-	t_finish(s);
+	assert_int_equal(sim_card(e.s, 1)->ports[1]->unexp_used, 0);
+	assert_int_equal(sim_card(e.s, 1)->unexp_used, 0);
+	t_finish(e.s);
 }
 
 int main(void)

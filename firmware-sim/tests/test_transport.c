@@ -35,6 +35,24 @@ static void tr_cfg(struct sim_cfg *cfg, u32 nodes, u64 seed)
 	cfg->fw.ack_delay_ns = 2000;
 }
 
+/*
+ * Two cards from cfg (tr_cfg(&cfg, 2, 1), then the test's changes): a on
+ * card 0 port 0 (ma), b on card 1 port 0 (mb, rkey).
+ */
+struct tr_env {
+	struct sim_cfg cfg;
+	struct sim *s;
+	u32 ma, mb, rkey;
+};
+
+static void tr_start(struct tr_env *e, void *a, u64 alen, u32 a_access, void *b, u64 blen,
+		     u32 b_access)
+{
+	e->s = sim_create(&e->cfg);
+	e->ma = t_port_mr(e->s, 0, 0, a, alen, a_access, NULL);
+	e->mb = t_port_mr(e->s, 1, 0, b, blen, b_access, &e->rkey);
+}
+
 static u32 tr_len(u32 k)
 {
 	return tr_sizes[k % TR_NSIZES];
@@ -291,158 +309,155 @@ static void test_determinism(void **state)
  */
 static void test_timeout(void **state)
 {
-	struct sim_cfg cfg;
-	struct sim *s;
 	static u8 a[100000], b[100000];
+	struct tr_env e;
 	struct fw_stats st;
 	struct nicoff_cmd c;
 	struct nicoff_cqe q;
-	u32 ma, mb, rkey;
 	u64 t0, budget = 0, rto;
 	int i;
 
 	(void)state;
-	tr_cfg(&cfg, 2, 1);
-	cfg.fw.max_retries = 8;
-	s = sim_create(&cfg);
-	ma = t_port_mr(s, 0, 0, a, sizeof(a), NICOFF_ACCESS_LOCAL_WRITE, NULL);
-	mb = t_port_mr(s, 1, 0, b, sizeof(b), NICOFF_ACCESS_ALL, &rkey);
-	for (i = 0, rto = cfg.fw.rto_ns; i <= (int)cfg.fw.max_retries; i++) {
+	tr_cfg(&e.cfg, 2, 1);
+	e.cfg.fw.max_retries = 8;
+	tr_start(&e, a, sizeof(a), NICOFF_ACCESS_LOCAL_WRITE, b, sizeof(b), NICOFF_ACCESS_ALL);
+	for (i = 0, rto = e.cfg.fw.rto_ns; i <= (int)e.cfg.fw.max_retries; i++) {
 		budget += rto;
-		rto = rto * 2 > cfg.fw.rto_max_ns ? cfg.fw.rto_max_ns : rto * 2;
+		rto = rto * 2 > e.cfg.fw.rto_max_ns ? e.cfg.fw.rto_max_ns : rto * 2;
 	}
 
-	sim_set_dead(s, 1, true);
-	t0 = sim_now(s);
-	c = t_send(1, 1, 0, ma, 0, 50000, 0);	/* several windows */
-	sim_post(s, 0, 0, &c);
-	t_post(s, 0, 0, t_send(2, 1, 0, ma, 0, 10, 0));
-	t_post(s, 0, 0, t_rdma(NICOFF_OP_PUT, 3, 1, 0, rkey, 0, ma, 0, 3000));
-	t_post(s, 0, 0, t_rdma(NICOFF_OP_GET, 4, 1, 0, rkey, 0, ma, 0, 3000));
+	sim_set_dead(e.s, 1, true);
+	t0 = sim_now(e.s);
+	c = t_send(1, 1, 0, e.ma, 0, 50000, 0);	/* several windows */
+	sim_post(e.s, 0, 0, &c);
+	t_post(e.s, 0, 0, t_send(2, 1, 0, e.ma, 0, 10, 0));
+	t_post(e.s, 0, 0, t_rdma(NICOFF_OP_PUT, 3, 1, 0, e.rkey, 0, e.ma, 0, 3000));
+	t_post(e.s, 0, 0, t_rdma(NICOFF_OP_GET, 4, 1, 0, e.rkey, 0, e.ma, 0, 3000));
 	for (i = 0; i < 4; i++) {
-		q = t_cqe(s, 0, 0, t0 + budget + cfg.fw.rto_ns);
+		q = t_cqe(e.s, 0, 0, t0 + budget + e.cfg.fw.rto_ns);
 		assert_int_equal(q.tag, i + 1);
 		assert_int_equal(q.status, -ETIMEDOUT);
 	}
 	print_message("failed after %llu us (budget %llu us)\n",
-		      (unsigned long long)(sim_now(s) - t0) / 1000,
+		      (unsigned long long)(sim_now(e.s) - t0) / 1000,
 		      (unsigned long long)budget / 1000);
-	fw_get_stats(sim_card(s, 0), &st);
+	fw_get_stats(sim_card(e.s, 0), &st);
 	assert_int_equal(st.conn_failures, 1);
-	assert_int_equal(st.timeouts, cfg.fw.max_retries + 1);
-	assert_true(sim_run_idle(s, sim_now(s) + T_SEC));
+	assert_int_equal(st.timeouts, e.cfg.fw.max_retries + 1);
+	assert_true(sim_run_idle(e.s, sim_now(e.s) + T_SEC));
 
 	/* Back: the next packet opens a new epoch and the receiver follows. */
-	sim_set_dead(s, 1, false);
+	sim_set_dead(e.s, 1, false);
 	t_fill(a, sizeof(a), 12);
-	t_post(s, 1, 0, t_recv(5, mb, 0, sizeof(b), 0, 0, 0, 0));
-	t_post(s, 0, 0, t_send(6, 1, 0, ma, 0, 50000, 0));
-	assert_int_equal(t_cqe(s, 0, 0, sim_now(s) + T_SEC).status, 0);
-	q = t_cqe(s, 1, 0, sim_now(s) + T_SEC);
+	t_post(e.s, 1, 0, t_recv(5, e.mb, 0, sizeof(b), 0, 0, 0, 0));
+	t_post(e.s, 0, 0, t_send(6, 1, 0, e.ma, 0, 50000, 0));
+	assert_int_equal(t_cqe(e.s, 0, 0, sim_now(e.s) + T_SEC).status, 0);
+	q = t_cqe(e.s, 1, 0, sim_now(e.s) + T_SEC);
 	assert_int_equal(q.status, 0);
 	assert_int_equal(q.result, 50000);
 	assert_memory_equal(a, b, 50000);
-	assert_int_equal(fw_peer_find(sim_card(s, 0), 1)->epoch, cfg.fw.epoch + 1);
-	assert_int_equal(fw_peer_find(sim_card(s, 1), 0)->rx_epoch, cfg.fw.epoch + 1);
-	t_post(s, 0, 0, t_rdma(NICOFF_OP_GET, 7, 1, 0, rkey, 0, ma, 0, 3000));
-	q = t_cqe(s, 0, 0, sim_now(s) + T_SEC);
+	assert_int_equal(fw_peer_find(sim_card(e.s, 0), 1)->epoch, e.cfg.fw.epoch + 1);
+	assert_int_equal(fw_peer_find(sim_card(e.s, 1), 0)->rx_epoch, e.cfg.fw.epoch + 1);
+	t_post(e.s, 0, 0, t_rdma(NICOFF_OP_GET, 7, 1, 0, e.rkey, 0, e.ma, 0, 3000));
+	q = t_cqe(e.s, 0, 0, sim_now(e.s) + T_SEC);
 	assert_int_equal(q.status, 0);
 	assert_int_equal(q.result, 3000);
-	t_finish(s);
+	t_finish(e.s);
 }
 
 /* A card restarts: its peer's first operation may fail, the next work. */
 static void test_restart(void **state)
 {
-	struct sim_cfg cfg;
-	struct sim *s;
 	static u8 a[5000], b[5000];
+	struct tr_env e;
 	struct nicoff_cqe q;
-	u32 ma, mb;
 	int i;
 
 	(void)state;
-	tr_cfg(&cfg, 2, 1);
-	cfg.fw.max_retries = 6;
-	s = sim_create(&cfg);
-	ma = t_port_mr(s, 0, 0, a, sizeof(a), NICOFF_ACCESS_LOCAL_WRITE, NULL);
-	mb = t_port_mr(s, 1, 0, b, sizeof(b), NICOFF_ACCESS_LOCAL_WRITE, NULL);
+	tr_cfg(&e.cfg, 2, 1);
+	e.cfg.fw.max_retries = 6;
+	tr_start(&e, a, sizeof(a), NICOFF_ACCESS_LOCAL_WRITE, b, sizeof(b),
+		 NICOFF_ACCESS_LOCAL_WRITE);
 	for (i = 0; i < 2; i++) {
-		t_post(s, 1, 0, t_recv(i, mb, 0, sizeof(b), 0, 0, 0, 0));
-		t_post(s, 0, 0, t_send(i, 1, 0, ma, 0, 5000, 0));
-		assert_int_equal(t_cqe(s, 1, 0, T_SEC).status, 0);
-		assert_int_equal(t_cqe(s, 0, 0, T_SEC).status, 0);
-		t_post(s, 0, 0, t_recv(i, ma, 0, sizeof(a), 1, 0, 0, 0));
-		t_post(s, 1, 0, t_send(i, 0, 0, mb, 0, 5000, 0));
-		assert_int_equal(t_cqe(s, 0, 0, T_SEC).status, 0);
-		assert_int_equal(t_cqe(s, 1, 0, T_SEC).status, 0);
+		t_post(e.s, 1, 0, t_recv(i, e.mb, 0, sizeof(b), 0, 0, 0, 0));
+		t_post(e.s, 0, 0, t_send(i, 1, 0, e.ma, 0, 5000, 0));
+		assert_int_equal(t_cqe(e.s, 1, 0, T_SEC).status, 0);
+		assert_int_equal(t_cqe(e.s, 0, 0, T_SEC).status, 0);
+		t_post(e.s, 0, 0, t_recv(i, e.ma, 0, sizeof(a), 1, 0, 0, 0));
+		t_post(e.s, 1, 0, t_send(i, 0, 0, e.mb, 0, 5000, 0));
+		assert_int_equal(t_cqe(e.s, 0, 0, T_SEC).status, 0);
+		assert_int_equal(t_cqe(e.s, 1, 0, T_SEC).status, 0);
 	}
-	assert_int_equal(sim_restart(s, 1, 1000), 0);
-	mb = t_port_mr(s, 1, 0, b, sizeof(b), NICOFF_ACCESS_LOCAL_WRITE, NULL);
+	assert_int_equal(sim_restart(e.s, 1, 1000), 0);
+	e.mb = t_port_mr(e.s, 1, 0, b, sizeof(b), NICOFF_ACCESS_LOCAL_WRITE, NULL);
 
 	/* Restarted -> old peer: a new epoch from the start, accepted at once. */
-	t_post(s, 0, 0, t_recv(9, ma, 0, sizeof(a), 1, 0, 0, 0));
-	t_post(s, 1, 0, t_send(9, 0, 0, mb, 0, 4000, 0));
-	assert_int_equal(t_cqe(s, 0, 0, sim_now(s) + T_SEC).status, 0);
-	assert_int_equal(t_cqe(s, 1, 0, sim_now(s) + T_SEC).status, 0);
+	t_post(e.s, 0, 0, t_recv(9, e.ma, 0, sizeof(a), 1, 0, 0, 0));
+	t_post(e.s, 1, 0, t_send(9, 0, 0, e.mb, 0, 4000, 0));
+	assert_int_equal(t_cqe(e.s, 0, 0, sim_now(e.s) + T_SEC).status, 0);
+	assert_int_equal(t_cqe(e.s, 1, 0, sim_now(e.s) + T_SEC).status, 0);
 
 	/* Old peer -> restarted: its stream is unknown there, so it fails once. */
 	for (i = 0; i < 2; i++)
-		t_post(s, 1, 0, t_recv(10 + i, mb, 0, sizeof(b), 0, 0, 0, 0));
-	t_post(s, 0, 0, t_send(10, 1, 0, ma, 0, 100, 0));
-	q = t_cqe(s, 0, 0, sim_now(s) + T_SEC);
+		t_post(e.s, 1, 0, t_recv(10 + i, e.mb, 0, sizeof(b), 0, 0, 0, 0));
+	t_post(e.s, 0, 0, t_send(10, 1, 0, e.ma, 0, 100, 0));
+	q = t_cqe(e.s, 0, 0, sim_now(e.s) + T_SEC);
 	assert_true(q.status == -ETIMEDOUT || q.status == 0);
-	t_post(s, 0, 0, t_send(11, 1, 0, ma, 0, 100, 0));
-	assert_int_equal(t_cqe(s, 0, 0, sim_now(s) + T_SEC).status, 0);
-	q = t_cqe(s, 1, 0, sim_now(s) + T_SEC);
+	t_post(e.s, 0, 0, t_send(11, 1, 0, e.ma, 0, 100, 0));
+	assert_int_equal(t_cqe(e.s, 0, 0, sim_now(e.s) + T_SEC).status, 0);
+	q = t_cqe(e.s, 1, 0, sim_now(e.s) + T_SEC);
 	assert_int_equal(q.status, 0);
-	t_finish(s);
+	t_finish(e.s);
+}
+
+/*
+ * 100 us into a transfer that card 0 waits on, card 1 dies: card 0's
+ * watchdog fails it with -ETIMEDOUT (*q) within dead_ns.  Returns the
+ * moment card 1 died.
+ */
+static u64 tr_peer_dies(struct tr_env *e, struct nicoff_cqe *q)
+{
+	u64 t0;
+
+	sim_run_until(e->s, sim_now(e->s) + 100000);
+	assert_int_equal(sim_cq_count(e->s, 0, 0), 0);
+	sim_set_dead(e->s, 1, true);
+	t0 = sim_now(e->s);
+	*q = t_cqe(e->s, 0, 0, t0 + sim_card(e->s, 0)->dead_ns + T_MS);
+	assert_int_equal(q->status, -ETIMEDOUT);
+	return t0;
 }
 
 /* A peer dies while it owes us data: the watchdog ends the wait. */
 static void test_watchdog(void **state)
 {
 	const u64 big = 4ull << 20;
-	struct sim_cfg cfg;
-	struct sim *s;
 	u8 *a = calloc(1, big), *b = calloc(1, big);
+	struct tr_env e;
 	struct nicoff_cqe q;
-	u32 ma, mb, rkey;
 	u64 t0;
 
 	(void)state;
-	tr_cfg(&cfg, 2, 1);
-	cfg.fw.max_retries = 6;
-	s = sim_create(&cfg);
-	ma = t_port_mr(s, 0, 0, a, big, NICOFF_ACCESS_LOCAL_WRITE, NULL);
-	mb = t_port_mr(s, 1, 0, b, big, NICOFF_ACCESS_ALL, &rkey);
+	tr_cfg(&e.cfg, 2, 1);
+	e.cfg.fw.max_retries = 6;
+	tr_start(&e, a, big, NICOFF_ACCESS_LOCAL_WRITE, b, big, NICOFF_ACCESS_ALL);
 
 	/* A GET whose answer stops half way. */
-	t_post(s, 0, 0, t_rdma(NICOFF_OP_GET, 1, 1, 0, rkey, 0, ma, 0, big));
-	sim_run_until(s, sim_now(s) + 100000);
-	assert_int_equal(sim_cq_count(s, 0, 0), 0);
-	sim_set_dead(s, 1, true);
-	t0 = sim_now(s);
-	q = t_cqe(s, 0, 0, t0 + sim_card(s, 0)->dead_ns + T_MS);
-	assert_int_equal(q.status, -ETIMEDOUT);
+	t_post(e.s, 0, 0, t_rdma(NICOFF_OP_GET, 1, 1, 0, e.rkey, 0, e.ma, 0, big));
+	t0 = tr_peer_dies(&e, &q);
 	print_message("get failed %llu us after the peer died\n",
-		      (unsigned long long)(sim_now(s) - t0) / 1000);
-	assert_true(sim_run_idle(s, sim_now(s) + T_SEC));
+		      (unsigned long long)(sim_now(e.s) - t0) / 1000);
+	assert_true(sim_run_idle(e.s, sim_now(e.s) + T_SEC));
 
 	/* A message whose sender dies half way. */
-	sim_set_dead(s, 1, false);
-	t_post(s, 0, 0, t_recv(2, ma, 0, big, 1, 0, 0, 0));
-	t_post(s, 1, 0, t_send(3, 0, 0, mb, 0, big, 0));
-	sim_run_until(s, sim_now(s) + 100000);
-	assert_int_equal(sim_cq_count(s, 0, 0), 0);
-	sim_set_dead(s, 1, true);
-	t0 = sim_now(s);
-	q = t_cqe(s, 0, 0, t0 + sim_card(s, 0)->dead_ns + T_MS);
-	assert_int_equal(q.status, -ETIMEDOUT);
+	sim_set_dead(e.s, 1, false);
+	t_post(e.s, 0, 0, t_recv(2, e.ma, 0, big, 1, 0, 0, 0));
+	t_post(e.s, 1, 0, t_send(3, 0, 0, e.mb, 0, big, 0));
+	t0 = tr_peer_dies(&e, &q);
 	assert_int_equal(q.tag, 2);
-	q = t_cqe(s, 1, 0, t0 + sim_card(s, 1)->dead_ns + T_MS);
+	q = t_cqe(e.s, 1, 0, t0 + sim_card(e.s, 1)->dead_ns + T_MS);
 	assert_int_equal(q.status, -ETIMEDOUT);
-	t_finish(s);
+	t_finish(e.s);
 	free(a);
 	free(b);
 }
@@ -450,95 +465,87 @@ static void test_watchdog(void **state)
 /* More than the unexpected buffer: refused unacknowledged, then recovered. */
 static void test_rnr(void **state)
 {
-	struct sim_cfg cfg;
-	struct sim *s;
 	static u8 a[65536], b[6][65536];
+	struct tr_env e;
 	struct fw_stats st;
 	struct nicoff_cqe q;
-	u32 ma, mb;
 	int i;
 
 	(void)state;
-	tr_cfg(&cfg, 2, 1);
-	cfg.fw.unexpected_bytes = 8192;
-	s = sim_create(&cfg);
-	ma = t_port_mr(s, 0, 0, a, sizeof(a), 0, NULL);
-	mb = t_port_mr(s, 1, 0, b, sizeof(b), NICOFF_ACCESS_LOCAL_WRITE, NULL);
+	tr_cfg(&e.cfg, 2, 1);
+	e.cfg.fw.unexpected_bytes = 8192;
+	tr_start(&e, a, sizeof(a), 0, b, sizeof(b), NICOFF_ACCESS_LOCAL_WRITE);
 	t_fill(a, sizeof(a), 5);
 	/* 4 KiB, 4 KiB fit; then 4 KiB, 64 KiB (never fits), 10 B wait. */
 	for (i = 0; i < 5; i++) {
 		static const u32 len[] = { 4096, 4096, 4096, 65536, 10 };
 
-		t_post(s, 0, 0, t_send(i, 1, 0, ma, 0, len[i], i));
+		t_post(e.s, 0, 0, t_send(i, 1, 0, e.ma, 0, len[i], i));
 	}
-	sim_run_until(s, sim_now(s) + T_MS);
-	fw_get_stats(sim_card(s, 1), &st);
+	sim_run_until(e.s, sim_now(e.s) + T_MS);
+	fw_get_stats(sim_card(e.s, 1), &st);
 	assert_true(st.rnr_drops > 0);
 	assert_int_equal(st.unexpected, 2);
 	for (i = 0; i < 5; i++)
-		t_post(s, 1, 0, t_recv(i, mb, (u64)i * 65536, 65536, 0, 0, 0, 0));
+		t_post(e.s, 1, 0, t_recv(i, e.mb, (u64)i * 65536, 65536, 0, 0, 0, 0));
 	for (i = 0; i < 5; i++) {
-		q = t_cqe(s, 1, 0, sim_now(s) + T_SEC);
+		q = t_cqe(e.s, 1, 0, sim_now(e.s) + T_SEC);
 		assert_int_equal(q.status, 0);
 		assert_int_equal(q.tag, i);
 		assert_int_equal(q.msg_tag, i);
 		assert_memory_equal(b[i], a, q.result);
 	}
 	for (i = 0; i < 5; i++)
-		t_expect(s, 0, 0, i, 0);
-	fw_get_stats(sim_card(s, 1), &st);
+		t_expect(e.s, 0, 0, i, 0);
+	fw_get_stats(sim_card(e.s, 1), &st);
 	print_message("rnr drops %llu, unexpected %llu\n", (unsigned long long)st.rnr_drops,
 		      (unsigned long long)st.unexpected);
 	assert_int_equal(st.unexpected, 2);
-	assert_int_equal(sim_card(s, 1)->ports[0]->unexp_used, 0);
-	t_finish(s);
+	assert_int_equal(sim_card(e.s, 1)->ports[0]->unexp_used, 0);
+	t_finish(e.s);
 }
 
 /* Acknowledgments: at once for a lone message, coalesced in a burst. */
 static void test_acks(void **state)
 {
-	struct sim_cfg cfg;
-	struct sim *s;
 	static u8 a[64], b[64 * 256];
+	struct tr_env e;
 	struct fw_stats st0, st1, e0, e1;
-	u32 ma, mb;
 	u64 t0;
 	int i;
 
 	(void)state;
-	tr_cfg(&cfg, 2, 1);
-	cfg.fw.ack_delay_ns = 50000;
-	s = sim_create(&cfg);
-	ma = t_port_mr(s, 0, 0, a, sizeof(a), 0, NULL);
-	mb = t_port_mr(s, 1, 0, b, sizeof(b), NICOFF_ACCESS_LOCAL_WRITE, NULL);
+	tr_cfg(&e.cfg, 2, 1);
+	e.cfg.fw.ack_delay_ns = 50000;
+	tr_start(&e, a, sizeof(a), 0, b, sizeof(b), NICOFF_ACCESS_LOCAL_WRITE);
 
 	/* Nothing else to send: ACKREQ, and the send completes in one round trip. */
-	t_post(s, 1, 0, t_recv(0, mb, 0, 64, 0, 0, 0, 0));
-	t0 = sim_now(s);
-	t_post(s, 0, 0, t_send(0, 1, 0, ma, 0, 64, 0));
-	assert_int_equal(t_cqe(s, 0, 0, T_SEC).status, 0);
-	assert_true(sim_now(s) - t0 < 5000);
-	assert_int_equal(t_cqe(s, 1, 0, T_SEC).status, 0);
+	t_post(e.s, 1, 0, t_recv(0, e.mb, 0, 64, 0, 0, 0, 0));
+	t0 = sim_now(e.s);
+	t_post(e.s, 0, 0, t_send(0, 1, 0, e.ma, 0, 64, 0));
+	assert_int_equal(t_cqe(e.s, 0, 0, T_SEC).status, 0);
+	assert_true(sim_now(e.s) - t0 < 5000);
+	assert_int_equal(t_cqe(e.s, 1, 0, T_SEC).status, 0);
 
 	/* A burst of 256 one-packet messages: one ACK per quarter window or so. */
-	fw_get_stats(sim_card(s, 0), &st0);
-	fw_get_stats(sim_card(s, 1), &st1);
+	fw_get_stats(sim_card(e.s, 0), &st0);
+	fw_get_stats(sim_card(e.s, 1), &st1);
 	for (i = 0; i < 256; i++)
-		t_post(s, 1, 0, t_recv(i, mb, 64 * i, 64, 0, 0, 0, 0));
+		t_post(e.s, 1, 0, t_recv(i, e.mb, 64 * i, 64, 0, 0, 0, 0));
 	for (i = 0; i < 256; i++)
-		t_post(s, 0, 0, t_send(i, 1, 0, ma, 0, 64, 0));
+		t_post(e.s, 0, 0, t_send(i, 1, 0, e.ma, 0, 64, 0));
 	for (i = 0; i < 256; i++) {
-		assert_int_equal(t_cqe(s, 0, 0, sim_now(s) + T_SEC).status, 0);
-		assert_int_equal(t_cqe(s, 1, 0, sim_now(s) + T_SEC).status, 0);
+		assert_int_equal(t_cqe(e.s, 0, 0, sim_now(e.s) + T_SEC).status, 0);
+		assert_int_equal(t_cqe(e.s, 1, 0, sim_now(e.s) + T_SEC).status, 0);
 	}
-	assert_true(sim_run_idle(s, sim_now(s) + T_SEC));
-	fw_get_stats(sim_card(s, 0), &e0);
-	fw_get_stats(sim_card(s, 1), &e1);
+	assert_true(sim_run_idle(e.s, sim_now(e.s) + T_SEC));
+	fw_get_stats(sim_card(e.s, 0), &e0);
+	fw_get_stats(sim_card(e.s, 1), &e1);
 	print_message("burst of 256: %llu acks\n", (unsigned long long)(e1.tx_acks - st1.tx_acks));
 	assert_int_equal(e0.tx_acks, st0.tx_acks);
 	assert_true(e1.tx_acks - st1.tx_acks <= 256 / 4 + 256 / 16 + 2);
 	assert_int_equal(e0.retransmits, 0);
-	t_finish(s);
+	t_finish(e.s);
 }
 
 /* Many peers: state only for those met, and timers for those active. */
