@@ -187,17 +187,10 @@ static void fw_grp_arm(struct fw_card *card, struct fw_group *g, u64 when)
 
 static const struct fw_bpeer *fw_grp_peer(const struct fw_group *g, u32 rank)
 {
-	u32 lo = 0, hi = g->npeers;
+	int i = fw_rank_search(g->peers, g->npeers, sizeof(*g->peers),
+			       offsetof(struct fw_bpeer, rank), rank);
 
-	while (lo < hi) {
-		u32 mid = lo + (hi - lo) / 2;
-
-		if (g->peers[mid].rank < rank)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < g->npeers && g->peers[lo].rank == rank ? &g->peers[lo] : NULL;
+	return i < 0 ? NULL : &g->peers[i];
 }
 
 /* The schedule of epoch @e, NULL while it is not known yet. */
