@@ -631,13 +631,10 @@ static int fw_grp_create(struct fw_card *card, struct fw_port *port, const struc
 	ret = fw_grp_check(card, port->id, op, &alg);
 	if (ret)
 		return ret;
-	g = fwos_zalloc(card->host, sizeof(*g));
+	g = fw_timer_owner_new(card->host, &card->timers, sizeof(*g),
+			       offsetof(struct fw_group, timer), fw_grp_timer, FW_TIMER_GROUP);
 	if (!g)
 		return -ENOMEM;
-	if (fw_timer_add(card->host, &card->timers, &g->timer, fw_grp_timer, FW_TIMER_GROUP)) {
-		fwos_free(card->host, g);
-		return -ENOMEM;
-	}
 	g->port = port->id;
 	g->id = op->group_id;
 	g->rank = op->rank;

@@ -38,6 +38,20 @@ int fw_timer_add(struct fw_host *host, struct fw_timer_heap *h, struct fw_timer 
 	return 0;
 }
 
+void *fw_timer_owner_new(struct fw_host *host, struct fw_timer_heap *h, size_t size,
+			 size_t off, fw_timer_fn fire, u8 cls)
+{
+	u8 *o = fwos_zalloc(host, size);
+
+	if (!o)
+		return NULL;
+	if (fw_timer_add(host, h, (struct fw_timer *)(o + off), fire, cls)) {
+		fwos_free(host, o);
+		return NULL;
+	}
+	return o;
+}
+
 static void fw_timer_place(struct fw_timer_heap *h, u32 i, struct fw_timer *t)
 {
 	h->v[i] = t;
