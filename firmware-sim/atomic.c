@@ -69,14 +69,11 @@ static struct fw_apeer *fw_apeer_get(struct fw_card *card, struct fw_peer *peer)
 
 	if (ap)
 		return ap;
-	ap = fwos_zalloc(card->host, sizeof(*ap));
+	ap = fw_timer_owner_new(card->host, &card->timers, sizeof(*ap),
+				offsetof(struct fw_apeer, timer), fw_atomic_peer_timer,
+				FW_TIMER_ATOMIC);
 	if (!ap)
 		return NULL;
-	if (fw_timer_add(card->host, &card->timers, &ap->timer, fw_atomic_peer_timer,
-			 FW_TIMER_ATOMIC)) {
-		fwos_free(card->host, ap);
-		return NULL;
-	}
 	ap->peer = peer;
 	ap->next = card->cfg.initial_seq;
 	ap->low = card->cfg.initial_seq;

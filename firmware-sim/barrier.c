@@ -145,15 +145,14 @@ static struct fw_group *fw_grp_find(struct fw_card *card, u32 port, u32 id, bool
 	return zombies ? z : NULL;
 }
 
-static void fw_grp_free(struct fw_card *card, struct fw_group *g)
+/*
+ * Free @g, its timer and whatever it allocated: a group that fw_grp_create()
+ * gives up on half-built as well as one that is unhashed.
+ */
+static void fw_grp_release(struct fw_card *card, struct fw_group *g)
 {
-	struct fw_group **pp = &card->bar->hash[fw_grp_hash(g->port, g->id)];
 	u32 i;
 
-	while (*pp != g)
-		pp = &(*pp)->hnext;
-	*pp = g->hnext;
-	card->bar->members -= g->size;
 	fw_timer_del(&card->timers, &g->timer);
 	for (i = 0; i < FW_BAR_NALG; i++)
 		fw_bsched_free(card, g->sched[i]);
@@ -170,6 +169,17 @@ static void fw_grp_free(struct fw_card *card, struct fw_group *g)
 	fwos_free(card->host, g);
 }
 
+static void fw_grp_free(struct fw_card *card, struct fw_group *g)
+{
+	struct fw_group **pp = &card->bar->hash[fw_grp_hash(g->port, g->id)];
+
+	while (*pp != g)
+		pp = &(*pp)->hnext;
+	*pp = g->hnext;
+	card->bar->members -= g->size;
+	fw_grp_release(card, g);
+}
+
 static void fw_grp_arm(struct fw_card *card, struct fw_group *g, u64 when)
 {
 	fw_timer_set(&card->timers, &g->timer, when);
@@ -177,17 +187,10 @@ static void fw_grp_arm(struct fw_card *card, struct fw_group *g, u64 when)
 
 static const struct fw_bpeer *fw_grp_peer(const struct fw_group *g, u32 rank)
 {
-	u32 lo = 0, hi = g->npeers;
+	int i = fw_rank_search(g->peers, g->npeers, sizeof(*g->peers),
+			       offsetof(struct fw_bpeer, rank), rank);
 
-	while (lo < hi) {
-		u32 mid = lo + (hi - lo) / 2;
-
-		if (g->peers[mid].rank < rank)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < g->npeers && g->peers[lo].rank == rank ? &g->peers[lo] : NULL;
+	return i < 0 ? NULL : &g->peers[i];
 }
 
 /* The schedule of epoch @e, NULL while it is not known yet. */
@@ -628,13 +631,10 @@ static int fw_grp_create(struct fw_card *card, struct fw_port *port, const struc
 	ret = fw_grp_check(card, port->id, op, &alg);
 	if (ret)
 		return ret;
-	g = fwos_zalloc(card->host, sizeof(*g));
+	g = fw_timer_owner_new(card->host, &card->timers, sizeof(*g),
+			       offsetof(struct fw_group, timer), fw_grp_timer, FW_TIMER_GROUP);
 	if (!g)
 		return -ENOMEM;
-	if (fw_timer_add(card->host, &card->timers, &g->timer, fw_grp_timer, FW_TIMER_GROUP)) {
-		fwos_free(card->host, g);
-		return -ENOMEM;
-	}
 	g->port = port->id;
 	g->id = op->group_id;
 	g->rank = op->rank;
@@ -700,20 +700,7 @@ static int fw_grp_create(struct fw_card *card, struct fw_port *port, const struc
 	fw_grp_begin(card, g);
 	return 0;
 fail:
-	for (a = 0; a < FW_BAR_NALG; a++)
-		fw_bsched_free(card, g->sched[a]);
-	for (a = 0; a < 2; a++) {
-		if (g->bits[a])
-			fwos_free(card->host, g->bits[a]);
-		if (g->got[a])
-			fwos_free(card->host, g->got[a]);
-	}
-	if (g->peers)
-		fwos_free(card->host, g->peers);
-	if (g->round_ns)
-		fwos_free(card->host, g->round_ns);
-	fw_timer_del(&card->timers, &g->timer);
-	fwos_free(card->host, g);
+	fw_grp_release(card, g);
 	return ret;
 }
 

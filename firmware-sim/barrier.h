@@ -49,6 +49,12 @@ struct fw_bsched *fw_bsched_build(struct fw_card *card, u32 alg, u32 param, u32 
 void fw_bsched_free(struct fw_card *card, struct fw_bsched *s);
 /* The index in s->recv of the message from @rank, or -1. */
 int fw_bsched_recv_slot(const struct fw_bsched *s, u32 rank);
+/*
+ * Where @rank stands among the @n entries at @v, @size bytes each and sorted
+ * by the u32 rank at @off in each: a group's peers, a schedule's senders.
+ * -1 if it is not there.
+ */
+int fw_rank_search(const void *v, u32 n, size_t size, size_t off, u32 rank);
 /* The send to @rank, or NULL. */
 const struct fw_bmsg *fw_bsched_send_to(const struct fw_bsched *s, u32 rank);
 /* Sort in increasing order. */

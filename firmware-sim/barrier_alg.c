@@ -304,19 +304,26 @@ void fw_bsched_free(struct fw_card *card, struct fw_bsched *s)
 		fwos_free(card->host, s);
 }
 
-int fw_bsched_recv_slot(const struct fw_bsched *s, u32 rank)
+int fw_rank_search(const void *v, u32 n, size_t size, size_t off, u32 rank)
 {
-	u32 lo = 0, hi = s->nrecv;
+	const u8 *base = (const u8 *)v + off;
+	u32 lo = 0, hi = n;
 
 	while (lo < hi) {
 		u32 mid = lo + (hi - lo) / 2;
 
-		if (s->recv[mid].rank < rank)
+		if (*(const u32 *)(base + (size_t)mid * size) < rank)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	return lo < s->nrecv && s->recv[lo].rank == rank ? (int)lo : -1;
+	return lo < n && *(const u32 *)(base + (size_t)lo * size) == rank ? (int)lo : -1;
+}
+
+int fw_bsched_recv_slot(const struct fw_bsched *s, u32 rank)
+{
+	return fw_rank_search(s->recv, s->nrecv, sizeof(*s->recv),
+			      offsetof(struct fw_bmsg, rank), rank);
 }
 
 const struct fw_bmsg *fw_bsched_send_to(const struct fw_bsched *s, u32 rank)

@@ -72,14 +72,10 @@ struct fw_peer *fw_peer_get(struct fw_card *card, u32 node)
 		return NULL;
 	if ((!card->buckets || card->npeers >= (1u << card->hash_bits)) && fw_hash_grow(card))
 		return NULL;
-	p = fwos_zalloc(card->host, sizeof(*p));
+	p = fw_timer_owner_new(card->host, &card->timers, sizeof(*p),
+			       offsetof(struct fw_peer, timer), fw_peer_timer_fire, FW_TIMER_PEER);
 	if (!p)
 		return NULL;
-	if (fw_timer_add(card->host, &card->timers, &p->timer, fw_peer_timer_fire,
-			 FW_TIMER_PEER)) {
-		fwos_free(card->host, p);
-		return NULL;
-	}
 	p->node = node;
 	p->epoch = card->cfg.epoch;
 	p->snd_una = card->cfg.initial_seq;

@@ -4,14 +4,17 @@
  */
 #include "timer.h"
 #include "fw.h"
+#include "fw_heap.h"
 #include "fw_os.h"
 
 #define FW_TIMER_HEAP_MIN	2
 
-/* @a runs before @b: earlier, or as early and of an earlier class. */
-static bool fw_timer_before(const struct fw_timer *a, const struct fw_timer *b)
+/* Timer @a runs before timer @b: earlier, or as early and of an earlier class. */
+static bool fw_timer_before(const void *a, const void *b)
 {
-	return a->deadline < b->deadline || (a->deadline == b->deadline && a->cls < b->cls);
+	const struct fw_timer *x = a, *y = b;
+
+	return x->deadline < y->deadline || (x->deadline == y->deadline && x->cls < y->cls);
 }
 
 int fw_timer_add(struct fw_host *host, struct fw_timer_heap *h, struct fw_timer *t,
@@ -38,44 +41,57 @@ int fw_timer_add(struct fw_host *host, struct fw_timer_heap *h, struct fw_timer 
 	return 0;
 }
 
+void *fw_timer_owner_new(struct fw_host *host, struct fw_timer_heap *h, size_t size,
+			 size_t off, fw_timer_fn fire, u8 cls)
+{
+	u8 *o = fwos_zalloc(host, size);
+
+	if (!o)
+		return NULL;
+	if (fw_timer_add(host, h, (struct fw_timer *)(o + off), fire, cls)) {
+		fwos_free(host, o);
+		return NULL;
+	}
+	return o;
+}
+
 static void fw_timer_place(struct fw_timer_heap *h, u32 i, struct fw_timer *t)
 {
 	h->v[i] = t;
 	t->heap_idx = i;
 }
 
+static const void *fw_timer_at(const void *heap, u32 i)
+{
+	return ((const struct fw_timer_heap *)heap)->v[i];
+}
+
+static void fw_timer_move(void *heap, u32 to, u32 from)
+{
+	struct fw_timer_heap *h = heap;
+
+	fw_timer_place(h, to, h->v[from]);
+}
+
+static const struct fw_heap_ops fw_timer_heap_ops = {
+	.ary = 2,
+	.before = fw_timer_before,
+	.at = fw_timer_at,
+	.move = fw_timer_move,
+};
+
 static void fw_timer_up(struct fw_timer_heap *h, u32 i)
 {
 	struct fw_timer *t = h->v[i];
 
-	while (i) {
-		u32 parent = (i - 1) / 2;
-
-		if (!fw_timer_before(t, h->v[parent]))
-			break;
-		fw_timer_place(h, i, h->v[parent]);
-		i = parent;
-	}
-	fw_timer_place(h, i, t);
+	fw_timer_place(h, fw_heap_up(h, i, t, &fw_timer_heap_ops), t);
 }
 
 static void fw_timer_down(struct fw_timer_heap *h, u32 i)
 {
 	struct fw_timer *t = h->v[i];
 
-	for (;;) {
-		u32 c = 2 * i + 1;
-
-		if (c >= h->n)
-			break;
-		if (c + 1 < h->n && fw_timer_before(h->v[c + 1], h->v[c]))
-			c++;
-		if (!fw_timer_before(h->v[c], t))
-			break;
-		fw_timer_place(h, i, h->v[c]);
-		i = c;
-	}
-	fw_timer_place(h, i, t);
+	fw_timer_place(h, fw_heap_down(h, i, h->n, t, &fw_timer_heap_ops), t);
 }
 
 void fw_timer_set(struct fw_timer_heap *h, struct fw_timer *t, u64 deadline)

@@ -53,6 +53,13 @@ struct fw_timer_heap {
  */
 int fw_timer_add(struct fw_host *host, struct fw_timer_heap *h, struct fw_timer *t,
 		 fw_timer_fn fire, u8 cls);
+/*
+ * A zeroed owner of @size bytes whose timer, @off bytes in, is registered
+ * as fw_timer_add() does; NULL if either the owner or the room cannot be
+ * had.  fw_timer_del() and fwos_free() undo it.
+ */
+void *fw_timer_owner_new(struct fw_host *host, struct fw_timer_heap *h, size_t size,
+			 size_t off, fw_timer_fn fire, u8 cls);
 /* Cancel @t and give its room back: its owner is going. */
 void fw_timer_del(struct fw_timer_heap *h, struct fw_timer *t);
 /* Arm @t for @deadline, earlier or later than before; FW_NEVER cancels it. */

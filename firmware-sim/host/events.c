@@ -7,6 +7,7 @@
  * are reproducible.
  */
 #include "host.h"
+#include "fw_heap.h"
 
 /*
  * Both heaps are 4-ary: half the levels of a binary heap, and at a million
@@ -20,58 +21,54 @@ static unsigned __int128 sim_ev_key(const struct sim_ev *e)
 	return (unsigned __int128)e->time << 64 | e->seq;
 }
 
-static bool sim_ev_less(const struct sim_ev *a, const struct sim_ev *b)
+static bool sim_ev_less(const void *a, const void *b)
 {
 	return sim_ev_key(a) < sim_ev_key(b);
 }
 
+static const void *sim_ev_at(const void *s, u32 i)
+{
+	return &((const struct sim *)s)->heap[i];
+}
+
+static void sim_ev_move(void *sv, u32 to, u32 from)
+{
+	struct sim *s = sv;
+
+	s->heap[to] = s->heap[from];
+}
+
+static const struct fw_heap_ops sim_ev_ops = {
+	.ary = SIM_ARY,
+	.before = sim_ev_less,
+	.at = sim_ev_at,
+	.move = sim_ev_move,
+};
+
 void sim_ev_push(struct sim *s, u64 time, struct sim_pkt *p)
 {
 	struct sim_ev ev = { .time = time, .seq = s->seq++, .p = p };
-	u32 i;
 
 	if (s->nev == s->ev_cap)
 		s->heap = sim_grow(s, s->heap, &s->ev_cap, sizeof(*s->heap));
-	i = s->nev++;
-	while (i) {
-		u32 parent = (i - 1) / SIM_ARY;
-
-		if (!sim_ev_less(&ev, &s->heap[parent]))
-			break;
-		s->heap[i] = s->heap[parent];
-		i = parent;
-	}
-	s->heap[i] = ev;
+	s->heap[fw_heap_up(s, s->nev++, &ev, &sim_ev_ops)] = ev;
 }
 
 struct sim_ev sim_ev_pop(struct sim *s)
 {
 	struct sim_ev top = s->heap[0];
 	struct sim_ev last = s->heap[--s->nev];
-	u32 i = 0;
 
-	for (;;) {
-		u32 c = SIM_ARY * i + 1, k, end;
-
-		if (c >= s->nev)
-			break;
-		end = c + SIM_ARY < s->nev ? c + SIM_ARY : s->nev;
-		for (k = c + 1; k < end; k++)
-			if (sim_ev_less(&s->heap[k], &s->heap[c]))
-				c = k;
-		if (!sim_ev_less(&s->heap[c], &last))
-			break;
-		s->heap[i] = s->heap[c];
-		i = c;
-	}
 	if (s->nev)
-		s->heap[i] = last;
+		s->heap[fw_heap_down(s, 0, s->nev, &last, &sim_ev_ops)] = last;
 	return top;
 }
 
-static bool sim_tmr_less(const struct sim_tmr *a, const struct sim_tmr *b)
+static bool sim_tmr_less(const void *a, const void *b)
 {
-	return a->time < b->time || (a->time == b->time && a->seq < b->seq);
+	const struct sim_tmr *x = a, *y = b;
+
+	return x->time < y->time || (x->time == y->time && x->seq < y->seq);
 }
 
 static void sim_tmr_place(struct sim *s, u32 i, const struct sim_tmr *t)
@@ -80,36 +77,33 @@ static void sim_tmr_place(struct sim *s, u32 i, const struct sim_tmr *t)
 	s->hosts[t->node].tmr_idx = i;
 }
 
+static const void *sim_tmr_at(const void *s, u32 i)
+{
+	return &((const struct sim *)s)->theap[i];
+}
+
+static void sim_tmr_move(void *sv, u32 to, u32 from)
+{
+	struct sim *s = sv;
+
+	sim_tmr_place(s, to, &s->theap[from]);
+}
+
+static const struct fw_heap_ops sim_tmr_ops = {
+	.ary = SIM_ARY,
+	.before = sim_tmr_less,
+	.at = sim_tmr_at,
+	.move = sim_tmr_move,
+};
+
 static void sim_tmr_up(struct sim *s, u32 i, struct sim_tmr t)
 {
-	while (i) {
-		u32 parent = (i - 1) / SIM_ARY;
-
-		if (!sim_tmr_less(&t, &s->theap[parent]))
-			break;
-		sim_tmr_place(s, i, &s->theap[parent]);
-		i = parent;
-	}
-	sim_tmr_place(s, i, &t);
+	sim_tmr_place(s, fw_heap_up(s, i, &t, &sim_tmr_ops), &t);
 }
 
 static void sim_tmr_down(struct sim *s, u32 i, struct sim_tmr t)
 {
-	for (;;) {
-		u32 c = SIM_ARY * i + 1, k, end;
-
-		if (c >= s->ntmr)
-			break;
-		end = c + SIM_ARY < s->ntmr ? c + SIM_ARY : s->ntmr;
-		for (k = c + 1; k < end; k++)
-			if (sim_tmr_less(&s->theap[k], &s->theap[c]))
-				c = k;
-		if (!sim_tmr_less(&s->theap[c], &t))
-			break;
-		sim_tmr_place(s, i, &s->theap[c]);
-		i = c;
-	}
-	sim_tmr_place(s, i, &t);
+	sim_tmr_place(s, fw_heap_down(s, i, s->ntmr, &t, &sim_tmr_ops), &t);
 }
 
 /*
