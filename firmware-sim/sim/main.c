@@ -16,7 +16,7 @@ enum {
 	OPT_L = 256, OPT_O, OPT_GAP, OPT_BYTE, OPT_SIZE, OPT_ITERS, OPT_WARMUP, OPT_FANOUT,
 	OPT_DROP, OPT_DUP, OPT_CORRUPT, OPT_REORDER, OPT_DELAY, OPT_DELAY_NS, OPT_SEED,
 	OPT_JSON, OPT_VERIFY, OPT_LIMIT, OPT_RTO, OPT_ACK_DELAY, OPT_WINDOW, OPT_MTU, OPT_QUIET,
-	OPT_LIST, OPT_HELP,
+	OPT_LIST, OPT_HELP, OPT_VERSION,
 };
 
 static const struct option nsim_opts[] = {
@@ -47,6 +47,7 @@ static const struct option nsim_opts[] = {
 	{ "quiet", no_argument, NULL, OPT_QUIET },
 	{ "list", no_argument, NULL, OPT_LIST },
 	{ "help", no_argument, NULL, OPT_HELP },
+	{ "version", no_argument, NULL, OPT_VERSION },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -62,6 +63,7 @@ static void nsim_usage(FILE *f)
 		"         [--reorder PPM] [--delay PPM] [--delay-ns NS] [--seed S]\n"
 		"         [--rto-ns NS] [--ack-delay-ns NS] [--window PKTS] [--mtu BYTES]\n"
 		"         [--limit-us US] [--verify] [--json FILE] [--quiet] [--list]\n"
+		"       nicoff-sim --help | --version\n"
 		"defaults: --nodes 4096 --workload ring --size 8 --iters 10 --warmup 1\n"
 		"          --fanout 4 --L %llu --o %u --g %u --G %.3f --rto-ns %llu\n"
 		"          --ack-delay-ns %u --window %u --mtu %u --seed 1\n",
@@ -168,7 +170,7 @@ static int nsim_parse(int argc, char **argv, struct nsim_params *p, const char *
 	u64 v;
 	int o;
 
-	while ((o = getopt_long(argc, argv, "n:w:h", nsim_opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, "n:w:hV", nsim_opts, NULL)) != -1) {
 		const struct nsim_num_opt *num = nsim_num_find(nums, NSIM_ARRAY_SIZE(nums), o);
 		bool ok = true;
 
@@ -210,6 +212,10 @@ static int nsim_parse(int argc, char **argv, struct nsim_params *p, const char *
 		case 'h':
 		case OPT_HELP:
 			nsim_usage(stdout);
+			exit(0);
+		case 'V':
+		case OPT_VERSION:
+			printf("nicoff-sim %s\n", NICOFF_VERSION_STRING);
 			exit(0);
 		default:
 			ok = false;
