@@ -121,7 +121,8 @@ $(BUILD)/bin/nicoff-smoke: $(filter $(LIBNICOFF_OBJDIR)/tools/smoke/%,$(LIBNICOF
 	@mkdir -p $(@D)
 	$(CXX) -o $@ $(filter %.o,$^) $(LIBNICOFF_BIN_RPATH) $(LIBNICOFF_LDLIBS)
 
-# nicoffctl talks netlink through libnl.
+# nicoffctl talks netlink through libnl and prints JSON with nlohmann-json
+# (header-only).
 LIBNICOFF_NL_CFLAGS := $(shell pkg-config --cflags libnl-genl-3.0 2>/dev/null)
 LIBNICOFF_NL_LIBS := $(shell pkg-config --libs libnl-genl-3.0 2>/dev/null)
 LIBNICOFF_CTL_OBJ := $(LIBNICOFF_OBJDIR)/tools/nicoffctl/nicoffctl.o
