@@ -6,9 +6,12 @@
  * describes the model and the workloads.
  */
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <json-c/json.h>
 
 #include "nsim.h"
 
@@ -235,29 +238,33 @@ static int nsim_parse(int argc, char **argv, struct nsim_params *p, const char *
 	return 0;
 }
 
-static void nsim_json_str(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (; *s; s++) {
-		if (*s == '"' || *s == '\\')
-			fputc('\\', f);
-		fputc(*s, f);
-	}
-	fputc('"', f);
-}
-
+/*
+ * One record of the bench format (tools/results.py), made with json-c: the
+ * fields in the bench's order, a value that is not finite as null; one
+ * record a line so that runs can be compared with diff.
+ */
 static void nsim_json_record(FILE *f, const struct nsim *ns, const char *metric, double value,
 			     const char *unit, u32 runs, bool first)
 {
-	fputs(first ? "[\n  " : ",\n  ", f);
-	fputs("{\"suite\": \"sim\", \"case\": ", f);
-	nsim_json_str(f, ns->p.workload);
-	fprintf(f, ", \"method\": \"sim\", \"nodes\": %u, \"bytes\": %llu, \"metric\": ",
-		ns->p.nodes, (unsigned long long)ns->p.size);
-	nsim_json_str(f, metric);
-	fprintf(f, ", \"value\": %.10g, \"unit\": ", value);
-	nsim_json_str(f, unit);
-	fprintf(f, ", \"runs\": %u}", runs);
+	struct json_object *r = json_object_new_object();
+	char num[32];
+
+	json_object_object_add(r, "suite", json_object_new_string("sim"));
+	json_object_object_add(r, "case", json_object_new_string(ns->p.workload));
+	json_object_object_add(r, "method", json_object_new_string("sim"));
+	json_object_object_add(r, "nodes", json_object_new_int64(ns->p.nodes));
+	json_object_object_add(r, "bytes", json_object_new_uint64(ns->p.size));
+	json_object_object_add(r, "metric", json_object_new_string(metric));
+	/* Ten significant digits, as before, rather than json-c's 17. */
+	snprintf(num, sizeof(num), "%.10g", value);
+	json_object_object_add(r, "value",
+			       isfinite(value) ? json_object_new_double_s(value, num) : NULL);
+	json_object_object_add(r, "unit", json_object_new_string(unit));
+	json_object_object_add(r, "runs", json_object_new_int64(runs));
+	fprintf(f, "%s%s", first ? "[\n  " : ",\n  ",
+		json_object_to_json_string_ext(r, JSON_C_TO_STRING_SPACED |
+						      JSON_C_TO_STRING_NOSLASHESCAPE));
+	json_object_put(r);
 }
 
 static int nsim_json(const char *path, const struct nsim *ns)
