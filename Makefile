@@ -81,7 +81,7 @@ check:
 	$(MAKE) check-run
 
 check-run:
-	BUILD=$(BUILD) UNIT_TESTS="$(UNIT_TESTS)" CHECK_KERNELS="$(CHECK_KERNELS)" \
+	BUILD=$(BUILD) UNIT_TESTS="$(UNIT_TESTS)" TOOL_BINS="$(TOOL_BINS)" CHECK_KERNELS="$(CHECK_KERNELS)" \
 		$(if $(filter command line,$(origin VMLINUZ)),VMLINUZ=$(VMLINUZ)) tools/check.sh
 
 style:

@@ -57,9 +57,15 @@ FWSIM_SIM_SRCS := $(filter-out $(FWSIM_DIR)/sim/main.c,$(sort $(wildcard $(FWSIM
 FWSIM_SIM_OBJS := $(patsubst $(FWSIM_DIR)/%.c,$(FWSIM_OBJDIR)/%.o,$(FWSIM_SIM_SRCS))
 FWSIM_SIM_MAIN := $(FWSIM_OBJDIR)/sim/main.o
 
+# The command line writes its --json records with json-c, and prints the one
+# nicoff version (NICOFF_VERSION_CPPFLAGS of
+# libnicoff/build.mk, included after this file: expanded when the recipe runs).
+$(FWSIM_SIM_MAIN): FWSIM_VERSION_CPPFLAGS = $(NICOFF_VERSION_CPPFLAGS)
+
 $(FWSIM_SIM_OBJS) $(FWSIM_SIM_MAIN): $(FWSIM_OBJDIR)/%.o: $(FWSIM_DIR)/%.c
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_USER) $(FWSIM_CPPFLAGS) -I$(FWSIM_DIR)/sim $(FWSIM_DEPFLAGS) -c -o $@ $<
+	$(CC) $(CFLAGS_USER) $(FWSIM_CPPFLAGS) $(FWSIM_VERSION_CPPFLAGS) -I$(FWSIM_DIR)/sim \
+		$(FWSIM_DEPFLAGS) -c -o $@ $<
 
 $(FWSIM_SIM_LIB): $(FWSIM_SIM_OBJS)
 	@mkdir -p $(@D)
@@ -68,7 +74,7 @@ $(FWSIM_SIM_LIB): $(FWSIM_SIM_OBJS)
 
 $(FWSIM_SIM_BIN): $(FWSIM_SIM_MAIN) $(FWSIM_SIM_LIB) $(FWSIM_HOST_LIB) $(FWSIM_LIB)
 	@mkdir -p $(@D)
-	$(CC) -o $@ $< $(FWSIM_SIM_LIB) $(FWSIM_LINK_HOST)
+	$(CC) -o $@ $< $(FWSIM_SIM_LIB) $(FWSIM_LINK_HOST) -ljson-c -lm
 
 # ----------------------------------------------------------- unit tests --
 # One cmocka program per tests/test_*.c, each linked with tests/fwtest.c,

@@ -12,6 +12,8 @@
 #   $(LIBNICOFF_LINKS)      prerequisite of their link step
 
 NICOFF_VERSION := 0.1.0
+# The one version string the library and every tool's --version print.
+NICOFF_VERSION_CPPFLAGS := -DNICOFF_VERSION_STRING='"$(NICOFF_VERSION)"'
 LIBNICOFF_SONAME := libnicoff.so.0
 LIBNICOFF_SONAME_FULL := libnicoff.so.$(NICOFF_VERSION)
 
@@ -63,7 +65,7 @@ $(filter %.o,$(patsubst $(LIBNICOFF_DIR)/%.cpp,$(LIBNICOFF_OBJDIR)/%.o,$(LIBNICO
 	@mkdir -p $(@D)
 	$(CXX) $(CXXFLAGS_USER) $(LIBNICOFF_CPPFLAGS) -fvisibility=hidden \
 		-fvisibility-inlines-hidden -DNICOFF_BUILDING_LIB \
-		-DNICOFF_VERSION_STRING='"$(NICOFF_VERSION)"' $(LIBNICOFF_DEPFLAGS) -c -o $@ $<
+		$(NICOFF_VERSION_CPPFLAGS) $(LIBNICOFF_DEPFLAGS) -c -o $@ $<
 
 $(LIBNICOFF_OBJDIR)/src/%.o: $(LIBNICOFF_DIR)/src/%.c
 	@mkdir -p $(@D)
@@ -106,7 +108,8 @@ LIBNICOFF_TOOL_OBJS := \
 
 $(LIBNICOFF_TOOL_OBJS): $(LIBNICOFF_OBJDIR)/%.o: $(LIBNICOFF_DIR)/%.cpp | $(LIBNICOFF_ABI_H)
 	@mkdir -p $(@D)
-	$(CXX) $(CXXFLAGS_USER) $(LIBNICOFF_CPPFLAGS) $(LIBNICOFF_DEPFLAGS) -c -o $@ $<
+	$(CXX) $(CXXFLAGS_USER) $(LIBNICOFF_CPPFLAGS) $(NICOFF_VERSION_CPPFLAGS) $(LIBNICOFF_DEPFLAGS) \
+		-c -o $@ $<
 
 $(BUILD)/bin/nicoff-bench: $(filter $(LIBNICOFF_OBJDIR)/tools/bench/%,$(LIBNICOFF_TOOL_OBJS)) \
 		$(LIBNICOFF_LINKS)
@@ -118,15 +121,16 @@ $(BUILD)/bin/nicoff-smoke: $(filter $(LIBNICOFF_OBJDIR)/tools/smoke/%,$(LIBNICOF
 	@mkdir -p $(@D)
 	$(CXX) -o $@ $(filter %.o,$^) $(LIBNICOFF_BIN_RPATH) $(LIBNICOFF_LDLIBS)
 
-# nicoffctl talks netlink through libnl.
+# nicoffctl talks netlink through libnl and prints JSON with nlohmann-json
+# (header-only).
 LIBNICOFF_NL_CFLAGS := $(shell pkg-config --cflags libnl-genl-3.0 2>/dev/null)
 LIBNICOFF_NL_LIBS := $(shell pkg-config --libs libnl-genl-3.0 2>/dev/null)
 LIBNICOFF_CTL_OBJ := $(LIBNICOFF_OBJDIR)/tools/nicoffctl/nicoffctl.o
 
 $(LIBNICOFF_CTL_OBJ): $(LIBNICOFF_DIR)/tools/nicoffctl/nicoffctl.cpp | $(LIBNICOFF_ABI_H)
 	@mkdir -p $(@D)
-	$(CXX) $(CXXFLAGS_USER) $(LIBNICOFF_CPPFLAGS) $(LIBNICOFF_NL_CFLAGS) $(LIBNICOFF_DEPFLAGS) \
-		-c -o $@ $<
+	$(CXX) $(CXXFLAGS_USER) $(LIBNICOFF_CPPFLAGS) $(LIBNICOFF_NL_CFLAGS) $(NICOFF_VERSION_CPPFLAGS) \
+		$(LIBNICOFF_DEPFLAGS) -c -o $@ $<
 
 $(BUILD)/bin/nicoffctl: $(LIBNICOFF_CTL_OBJ)
 	@mkdir -p $(@D)

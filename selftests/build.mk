@@ -37,6 +37,9 @@ SELFTEST_LIBNICOFF := $(SELFTEST_DIR)/nicoff_lock_test $(SELFTEST_DIR)/nicoff_ho
 $(SELFTEST_LIBNICOFF): $(LIBNICOFF_STATIC)
 $(SELFTEST_LIBNICOFF): SELFTEST_LDLIBS += $(LIBNICOFF_STATIC) $(LIBNICOFF_PRIVATE_LIBS) -lstdc++
 
+# The nicoffctl test parses the tool's JSON with json-c.
+$(SELFTEST_DIR)/nicoff_ctl_test: SELFTEST_LDLIBS += -ljson-c
+
 $(SELFTEST_BINS): $(SELFTEST_DIR)/%: $(TOP)/selftests/%.c $(SELFTEST_UTIL_OBJ) \
 		$(SELFTEST_DEPS) $(KSFT_STAMP) | $(LIBNICOFF_ABI_H)
 	@mkdir -p $(@D)

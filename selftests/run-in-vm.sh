@@ -90,6 +90,11 @@ for n in "${names[@]}" "${names1k[@]}" "${names_nd[@]}"; do
 	[[ -x $b ]] || { echo "run-in-vm.sh: $b missing: make selftests" >&2; exit 2; }
 	args+=(--bin "$b")
 done
+# nicoff_ctl_test runs the tool as a user does, from the guest's /bin.
+if [[ " ${names[*]} " == *" nicoff_ctl_test "* ]]; then
+	[[ -x $build/bin/nicoffctl ]] || { echo "run-in-vm.sh: $build/bin/nicoffctl missing: make" >&2; exit 2; }
+	args+=(--bin "$build/bin/nicoffctl")
+fi
 # Each binary runs through a small guest wrapper (copied in with --file, so
 # the console never echoes the kernel-log patterns the harness looks for):
 # a hard time limit on top of the harness's per-test ones, poll_usecs put

@@ -46,6 +46,27 @@ for page in man/*.[1-8]; do
 	fi
 done
 
+echo "== tools without the module"
+# Every tool answers --version, and nicoffctl --help and its usage errors,
+# before (and without) touching the module: exit 0, 0 and 2.
+for t in ${TOOL_BINS:-}; do
+	name=$(basename "$t")
+	out=$("$t" --version 2>&1); rc=$?
+	if [ "$rc" -eq 0 ] && [ "$out" = "$name ${out##* }" ] && [ -n "${out##* }" ]; then
+		passed=$((passed + 1)); echo "ok - $name --version: $out"
+	else
+		failed=$((failed + 1)); echo "not ok - $name --version (exit $rc): $out"
+	fi
+done
+ctl=$BUILD/bin/nicoffctl
+"$ctl" --help 2>&1 | grep -q '^Exit status'; h_rc=$?
+"$ctl" no-such-command > /dev/null 2>&1; u_rc=$?
+if [ "$h_rc" -eq 0 ] && [ "$u_rc" -eq 2 ]; then
+	passed=$((passed + 1)); echo "ok - nicoffctl --help, usage error exits 2"
+else
+	failed=$((failed + 1)); echo "not ok - nicoffctl --help (grep $h_rc), usage error (exit $u_rc, want 2)"
+fi
+
 echo "== unit tests (user space)"
 for t in ${UNIT_TESTS:-}; do
 	name=$(basename "$t")

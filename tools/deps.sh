@@ -19,6 +19,8 @@ pkgs=(
 	build-essential g++ make pkg-config kmod clang-format
 	# libraries
 	libnl-3-dev libnl-genl-3-dev liburcu-dev libcmocka-dev zlib1g-dev
+	# JSON: nicoffctl -j and nicoff-bench --json (header-only), the nicoffctl selftest
+	nlohmann-json3-dev libjson-c-dev
 	# the simulator's CRC-32
 	libisal-dev
 	# plots and result tables

@@ -6,9 +6,12 @@
  * describes the model and the workloads.
  */
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <json-c/json.h>
 
 #include "nsim.h"
 
@@ -16,7 +19,7 @@ enum {
 	OPT_L = 256, OPT_O, OPT_GAP, OPT_BYTE, OPT_SIZE, OPT_ITERS, OPT_WARMUP, OPT_FANOUT,
 	OPT_DROP, OPT_DUP, OPT_CORRUPT, OPT_REORDER, OPT_DELAY, OPT_DELAY_NS, OPT_SEED,
 	OPT_JSON, OPT_VERIFY, OPT_LIMIT, OPT_RTO, OPT_ACK_DELAY, OPT_WINDOW, OPT_MTU, OPT_QUIET,
-	OPT_LIST, OPT_HELP,
+	OPT_LIST, OPT_HELP, OPT_VERSION,
 };
 
 static const struct option nsim_opts[] = {
@@ -47,6 +50,7 @@ static const struct option nsim_opts[] = {
 	{ "quiet", no_argument, NULL, OPT_QUIET },
 	{ "list", no_argument, NULL, OPT_LIST },
 	{ "help", no_argument, NULL, OPT_HELP },
+	{ "version", no_argument, NULL, OPT_VERSION },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -62,6 +66,7 @@ static void nsim_usage(FILE *f)
 		"         [--reorder PPM] [--delay PPM] [--delay-ns NS] [--seed S]\n"
 		"         [--rto-ns NS] [--ack-delay-ns NS] [--window PKTS] [--mtu BYTES]\n"
 		"         [--limit-us US] [--verify] [--json FILE] [--quiet] [--list]\n"
+		"       nicoff-sim --help | --version\n"
 		"defaults: --nodes 4096 --workload ring --size 8 --iters 10 --warmup 1\n"
 		"          --fanout 4 --L %llu --o %u --g %u --G %.3f --rto-ns %llu\n"
 		"          --ack-delay-ns %u --window %u --mtu %u --seed 1\n",
@@ -168,7 +173,7 @@ static int nsim_parse(int argc, char **argv, struct nsim_params *p, const char *
 	u64 v;
 	int o;
 
-	while ((o = getopt_long(argc, argv, "n:w:h", nsim_opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, "n:w:hV", nsim_opts, NULL)) != -1) {
 		const struct nsim_num_opt *num = nsim_num_find(nums, NSIM_ARRAY_SIZE(nums), o);
 		bool ok = true;
 
@@ -211,6 +216,10 @@ static int nsim_parse(int argc, char **argv, struct nsim_params *p, const char *
 		case OPT_HELP:
 			nsim_usage(stdout);
 			exit(0);
+		case 'V':
+		case OPT_VERSION:
+			printf("nicoff-sim %s\n", NICOFF_VERSION_STRING);
+			exit(0);
 		default:
 			ok = false;
 			break;
@@ -229,29 +238,33 @@ static int nsim_parse(int argc, char **argv, struct nsim_params *p, const char *
 	return 0;
 }
 
-static void nsim_json_str(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (; *s; s++) {
-		if (*s == '"' || *s == '\\')
-			fputc('\\', f);
-		fputc(*s, f);
-	}
-	fputc('"', f);
-}
-
+/*
+ * One record of the bench format (tools/results.py), made with json-c: the
+ * fields in the bench's order, a value that is not finite as null; one
+ * record a line so that runs can be compared with diff.
+ */
 static void nsim_json_record(FILE *f, const struct nsim *ns, const char *metric, double value,
 			     const char *unit, u32 runs, bool first)
 {
-	fputs(first ? "[\n  " : ",\n  ", f);
-	fputs("{\"suite\": \"sim\", \"case\": ", f);
-	nsim_json_str(f, ns->p.workload);
-	fprintf(f, ", \"method\": \"sim\", \"nodes\": %u, \"bytes\": %llu, \"metric\": ",
-		ns->p.nodes, (unsigned long long)ns->p.size);
-	nsim_json_str(f, metric);
-	fprintf(f, ", \"value\": %.10g, \"unit\": ", value);
-	nsim_json_str(f, unit);
-	fprintf(f, ", \"runs\": %u}", runs);
+	struct json_object *r = json_object_new_object();
+	char num[32];
+
+	json_object_object_add(r, "suite", json_object_new_string("sim"));
+	json_object_object_add(r, "case", json_object_new_string(ns->p.workload));
+	json_object_object_add(r, "method", json_object_new_string("sim"));
+	json_object_object_add(r, "nodes", json_object_new_int64(ns->p.nodes));
+	json_object_object_add(r, "bytes", json_object_new_uint64(ns->p.size));
+	json_object_object_add(r, "metric", json_object_new_string(metric));
+	/* Ten significant digits, as before, rather than json-c's 17. */
+	snprintf(num, sizeof(num), "%.10g", value);
+	json_object_object_add(r, "value",
+			       isfinite(value) ? json_object_new_double_s(value, num) : NULL);
+	json_object_object_add(r, "unit", json_object_new_string(unit));
+	json_object_object_add(r, "runs", json_object_new_int64(runs));
+	fprintf(f, "%s%s", first ? "[\n  " : ",\n  ",
+		json_object_to_json_string_ext(r, JSON_C_TO_STRING_SPACED |
+						      JSON_C_TO_STRING_NOSLASHESCAPE));
+	json_object_put(r);
 }
 
 static int nsim_json(const char *path, const struct nsim *ns)

@@ -90,12 +90,12 @@ void test_json_and_table(void **) {
     const std::string json = format_json(ctx.records());
     assert_string_equal(json.c_str(),
                         "[\n"
-                        " {\"suite\": \"doorbell\", \"case\": \"nop\", \"method\": \"batch1\", "
-                        "\"nodes\": 1, \"bytes\": null, \"metric\": \"rtt_us\", \"value\": 1.5, "
-                        "\"unit\": \"us\", \"runs\": 10},\n"
-                        " {\"suite\": \"doorbell\", \"case\": \"idle\", \"method\": null, "
-                        "\"nodes\": null, \"bytes\": null, \"metric\": \"idle_cpu_pct\", "
-                        "\"value\": null, \"unit\": \"%\", \"runs\": null}\n"
+                        " {\"suite\":\"doorbell\",\"case\":\"nop\",\"method\":\"batch1\","
+                        "\"nodes\":1,\"bytes\":null,\"metric\":\"rtt_us\",\"value\":1.5,"
+                        "\"unit\":\"us\",\"runs\":10},\n"
+                        " {\"suite\":\"doorbell\",\"case\":\"idle\",\"method\":null,"
+                        "\"nodes\":null,\"bytes\":null,\"metric\":\"idle_cpu_pct\","
+                        "\"value\":null,\"unit\":\"%\",\"runs\":null}\n"
                         "]\n");
     assert_string_equal(format_json({}).c_str(), "[]\n");
     const std::string table = format_table(ctx.records());

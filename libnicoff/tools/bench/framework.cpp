@@ -1,6 +1,8 @@
 // nicoff-bench framework: suite registry, options, statistics, output.
 #include "bench.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
@@ -173,61 +175,33 @@ std::string format_table(const std::vector<Record> &records) {
 
 namespace {
 
-std::string json_string(const std::string &s) {
-    std::string out = "\"";
-    for (const unsigned char c : s) {
-        switch (c) {
-        case '"':
-            out += "\\\"";
-            break;
-        case '\\':
-            out += "\\\\";
-            break;
-        case '\n':
-            out += "\\n";
-            break;
-        case '\t':
-            out += "\\t";
-            break;
-        default:
-            if (c < 0x20) {
-                char buf[8];
-                std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-                out += buf;
-            } else {
-                out += static_cast<char>(c);
-            }
-        }
-    }
-    return out + "\"";
-}
+using Json = nlohmann::ordered_json;
 
-std::string json_number(double v) {
-    if (!std::isfinite(v))
-        return "null";
-    char buf[64];
-    auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), v);
-    return ec == std::errc() ? std::string(buf, end) : "null";
+// An absent optional field is null, as a value that is not finite is.
+template <typename T>
+Json json_opt(const std::optional<T> &v) {
+    return v ? Json(*v) : Json();
 }
-
-std::string json_opt(const std::optional<std::int64_t> &v) {
-    return v ? std::to_string(*v) : "null";
-}
-
-std::string json_opt(const std::optional<std::string> &v) { return v ? json_string(*v) : "null"; }
 
 } // namespace
 
+// One record a line, its fields in a fixed order (tools/results.py reads them).
 std::string format_json(const std::vector<Record> &records) {
     std::string out = "[";
     for (std::size_t i = 0; i < records.size(); i++) {
         const Record &r = records[i];
-        out += i ? ",\n " : "\n ";
-        out += "{\"suite\": " + json_string(r.suite) + ", \"case\": " + json_string(r.case_name) +
-               ", \"method\": " + json_opt(r.method) + ", \"nodes\": " + json_opt(r.nodes) +
-               ", \"bytes\": " + json_opt(r.bytes) + ", \"metric\": " + json_string(r.metric) +
-               ", \"value\": " + json_number(r.value) + ", \"unit\": " + json_string(r.unit) +
-               ", \"runs\": " + json_opt(r.runs) + "}";
+        const Json j = {
+            {"suite", r.suite},
+            {"case", r.case_name},
+            {"method", json_opt(r.method)},
+            {"nodes", json_opt(r.nodes)},
+            {"bytes", json_opt(r.bytes)},
+            {"metric", r.metric},
+            {"value", std::isfinite(r.value) ? Json(r.value) : Json()},
+            {"unit", r.unit},
+            {"runs", json_opt(r.runs)},
+        };
+        out += (i ? ",\n " : "\n ") + j.dump();
     }
     out += records.empty() ? "]\n" : "\n]\n";
     return out;

@@ -16,7 +16,7 @@ using namespace nicoff::bench;
 
 void usage(std::FILE *to) {
     std::fprintf(to, "usage: nicoff-bench <suite> [--json FILE] [--card N] [options]\n"
-                     "       nicoff-bench --help\n\nsuites:\n");
+                     "       nicoff-bench --help | --version\n\nsuites:\n");
     for (const auto &s : suites()) {
         std::fprintf(to, "  %-12s %s\n", s.name.c_str(), s.description.c_str());
         for (const auto &o : s.options)
@@ -60,6 +60,10 @@ int main(int argc, char **argv) {
     const std::string_view first = argv[1];
     if (first == "--help" || first == "-h" || first == "help") {
         usage(stdout);
+        return 0;
+    }
+    if (first == "--version" || first == "-V") {
+        std::printf("nicoff-bench %s\n", NICOFF_VERSION_STRING);
         return 0;
     }
     const Suite *suite = find_suite(first);

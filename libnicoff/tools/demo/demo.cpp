@@ -15,6 +15,7 @@
 #include <cstring>
 #include <numeric>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -283,7 +284,18 @@ void barrier_demo(unsigned n) {
 
 } // namespace
 
-int main() {
+int main(int argc, char **argv) {
+    const std::string_view arg = argc > 1 ? argv[1] : "";
+    if (arg == "--version" || arg == "-V") {
+        std::printf("nicoff-demo %s\n", NICOFF_VERSION_STRING);
+        return 0;
+    }
+    if (argc > 1) {
+        std::fprintf(arg == "--help" || arg == "-h" ? stdout : stderr,
+                     "usage: nicoff-demo [--version]\n"
+                     "Runs a tour of card 0 (and card 1 when there is one).\n");
+        return arg == "--help" || arg == "-h" ? 0 : 2;
+    }
     try {
         nicoff::Device dev(0);
         const auto &info = dev.info();

@@ -1,18 +1,17 @@
 // nicoffctl: talks to the nicoff module over its generic netlink family.
-//
-//   nicoffctl info                      module-wide state and global faults
-//   nicoffctl card N | cards            one card's counters and faults, or every card's
-//   nicoffctl faults [--card N] [drop=PPM] [dup=PPM] [corrupt=PPM] [reorder=PPM]
-//                    [delay=PPM] [delay_us=US]    change faults (CAP_NET_ADMIN)
-//   nicoffctl faults --card N --global  the card follows the global faults again
-//   nicoffctl get-stat CARD NAME        one counter, as a bare number (for scripts)
-//
-// Exit status: 0 success, 1 the kernel refused (its message is printed), 2 usage.
+// Arguments are parsed before netlink is opened, so --help, --version and
+// usage errors work without the module.  Show commands print JSON (-j) made
+// with nlohmann-json, keys in the order of the lists they come from, so that
+// scripts can diff two runs.
 #include <nicoff/nicoff_abi.h>
 
+#include <getopt.h>
+#include <linux/netlink.h>
 #include <netlink/genl/ctrl.h>
 #include <netlink/genl/genl.h>
 #include <netlink/netlink.h>
+#include <nlohmann/json.hpp>
+#include <sys/socket.h>
 
 #include <array>
 #include <cerrno>
@@ -27,9 +26,40 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
+#ifndef NICOFF_VERSION_STRING
+#error "the build passes -DNICOFF_VERSION_STRING"
+#endif
+
 namespace {
+
+using Json = nlohmann::ordered_json;
+
+constexpr const char *usage_text =
+    "usage: nicoffctl [-j [-p]] info | card N | cards | stats | get-stat CARD NAME | faults\n"
+    "       nicoffctl faults [--card N] [--global] [drop=PPM] [dup=PPM] [corrupt=PPM]\n"
+    "                        [reorder=PPM] [delay=PPM] [delay_us=US]\n"
+    "       nicoffctl -h | --help | -V | --version\n";
+
+constexpr const char *help_text =
+    "\n"
+    "  info                module-wide state and the global faults\n"
+    "  card N | cards      one card's (every card's) counters, ports and faults\n"
+    "  stats               every card's counters\n"
+    "  get-stat CARD NAME  one counter, as a bare number\n"
+    "  faults              the faults in force: global, and each card's own\n"
+    "  faults [--card N] KEY=VALUE...  set faults (CAP_NET_ADMIN)\n"
+    "  faults --card N --global        the card follows the global faults again\n"
+    "\n"
+    "  -j, --json          print JSON (show commands)\n"
+    "  -p, --pretty        indent the JSON\n"
+    "  -h, --help          this text\n"
+    "  -V, --version       the nicoff version\n"
+    "\n"
+    "Exit status: 0 success, 1 the kernel refused (its message is printed) or the\n"
+    "module is not loaded, 2 usage error.\n";
 
 struct UsageError : std::runtime_error {
     using std::runtime_error::runtime_error;
@@ -50,11 +80,22 @@ constexpr std::array<const char *, NICOFF_NL_STAT_MAX + 1> stat_names = [] {
     return n;
 }();
 
-const std::map<std::string_view, int> fault_keys = {
-    {"drop", NICOFF_NL_FAULT_DROP_PPM},       {"dup", NICOFF_NL_FAULT_DUP_PPM},
-    {"corrupt", NICOFF_NL_FAULT_CORRUPT_PPM}, {"reorder", NICOFF_NL_FAULT_REORDER_PPM},
-    {"delay", NICOFF_NL_FAULT_DELAY_PPM},     {"delay_us", NICOFF_NL_FAULT_DELAY_USECS},
-};
+// The fault keys of the command line, in the order they are shown.
+constexpr std::array<std::pair<std::string_view, int>, 6> fault_keys = {{
+    {"drop", NICOFF_NL_FAULT_DROP_PPM},
+    {"dup", NICOFF_NL_FAULT_DUP_PPM},
+    {"corrupt", NICOFF_NL_FAULT_CORRUPT_PPM},
+    {"reorder", NICOFF_NL_FAULT_REORDER_PPM},
+    {"delay", NICOFF_NL_FAULT_DELAY_PPM},
+    {"delay_us", NICOFF_NL_FAULT_DELAY_USECS},
+}};
+
+std::optional<int> fault_attr(std::string_view key) {
+    for (const auto &[name, attr] : fault_keys)
+        if (name == key)
+            return attr;
+    return std::nullopt;
+}
 
 // What one reply message said.
 struct Reply {
@@ -68,6 +109,84 @@ struct Reply {
 using SockPtr = std::unique_ptr<nl_sock, decltype(&nl_socket_free)>;
 using MsgPtr = std::unique_ptr<nl_msg, decltype(&nlmsg_free)>;
 
+// The name of the attribute at byte offset `offs` of the request `req` (as
+// the kernel's NLMSGERR_ATTR_OFFS counts, from the netlink header), or "".
+std::string attr_at(nlmsghdr *req, std::uint32_t offs) {
+    const auto *base = reinterpret_cast<const char *>(req);
+    const auto at = [&](const nlattr *a) {
+        return static_cast<std::uint32_t>(reinterpret_cast<const char *>(a) - base);
+    };
+    nlattr *a;
+    int rem;
+    nla_for_each_attr(a, genlmsg_attrdata(static_cast<genlmsghdr *>(nlmsg_data(req)), 0),
+                      genlmsg_attrlen(static_cast<genlmsghdr *>(nlmsg_data(req)), 0), rem) {
+        if (at(a) == offs)
+            return nla_type(a) == NICOFF_NL_A_CARD ? "card" : "faults";
+        if (nla_type(a) != NICOFF_NL_A_FAULTS || offs < at(a) ||
+            offs >= at(a) + nla_len(a) + NLA_HDRLEN)
+            continue;
+        nlattr *f;
+        int frem;
+        nla_for_each_nested(f, a, frem) {
+            if (at(f) != offs)
+                continue;
+            if (nla_type(f) == NICOFF_NL_FAULT_GLOBAL)
+                return "global";
+            for (const auto &[name, attr] : fault_keys)
+                if (attr == nla_type(f))
+                    return std::string(name);
+        }
+    }
+    return "";
+}
+
+// The kernel's extended ack (NETLINK_EXT_ACK), after the nlmsgerr of an
+// error message: its text, the attribute it points at, and the valid range
+// when a policy rejected a value.
+std::string extack_text(const nlmsgerr *err, nlmsghdr *req) {
+    const auto *hdr =
+        reinterpret_cast<const nlmsghdr *>(reinterpret_cast<const char *>(err) - NLMSG_HDRLEN);
+    std::string what = std::strerror(-err->error);
+    if (!(hdr->nlmsg_flags & NLM_F_ACK_TLVS))
+        return what;
+    // The TLVs follow the request echoed back, unless the kernel capped it
+    // to its header.
+    std::size_t off = NLMSG_HDRLEN + sizeof(*err);
+    if (!(hdr->nlmsg_flags & NLM_F_CAPPED))
+        off += err->msg.nlmsg_len - NLMSG_HDRLEN;
+    if (off >= hdr->nlmsg_len)
+        return what;
+    nlattr *tb[NLMSGERR_ATTR_MAX + 1];
+    auto *tlvs =
+        reinterpret_cast<nlattr *>(const_cast<char *>(reinterpret_cast<const char *>(hdr)) + off);
+    if (nla_parse(tb, NLMSGERR_ATTR_MAX, tlvs, static_cast<int>(hdr->nlmsg_len - off), nullptr) < 0)
+        return what;
+    if (tb[NLMSGERR_ATTR_MSG])
+        what = nla_get_string(tb[NLMSGERR_ATTR_MSG]);
+    if (tb[NLMSGERR_ATTR_OFFS] && req) {
+        if (std::string name = attr_at(req, nla_get_u32(tb[NLMSGERR_ATTR_OFFS])); !name.empty())
+            what += " (" + name + ")";
+    }
+    if (tb[NLMSGERR_ATTR_POLICY]) {
+        nlattr *pol[NL_POLICY_TYPE_ATTR_MAX + 1];
+        if (nla_parse_nested(pol, NL_POLICY_TYPE_ATTR_MAX, tb[NLMSGERR_ATTR_POLICY], nullptr) ==
+            0) {
+            if (pol[NL_POLICY_TYPE_ATTR_MIN_VALUE_U] && pol[NL_POLICY_TYPE_ATTR_MAX_VALUE_U])
+                what += ": valid range " +
+                        std::to_string(nla_get_u64(pol[NL_POLICY_TYPE_ATTR_MIN_VALUE_U])) + ".." +
+                        std::to_string(nla_get_u64(pol[NL_POLICY_TYPE_ATTR_MAX_VALUE_U]));
+            else if (pol[NL_POLICY_TYPE_ATTR_MIN_VALUE_S] && pol[NL_POLICY_TYPE_ATTR_MAX_VALUE_S])
+                what += ": valid range " +
+                        std::to_string(static_cast<std::int64_t>(
+                            nla_get_u64(pol[NL_POLICY_TYPE_ATTR_MIN_VALUE_S]))) +
+                        ".." +
+                        std::to_string(static_cast<std::int64_t>(
+                            nla_get_u64(pol[NL_POLICY_TYPE_ATTR_MAX_VALUE_S])));
+        }
+    }
+    return what;
+}
+
 class Family {
 public:
     Family() : sock_(nl_socket_alloc(), &nl_socket_free) {
@@ -75,6 +194,9 @@ public:
             throw std::runtime_error("out of memory");
         if (int e = genl_connect(sock_.get()); e < 0)
             throw KernelError(std::string("netlink: ") + nl_geterror(e));
+        // Ask for the kernel's messages (NL_SET_ERR_MSG) in its errors.
+        const int one = 1;
+        setsockopt(nl_socket_get_fd(sock_.get()), SOL_NETLINK, NETLINK_EXT_ACK, &one, sizeof(one));
         id_ = genl_ctrl_resolve(sock_.get(), NICOFF_GENL_NAME);
         if (id_ < 0)
             throw KernelError("netlink family \"nicoff\" not found: is the module loaded?");
@@ -88,33 +210,42 @@ public:
                                  NICOFF_GENL_VERSION))
             throw std::runtime_error("cannot build netlink message");
         fill(msg.get());
-        std::vector<Reply> replies;
+        Pending p;
+        p.req = nlmsg_hdr(msg.get());
         // libnl asks for an ACK on every request: read until the ACK (or the
         // end of a dump) or an error arrives.
-        int status = 1;
         std::unique_ptr<nl_cb, decltype(&nl_cb_put)> cb(nl_cb_alloc(NL_CB_DEFAULT), &nl_cb_put);
-        nl_cb_set(cb.get(), NL_CB_VALID, NL_CB_CUSTOM, &Family::on_msg, &replies);
-        nl_cb_set(cb.get(), NL_CB_ACK, NL_CB_CUSTOM, &Family::on_done, &status);
-        nl_cb_set(cb.get(), NL_CB_FINISH, NL_CB_CUSTOM, &Family::on_done, &status);
-        nl_cb_err(cb.get(), NL_CB_CUSTOM, &Family::on_error, &status);
+        nl_cb_set(cb.get(), NL_CB_VALID, NL_CB_CUSTOM, &Family::on_msg, &p.replies);
+        nl_cb_set(cb.get(), NL_CB_ACK, NL_CB_CUSTOM, &Family::on_done, &p);
+        nl_cb_set(cb.get(), NL_CB_FINISH, NL_CB_CUSTOM, &Family::on_done, &p);
+        nl_cb_err(cb.get(), NL_CB_CUSTOM, &Family::on_error, &p);
         if (int e = nl_send_auto(sock_.get(), msg.get()); e < 0)
             throw KernelError(std::string("send: ") + nl_geterror(e));
-        while (status > 0)
-            if (int e = nl_recvmsgs(sock_.get(), cb.get()); e < 0 && status > 0)
+        while (p.status > 0)
+            if (int e = nl_recvmsgs(sock_.get(), cb.get()); e < 0 && p.status > 0)
                 throw KernelError(nl_geterror(e));
-        if (status < 0)
-            throw KernelError(std::strerror(-status));
-        return replies;
+        if (p.status < 0)
+            throw KernelError(p.error);
+        return std::move(p.replies);
     }
 
 private:
+    struct Pending {
+        nlmsghdr *req = nullptr;
+        int status = 1;
+        std::string error;
+        std::vector<Reply> replies;
+    };
+
     static int on_done(nl_msg *, void *arg) {
-        *static_cast<int *>(arg) = 0;
+        static_cast<Pending *>(arg)->status = 0;
         return NL_STOP;
     }
 
     static int on_error(sockaddr_nl *, nlmsgerr *err, void *arg) {
-        *static_cast<int *>(arg) = err->error ? err->error : -EIO;
+        auto *p = static_cast<Pending *>(arg);
+        p->status = err->error ? err->error : -EIO;
+        p->error = err->error ? extack_text(err, p->req) : std::strerror(EIO);
         return NL_STOP;
     }
 
@@ -170,21 +301,54 @@ std::uint32_t parse_u32(std::string_view s, const char *what) {
     return static_cast<std::uint32_t>(v);
 }
 
-void print_faults(const Reply &r) {
-    std::printf("  faults%s:", r.faults_global ? " (global)" : " (this card's own)");
-    for (const auto &[name, attr] : fault_keys) {
-        auto it = r.faults.find(attr);
-        if (it != r.faults.end())
-            std::printf(" %s=%u", std::string(name).c_str(), it->second);
-    }
-    std::printf("\n");
+// One command line, parsed before anything talks to the kernel.
+struct Options {
+    bool json = false, pretty = false, global = false;
+    std::optional<std::uint32_t> card;  // faults --card
+    std::vector<std::string_view> args; // the command and its operands
+};
+
+Json faults_json(const Reply &r) {
+    Json j = Json::object();
+    for (const auto &[name, attr] : fault_keys)
+        if (auto it = r.faults.find(attr); it != r.faults.end())
+            j[std::string(name)] = it->second;
+    return j;
 }
 
-void print_card(const Reply &r) {
-    std::printf("card %u: %u ports open\n", r.card.value_or(0), r.ports_open.value_or(0));
+Json stats_json(const Reply &r) {
+    Json j = Json::object();
+    for (const auto &[attr, v] : r.stats)
+        j[stat_names[attr]] = v;
+    return j;
+}
+
+Json card_json(const Reply &r) {
+    return Json{{"card", r.card.value_or(0)},
+                {"ports_open", r.ports_open.value_or(0)},
+                {"stats", stats_json(r)},
+                {"faults_global", r.faults_global},
+                {"faults", faults_json(r)}};
+}
+
+std::string faults_text(const Reply &r) {
+    std::string s;
+    for (const auto &[name, attr] : fault_keys)
+        if (auto it = r.faults.find(attr); it != r.faults.end())
+            s += " " + std::string(name) + "=" + std::to_string(it->second);
+    return s;
+}
+
+void print_card(const Reply &r, bool with_ports) {
+    if (with_ports)
+        std::printf("card %u: %u ports open\n", r.card.value_or(0), r.ports_open.value_or(0));
+    else
+        std::printf("card %u:\n", r.card.value_or(0));
     for (const auto &[attr, v] : r.stats)
         std::printf("  %-16s %llu\n", stat_names[attr], static_cast<unsigned long long>(v));
-    print_faults(r);
+    if (with_ports)
+        std::printf("  faults%s:%s\n", r.faults_global ? " (global)" : " (this card's own)",
+                    faults_text(r).c_str());
 }
 
 auto put_card(std::uint32_t card) {
@@ -193,69 +357,142 @@ auto put_card(std::uint32_t card) {
     };
 }
 
-int run(int argc, char **argv) {
-    if (argc < 2)
-        throw UsageError("a command is required");
-    const std::string_view cmd = argv[1];
-    Family fam;
-    if (cmd == "info" && argc == 2) {
-        auto r = fam.request(NICOFF_NL_CMD_GET_INFO, 0, [](nl_msg *) {}).at(0);
-        std::printf("nicoff: %u cards, ABI %u, %llu pages pinned\n", r.num_cards.value_or(0),
-                    r.abi.value_or(0), static_cast<unsigned long long>(r.pinned.value_or(0)));
-        print_faults(r);
-        return 0;
-    }
-    if (cmd == "card" && argc == 3) {
-        print_card(
-            fam.request(NICOFF_NL_CMD_GET_CARD, 0, put_card(parse_u32(argv[2], "card"))).at(0));
-        return 0;
-    }
-    if (cmd == "cards" && argc == 2) {
-        for (const Reply &r : fam.request(NICOFF_NL_CMD_GET_CARD, NLM_F_DUMP, [](nl_msg *) {}))
-            print_card(r);
-        return 0;
-    }
-    if (cmd == "get-stat" && argc == 4) {
-        const std::string_view name = argv[3];
-        int attr = NICOFF_NL_STAT_PAD + 1;
-        while (attr <= NICOFF_NL_STAT_MAX && name != stat_names[attr])
-            attr++;
-        if (attr > NICOFF_NL_STAT_MAX)
-            throw UsageError("unknown counter: " + std::string(name));
-        const auto r =
-            fam.request(NICOFF_NL_CMD_GET_CARD, 0, put_card(parse_u32(argv[2], "card"))).at(0);
-        const auto it = r.stats.find(attr);
-        if (it == r.stats.end())
-            throw KernelError("the module does not report " + std::string(name));
-        std::printf("%llu\n", static_cast<unsigned long long>(it->second));
-        return 0;
-    }
-    if (cmd == "faults") {
-        std::optional<std::uint32_t> card;
-        bool global = false;
-        std::vector<std::pair<int, std::uint32_t>> set;
-        for (int i = 2; i < argc; i++) {
-            const std::string_view a = argv[i];
-            if (a == "--card" && i + 1 < argc) {
-                card = parse_u32(argv[++i], "card");
-            } else if (a == "--global") {
-                global = true;
-            } else if (auto eq = a.find('='); eq != std::string_view::npos) {
-                auto it = fault_keys.find(a.substr(0, eq));
-                if (it == fault_keys.end())
-                    throw UsageError("unknown fault: " + std::string(a.substr(0, eq)));
-                set.emplace_back(it->second, parse_u32(a.substr(eq + 1), "value"));
-            } else {
-                throw UsageError("unexpected argument: " + std::string(a));
-            }
+void no_fill(nl_msg *) {}
+
+Options parse(int argc, char **argv) {
+    static const option longopts[] = {
+        {"json", no_argument, nullptr, 'j'},
+        {"pretty", no_argument, nullptr, 'p'},
+        {"help", no_argument, nullptr, 'h'},
+        {"version", no_argument, nullptr, 'V'},
+        {"card", required_argument, nullptr, 'c'},
+        {"global", no_argument, nullptr, 'g'},
+        {nullptr, 0, nullptr, 0},
+    };
+    Options o;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, "jphV", longopts, nullptr)) != -1) {
+        switch (c) {
+        case 'j':
+            o.json = true;
+            break;
+        case 'p':
+            o.pretty = true;
+            break;
+        case 'h':
+            std::printf("%s%s", usage_text, help_text);
+            std::exit(0);
+        case 'V':
+            std::printf("nicoffctl %s\n", NICOFF_VERSION_STRING);
+            std::exit(0);
+        case 'c':
+            o.card = parse_u32(optarg, "card");
+            break;
+        case 'g':
+            o.global = true;
+            break;
+        default:
+            throw UsageError(std::string("bad option: ") + argv[optind - 1]);
         }
-        if (global && !card)
-            throw UsageError("--global needs --card");
+    }
+    for (int i = optind; i < argc; i++)
+        o.args.emplace_back(argv[i]);
+    if (o.args.empty())
+        throw UsageError("a command is required");
+    const std::string_view cmd = o.args[0];
+    const std::size_t n = o.args.size();
+    const bool ok = ((cmd == "info" || cmd == "cards" || cmd == "stats") && n == 1) ||
+                    (cmd == "card" && n == 2) || (cmd == "get-stat" && n == 3) || cmd == "faults";
+    if (!ok)
+        throw UsageError("unknown command or wrong arguments: " + std::string(cmd));
+    if ((o.card || o.global) && cmd != "faults")
+        throw UsageError("--card and --global go with faults");
+    if (o.global && !o.card)
+        throw UsageError("--global needs --card");
+    if (cmd == "card" || cmd == "get-stat")
+        o.card = parse_u32(o.args[1], "card");
+    return o;
+}
+
+// The counter named `name`'s attribute.
+int stat_attr(std::string_view name) {
+    for (int attr = NICOFF_NL_STAT_PAD + 1; attr <= NICOFF_NL_STAT_MAX; attr++)
+        if (name == stat_names[attr])
+            return attr;
+    throw UsageError("unknown counter: " + std::string(name));
+}
+
+int run(const Options &o) {
+    const std::string_view cmd = o.args[0];
+    const int get_attr = cmd == "get-stat" ? stat_attr(o.args[2]) : 0;
+    std::vector<std::pair<int, std::uint32_t>> set;
+    if (cmd == "faults") {
+        for (std::size_t i = 1; i < o.args.size(); i++) {
+            const std::string_view a = o.args[i];
+            const auto eq = a.find('=');
+            const auto attr =
+                eq == std::string_view::npos ? std::nullopt : fault_attr(a.substr(0, eq));
+            if (!attr)
+                throw UsageError("unknown fault: " + std::string(a));
+            set.emplace_back(*attr, parse_u32(a.substr(eq + 1), "value"));
+        }
+    }
+
+    Family fam;
+    Json out;
+    if (cmd == "info") {
+        const auto r = fam.request(NICOFF_NL_CMD_GET_INFO, 0, no_fill).at(0);
+        out = Json{{"cards", r.num_cards.value_or(0)},
+                   {"abi", r.abi.value_or(0)},
+                   {"pinned_pages", r.pinned.value_or(0)},
+                   {"faults", faults_json(r)}};
+        if (!o.json)
+            std::printf("nicoff: %u cards, ABI %u, %llu pages pinned\n  faults (global):%s\n",
+                        r.num_cards.value_or(0), r.abi.value_or(0),
+                        static_cast<unsigned long long>(r.pinned.value_or(0)),
+                        faults_text(r).c_str());
+    } else if (cmd == "card") {
+        const auto r = fam.request(NICOFF_NL_CMD_GET_CARD, 0, put_card(*o.card)).at(0);
+        out = card_json(r);
+        if (!o.json)
+            print_card(r, true);
+    } else if (cmd == "cards" || cmd == "stats") {
+        out = Json::array();
+        for (const Reply &r : fam.request(NICOFF_NL_CMD_GET_CARD, NLM_F_DUMP, no_fill)) {
+            out.push_back(cmd == "cards"
+                              ? card_json(r)
+                              : Json{{"card", r.card.value_or(0)}, {"stats", stats_json(r)}});
+            if (!o.json)
+                print_card(r, cmd == "cards");
+        }
+    } else if (cmd == "get-stat") {
+        const auto r = fam.request(NICOFF_NL_CMD_GET_CARD, 0, put_card(*o.card)).at(0);
+        const auto it = r.stats.find(get_attr);
+        if (it == r.stats.end())
+            throw KernelError("the module does not report " + std::string(o.args[2]));
+        out = Json{{"card", *o.card}, {stat_names[get_attr], it->second}};
+        if (!o.json)
+            std::printf("%llu\n", static_cast<unsigned long long>(it->second));
+    } else if (set.empty() && !o.card) {
+        // faults: show the global ones and every card's own.
+        const auto info = fam.request(NICOFF_NL_CMD_GET_INFO, 0, no_fill).at(0);
+        out = Json{{"global", faults_json(info)}, {"cards", Json::array()}};
+        if (!o.json)
+            std::printf("global:%s\n", faults_text(info).c_str());
+        for (const Reply &r : fam.request(NICOFF_NL_CMD_GET_CARD, NLM_F_DUMP, no_fill)) {
+            if (r.faults_global)
+                continue;
+            out["cards"].push_back(Json{{"card", r.card.value_or(0)}, {"faults", faults_json(r)}});
+            if (!o.json)
+                std::printf("card %u:%s\n", r.card.value_or(0), faults_text(r).c_str());
+        }
+    } else {
         fam.request(NICOFF_NL_CMD_SET_FAULTS, 0, [&](nl_msg *m) {
-            if (card)
-                nla_put_u32(m, NICOFF_NL_A_CARD, *card);
+            if (o.card)
+                nla_put_u32(m, NICOFF_NL_A_CARD, *o.card);
             nlattr *nest = nla_nest_start(m, NICOFF_NL_A_FAULTS);
-            if (global)
+            if (o.global)
                 nla_put_flag(m, NICOFF_NL_FAULT_GLOBAL);
             for (auto [attr, v] : set)
                 nla_put_u32(m, attr, v);
@@ -263,21 +500,18 @@ int run(int argc, char **argv) {
         });
         return 0;
     }
-    throw UsageError("unknown command or wrong arguments: " + std::string(cmd));
+    if (o.json)
+        std::printf("%s\n", out.dump(o.pretty ? 4 : -1).c_str());
+    return 0;
 }
 
 } // namespace
 
 int main(int argc, char **argv) {
     try {
-        return run(argc, argv);
+        return run(parse(argc, argv));
     } catch (const UsageError &e) {
-        std::fprintf(stderr,
-                     "nicoffctl: %s\n"
-                     "usage: nicoffctl info | card N | cards | get-stat CARD NAME\n"
-                     "       nicoffctl faults [--card N] [--global] [drop=PPM] [dup=PPM] "
-                     "[corrupt=PPM] [reorder=PPM] [delay=PPM] [delay_us=US]\n",
-                     e.what());
+        std::fprintf(stderr, "nicoffctl: %s\n%s", e.what(), usage_text);
         return 2;
     } catch (const std::exception &e) {
         std::fprintf(stderr, "nicoffctl: %s\n", e.what());

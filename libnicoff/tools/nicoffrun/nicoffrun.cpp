@@ -90,6 +90,7 @@ constexpr const char *usage_text =
     "  --timeout SECS    kill the job and exit 124 after SECS seconds\n"
     "  --grace SECS      SIGTERM to SIGKILL delay when killing (default 2)\n"
     "  -h, --help        this text\n"
+    "  -V, --version     the nicoff version\n"
     "Each rank gets NICOFF_RANK, NICOFF_SIZE, NICOFF_JOB_ID, NICOFF_NICS,\n"
     "NICOFF_PORT_BASE, NICOFF_CARD and NICOFF_PORT; its output lines are\n"
     "prefixed with \"[rank] \".  Exit status: 0 when every rank exits 0, else\n"
@@ -167,6 +168,7 @@ Options parse_options(int argc, char **argv) {
         {"timeout", required_argument, nullptr, opt_timeout},
         {"grace", required_argument, nullptr, opt_grace},
         {"help", no_argument, nullptr, 'h'},
+        {"version", no_argument, nullptr, 'V'},
         {nullptr, 0, nullptr, 0},
     };
     Options o;
@@ -174,7 +176,7 @@ Options parse_options(int argc, char **argv) {
     opterr = 0;
     int c;
     // "+": options end at the program's name.
-    while ((c = getopt_long(argc, argv, "+:n:h", longopts, nullptr)) != -1) {
+    while ((c = getopt_long(argc, argv, "+:n:hV", longopts, nullptr)) != -1) {
         switch (c) {
         case 'n':
             o.n = parse_count("-n", optarg, 1);
@@ -199,6 +201,9 @@ Options parse_options(int argc, char **argv) {
             break;
         case 'h':
             std::printf(usage_text, nicoff::default_port_base);
+            std::exit(0);
+        case 'V':
+            std::printf("nicoffrun %s\n", NICOFF_VERSION_STRING);
             std::exit(0);
         case ':':
             usage_error(std::string("option ") + argv[optind - 1] + " wants a value");
