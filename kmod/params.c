@@ -191,20 +191,15 @@ NICOFF_TUNABLE(link_latency_ns, 0, 0, 100000000, NICOFF_MODULE_ONLY,
 NICOFF_TUNABLE(link_mbps, 0, 0, 1000000, NICOFF_MODULE_ONLY,
 	       "Link bandwidth in Mbit/s (0 = unlimited, the default)");
 
-NICOFF_TUNABLE(fault_drop_ppm, 0, 0, 1000000, NICOFF_MODULE_ONLY,
-	       "Packets dropped, per million (default 0)");
+/* The fault injector's rates: a share of the packets, in parts per million. */
+#define NICOFF_FAULT_PPM(name, what)						\
+	NICOFF_TUNABLE(name, 0, 0, 1000000, NICOFF_MODULE_ONLY, what ", per million (default 0)")
 
-NICOFF_TUNABLE(fault_dup_ppm, 0, 0, 1000000, NICOFF_MODULE_ONLY,
-	       "Packets duplicated, per million (default 0)");
-
-NICOFF_TUNABLE(fault_corrupt_ppm, 0, 0, 1000000, NICOFF_MODULE_ONLY,
-	       "Packets with one bit flipped, per million (default 0)");
-
-NICOFF_TUNABLE(fault_reorder_ppm, 0, 0, 1000000, NICOFF_MODULE_ONLY,
-	       "Packets held back behind later ones, per million (default 0)");
-
-NICOFF_TUNABLE(fault_delay_ppm, 0, 0, 1000000, NICOFF_MODULE_ONLY,
-	       "Packets delayed by fault_delay_usecs, per million (default 0)");
+NICOFF_FAULT_PPM(fault_drop_ppm, "Packets dropped");
+NICOFF_FAULT_PPM(fault_dup_ppm, "Packets duplicated");
+NICOFF_FAULT_PPM(fault_corrupt_ppm, "Packets with one bit flipped");
+NICOFF_FAULT_PPM(fault_reorder_ppm, "Packets held back behind later ones");
+NICOFF_FAULT_PPM(fault_delay_ppm, "Packets delayed by fault_delay_usecs");
 
 NICOFF_TUNABLE(fault_delay_usecs, 100, 0, NICOFF_MAX_FAULT_DELAY_USECS, NICOFF_MODULE_ONLY,
 	       "Delay of delayed and reordered packets (0-4000000 us, default 100)");
