@@ -289,12 +289,14 @@ void nicoff_mr_copy(struct nicoff_mr *dst, u64 dst_off, struct nicoff_mr *src, u
 }
 
 /*
- * Walk [off, off + len) of a region page by page; @fn copies one piece.
- * The range has been checked with nicoff_mr_check().
+ * Copy [off, off + len) of a region page by page, into it from @buf with
+ * @to_mr, out of it into @buf otherwise.  The range has been checked with
+ * nicoff_mr_check().
  */
-static void nicoff_mr_walk(struct nicoff_mr *mr, u64 off, u8 *buf, u64 len, bool to_mr)
+void nicoff_mr_rw(struct nicoff_mr *mr, u64 off, void *buf, u64 len, bool to_mr)
 {
 	u64 pos = mr->first_off + off;
+	u8 *b = buf;
 
 	while (len) {
 		size_t in = offset_in_page(pos);
@@ -302,24 +304,14 @@ static void nicoff_mr_walk(struct nicoff_mr *mr, u64 off, u8 *buf, u64 len, bool
 		void *p = kmap_local_page(mr->pages[pos >> PAGE_SHIFT]);
 
 		if (to_mr)
-			memcpy(p + in, buf, n);
+			memcpy(p + in, b, n);
 		else
-			memcpy(buf, p + in, n);
+			memcpy(b, p + in, n);
 		kunmap_local(p);
 		pos += n;
-		buf += n;
+		b += n;
 		len -= n;
 	}
-}
-
-void nicoff_mr_read(struct nicoff_mr *mr, u64 off, void *buf, u64 len)
-{
-	nicoff_mr_walk(mr, off, buf, len, false);
-}
-
-void nicoff_mr_write(struct nicoff_mr *mr, u64 off, const void *buf, u64 len)
-{
-	nicoff_mr_walk(mr, off, (u8 *)buf, len, true);
 }
 
 /*
