@@ -7,5 +7,7 @@
 #include <linux/stddef.h>
 #include <linux/string.h>
 #include <linux/errno.h>
+#include <linux/atomic.h>
+#include <linux/processor.h>
 
 #endif

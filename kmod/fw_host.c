@@ -63,27 +63,29 @@ static struct nicoff_mr *nicoff_host_mr(struct fw_host *h, u32 port_num, u32 key
 	return *err ? NULL : mr;
 }
 
-int fwos_mem_read(struct fw_host *h, u32 port, u32 key, u32 flags, u64 off, void *dst, u32 len)
+/* Copy between @buf and region @key of @port: into the region with @to_mr. */
+static int nicoff_host_rw(struct fw_host *h, u32 port, u32 key, u32 flags, u64 off, void *buf,
+			  u32 len, bool to_mr)
 {
 	struct nicoff_mr *mr;
 	int err;
 
 	mr = nicoff_host_mr(h, port, key, flags, off, len, &err);
 	if (mr)
-		nicoff_mr_read(mr, off, dst, len);
+		nicoff_mr_rw(mr, off, buf, len, to_mr);
 	return err;
+}
+
+int fwos_mem_read(struct fw_host *h, u32 port, u32 key, u32 flags, u64 off, void *dst, u32 len)
+{
+	return nicoff_host_rw(h, port, key, flags, off, dst, len, false);
 }
 
 int fwos_mem_write(struct fw_host *h, u32 port, u32 key, u32 flags, u64 off, const void *src,
 		   u32 len)
 {
-	struct nicoff_mr *mr;
-	int err;
-
-	mr = nicoff_host_mr(h, port, key, flags, off, len, &err);
-	if (mr)
-		nicoff_mr_write(mr, off, src, len);
-	return err;
+	/* @src is only read: the copy goes into the region. */
+	return nicoff_host_rw(h, port, key, flags, off, (void *)src, len, true);
 }
 
 int fwos_mem_atomic(struct fw_host *h, u32 port, u32 rkey, u64 off, u32 width, u32 op,

@@ -19,6 +19,7 @@
 #include "port.h"
 #include "card.h"
 #include "params.h"
+#include "fw_atomic.h"
 
 atomic64_t nicoff_pinned_pages = ATOMIC64_INIT(0);
 
@@ -288,12 +289,14 @@ void nicoff_mr_copy(struct nicoff_mr *dst, u64 dst_off, struct nicoff_mr *src, u
 }
 
 /*
- * Walk [off, off + len) of a region page by page; @fn copies one piece.
- * The range has been checked with nicoff_mr_check().
+ * Copy [off, off + len) of a region page by page, into it from @buf with
+ * @to_mr, out of it into @buf otherwise.  The range has been checked with
+ * nicoff_mr_check().
  */
-static void nicoff_mr_walk(struct nicoff_mr *mr, u64 off, u8 *buf, u64 len, bool to_mr)
+void nicoff_mr_rw(struct nicoff_mr *mr, u64 off, void *buf, u64 len, bool to_mr)
 {
 	u64 pos = mr->first_off + off;
+	u8 *b = buf;
 
 	while (len) {
 		size_t in = offset_in_page(pos);
@@ -301,83 +304,35 @@ static void nicoff_mr_walk(struct nicoff_mr *mr, u64 off, u8 *buf, u64 len, bool
 		void *p = kmap_local_page(mr->pages[pos >> PAGE_SHIFT]);
 
 		if (to_mr)
-			memcpy(p + in, buf, n);
+			memcpy(p + in, b, n);
 		else
-			memcpy(buf, p + in, n);
+			memcpy(b, p + in, n);
 		kunmap_local(p);
 		pos += n;
-		buf += n;
+		b += n;
 		len -= n;
 	}
 }
 
-void nicoff_mr_read(struct nicoff_mr *mr, u64 off, void *buf, u64 len)
-{
-	nicoff_mr_walk(mr, off, buf, len, false);
-}
-
-void nicoff_mr_write(struct nicoff_mr *mr, u64 off, const void *buf, u64 len)
-{
-	nicoff_mr_walk(mr, off, (u8 *)buf, len, true);
-}
-
 /*
- * FETCH_ADD, FETCH_WRITE or COMPARE_SWAP on the naturally aligned
- * @width-byte word at @off, checked with nicoff_mr_check().  One locked
- * CPU instruction on the pinned page, through the kernel's mapping of it:
- * atomic against other cards and against the process's own atomic
+ * A remote atomic on the word at @off, checked with nicoff_mr_check(): one
+ * locked CPU instruction on the pinned page, through the kernel's mapping
+ * of it, atomic against other cards and against the process's own atomic
  * instructions on the same word, which reach the same physical memory.
  */
-static u32 nicoff_atomic32(u32 *p, u32 op, u32 operand, u32 compare)
-{
-	u32 old;
-
-	switch (op) {
-	case NICOFF_OP_FETCH_ADD:
-		for (old = READ_ONCE(*p); !try_cmpxchg(p, &old, old + operand);)
-			cpu_relax();
-		return old;
-	case NICOFF_OP_FETCH_WRITE:
-		return xchg(p, operand);
-	default:
-		return cmpxchg(p, compare, operand);
-	}
-}
-
-static u64 nicoff_atomic64(u64 *p, u32 op, u64 operand, u64 compare)
-{
-	u64 old;
-
-	switch (op) {
-	case NICOFF_OP_FETCH_ADD:
-		for (old = READ_ONCE(*p); !try_cmpxchg(p, &old, old + operand);)
-			cpu_relax();
-		return old;
-	case NICOFF_OP_FETCH_WRITE:
-		return xchg(p, operand);
-	default:
-		return cmpxchg(p, compare, operand);
-	}
-}
-
 int nicoff_mr_atomic(struct nicoff_mr *mr, u64 off, u32 width, u32 op, u64 operand, u64 compare,
 		     u64 *old)
 {
 	u64 pos = mr->first_off + off;
 	void *page;
+	int ret;
 
-	/* The process's address of the word; its page offset has the same alignment. */
-	if ((width != 4 && width != 8) || ((mr->addr + off) & (width - 1)))
-		return -EINVAL;
-	if (op != NICOFF_OP_FETCH_ADD && op != NICOFF_OP_FETCH_WRITE &&
-	    op != NICOFF_OP_COMPARE_SWAP)
-		return -EINVAL;
-	/* Aligned, so the word does not cross a page. */
+	/*
+	 * The word's offset in its page is that of the process's address, so
+	 * the mapping has its alignment; aligned, it does not cross a page.
+	 */
 	page = kmap_local_page(mr->pages[pos >> PAGE_SHIFT]);
-	if (width == 4)
-		*old = nicoff_atomic32(page + offset_in_page(pos), op, operand, compare);
-	else
-		*old = nicoff_atomic64(page + offset_in_page(pos), op, operand, compare);
+	ret = fw_atomic_apply(page + offset_in_page(pos), width, op, operand, compare, old);
 	kunmap_local(page);
-	return 0;
+	return ret;
 }

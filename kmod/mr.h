@@ -36,8 +36,7 @@ void nicoff_mr_release_all(struct nicoff_port *port);
 struct nicoff_mr *nicoff_mr_lookup(struct nicoff_port *port, u32 handle);
 struct nicoff_mr *nicoff_mr_lookup_rkey(struct nicoff_port *port, u32 rkey);
 int nicoff_mr_check(const struct nicoff_mr *mr, u64 off, u64 len, u32 access);
-void nicoff_mr_read(struct nicoff_mr *mr, u64 off, void *buf, u64 len);
-void nicoff_mr_write(struct nicoff_mr *mr, u64 off, const void *buf, u64 len);
+void nicoff_mr_rw(struct nicoff_mr *mr, u64 off, void *buf, u64 len, bool to_mr);
 void nicoff_mr_copy(struct nicoff_mr *dst, u64 dst_off, struct nicoff_mr *src, u64 src_off,
 		    u64 len);
 int nicoff_mr_atomic(struct nicoff_mr *mr, u64 off, u32 width, u32 op, u64 operand, u64 compare,

@@ -15,176 +15,100 @@
 #include "params.h"
 #include "card.h"
 
-unsigned int nicoff_nics = 8;
-module_param_named(nics, nicoff_nics, uint, 0444);
-MODULE_PARM_DESC(nics, "Number of emulated cards, each a /dev/nicoffN (1-1024, default 8)");
+/*
+ * One row of the table of load-time parameters: the variable nicoff_@name
+ * with its default @def, read-only in /sys/module/nicoff/parameters/@name,
+ * checked by nicoff_params_check().  MODULE_INFO() is MODULE_PARM_DESC()
+ * spelled out, so that a row macro names its parameter once.
+ */
+#define NICOFF_LOAD_PARAM(name, def, desc)					\
+	unsigned int nicoff_##name = (def);					\
+	module_param_named(name, nicoff_##name, uint, 0444);			\
+	MODULE_INFO(parm, #name ":" desc)
 
-unsigned int nicoff_ports = 64;
-module_param_named(ports, nicoff_ports, uint, 0444);
-MODULE_PARM_DESC(ports, "Ports per card (1-4096, default 64)");
+NICOFF_LOAD_PARAM(nics, 8,
+		  "Number of emulated cards, each a /dev/nicoffN (1-1024, default 8)");
 
-unsigned int nicoff_max_ring_entries = 4096;
-module_param_named(max_ring_entries, nicoff_max_ring_entries, uint, 0444);
-MODULE_PARM_DESC(max_ring_entries,
-		 "Largest ring a port may ask for, a power of two (2-65536, default 4096)");
+NICOFF_LOAD_PARAM(ports, 64,
+		  "Ports per card (1-4096, default 64)");
 
-unsigned int nicoff_max_mrs = 1024;
-module_param_named(max_mrs, nicoff_max_mrs, uint, 0444);
-MODULE_PARM_DESC(max_mrs, "Memory regions per port (1-65536, default 1024)");
+NICOFF_LOAD_PARAM(max_ring_entries, 4096,
+		  "Largest ring a port may ask for, a power of two (2-65536, default 4096)");
 
-unsigned int nicoff_threads;
-module_param_named(threads, nicoff_threads, uint, 0444);
-MODULE_PARM_DESC(threads,
-		 "Card threads; card i belongs to thread i mod threads (0 = half the online CPUs, at least 1)");
+NICOFF_LOAD_PARAM(max_mrs, 1024,
+		  "Memory regions per port (1-65536, default 1024)");
 
-static int nicoff_param_set_range(const char *val, const struct kernel_param *kp,
-				  unsigned int min, unsigned int max)
+NICOFF_LOAD_PARAM(threads, 0,
+		  "Card threads; card i belongs to thread i mod threads (0 = half the online CPUs, at least 1)");
+
+/*
+ * A run-time tunable: the variable the module reads, its range, and the
+ * firmware's key when the cards must be told of a change.  One setter and
+ * one getter serve them all; the setter runs under the module's param
+ * lock and refuses what is out of range, so readers can trust what they
+ * see with READ_ONCE().
+ */
+struct nicoff_tunable {
+	unsigned int *val;
+	unsigned int min;
+	unsigned int max;
+	enum fw_config_key key;
+};
+
+/* The key of a tunable only the module reads. */
+#define NICOFF_MODULE_ONLY	FW_CFG_NUM_KEYS
+
+static int nicoff_tunable_set(const char *val, const struct kernel_param *kp)
 {
+	const struct nicoff_tunable *t = kp->arg;
 	unsigned int v;
 	int ret;
 
 	ret = kstrtouint(val, 0, &v);
 	if (ret)
 		return ret;
-	if (v < min || v > max)
+	if (v < t->min || v > t->max)
 		return -EINVAL;
-	WRITE_ONCE(*(unsigned int *)kp->arg, v);
-	return 0;
+	WRITE_ONCE(*t->val, v);
+	return t->key == NICOFF_MODULE_ONLY ? 0 : nicoff_cards_set_config(t->key, v);
 }
+
+static int nicoff_tunable_get(char *buf, const struct kernel_param *kp)
+{
+	const struct nicoff_tunable *t = kp->arg;
+
+	return sysfs_emit(buf, "%u\n", READ_ONCE(*t->val));
+}
+
+static const struct kernel_param_ops nicoff_tunable_ops = {
+	.set = nicoff_tunable_set,
+	.get = nicoff_tunable_get,
+};
 
 /*
- * A run-time tunable of the firmware: checked, stored, then handed to
- * every card (the setter runs under the module's param lock).
+ * One row of the table of run-time tunables: the variable nicoff_@name
+ * with its default @def, shown as /sys/module/nicoff/parameters/@name,
+ * which takes @lo-@hi and tells the cards under @fw_key.
  */
-static int nicoff_param_set_fw(const char *val, const struct kernel_param *kp,
-			       unsigned int min, unsigned int max, enum fw_config_key key)
-{
-	int ret = nicoff_param_set_range(val, kp, min, max);
+#define NICOFF_TUNABLE(name, def, lo, hi, fw_key, desc)				\
+	unsigned int nicoff_##name = (def);					\
+	static struct nicoff_tunable nicoff_tunable_##name = {			\
+		.val = &nicoff_##name, .min = (lo), .max = (hi), .key = (fw_key),	\
+	};									\
+	module_param_cb(name, &nicoff_tunable_ops, &nicoff_tunable_##name, 0644);	\
+	MODULE_INFO(parm, #name ":" desc)
 
-	return ret ? ret : nicoff_cards_set_config(key, *(unsigned int *)kp->arg);
-}
+NICOFF_LOAD_PARAM(mtu, 4096,
+		  "Payload bytes per packet on the fabric (256-65536, default 4096)");
 
-/* Setters of the run-time tunables, one per range. */
-static int nicoff_set_usecs(const char *val, const struct kernel_param *kp)
-{
-	return nicoff_param_set_range(val, kp, 0, NICOFF_MAX_POLL_USECS);
-}
+NICOFF_LOAD_PARAM(rto_usecs, 2000,
+		  "First retransmission timeout (10-10000000 us, default 2000)");
 
-static const struct kernel_param_ops nicoff_usecs_ops = {
-	.set = nicoff_set_usecs,
-	.get = param_get_uint,
-};
+NICOFF_LOAD_PARAM(max_retries, 12,
+		  "Retransmissions before a peer's operations fail with ETIMEDOUT (1-64, default 12)");
 
-static int nicoff_set_delay(const char *val, const struct kernel_param *kp)
-{
-	return nicoff_param_set_range(val, kp, 0, NICOFF_MAX_FAULT_DELAY_USECS);
-}
-
-static const struct kernel_param_ops nicoff_delay_ops = {
-	.set = nicoff_set_delay,
-	.get = param_get_uint,
-};
-
-static int nicoff_set_budget(const char *val, const struct kernel_param *kp)
-{
-	return nicoff_param_set_range(val, kp, 1, NICOFF_MAX_BUDGET);
-}
-
-static const struct kernel_param_ops nicoff_budget_ops = {
-	.set = nicoff_set_budget,
-	.get = param_get_uint,
-};
-
-static int nicoff_set_group_size(const char *val, const struct kernel_param *kp)
-{
-	return nicoff_param_set_fw(val, kp, 1, NICOFF_MAX_GROUP_SIZE, FW_CFG_MAX_GROUP_SIZE);
-}
-
-static const struct kernel_param_ops nicoff_group_size_ops = {
-	.set = nicoff_set_group_size,
-	.get = param_get_uint,
-};
-
-static int nicoff_set_card_members(const char *val, const struct kernel_param *kp)
-{
-	return nicoff_param_set_fw(val, kp, 1, NICOFF_MAX_CARD_GROUP_MEMBERS,
-				   FW_CFG_CARD_GROUP_MEMBERS);
-}
-
-static const struct kernel_param_ops nicoff_card_members_ops = {
-	.set = nicoff_set_card_members,
-	.get = param_get_uint,
-};
-
-static int nicoff_set_million(const char *val, const struct kernel_param *kp)
-{
-	return nicoff_param_set_range(val, kp, 0, 1000000);
-}
-
-static const struct kernel_param_ops nicoff_million_ops = {
-	.set = nicoff_set_million,
-	.get = param_get_uint,
-};
-
-static int nicoff_set_ns(const char *val, const struct kernel_param *kp)
-{
-	return nicoff_param_set_range(val, kp, 0, 100000000);
-}
-
-static const struct kernel_param_ops nicoff_ns_ops = {
-	.set = nicoff_set_ns,
-	.get = param_get_uint,
-};
-
-static int nicoff_set_bytes(const char *val, const struct kernel_param *kp)
-{
-	return nicoff_param_set_fw(val, kp, 0, NICOFF_MAX_UNEXPECTED_BYTES,
-				   FW_CFG_UNEXPECTED_BYTES);
-}
-
-static const struct kernel_param_ops nicoff_bytes_ops = {
-	.set = nicoff_set_bytes,
-	.get = param_get_uint,
-};
-
-static int nicoff_set_card_bytes(const char *val, const struct kernel_param *kp)
-{
-	return nicoff_param_set_fw(val, kp, 0, NICOFF_MAX_UNEXPECTED_BYTES,
-				   FW_CFG_CARD_UNEXPECTED_BYTES);
-}
-
-static const struct kernel_param_ops nicoff_card_bytes_ops = {
-	.set = nicoff_set_card_bytes,
-	.get = param_get_uint,
-};
-
-unsigned int nicoff_poll_usecs = 50;
-module_param_cb(poll_usecs, &nicoff_usecs_ops, &nicoff_poll_usecs, 0644);
-MODULE_PARM_DESC(poll_usecs,
-		 "Idle time a card thread keeps polling before it sleeps (0-10000000 us, default 50)");
-
-unsigned int nicoff_budget = 64;
-module_param_cb(budget, &nicoff_budget_ops, &nicoff_budget, 0644);
-MODULE_PARM_DESC(budget,
-		 "Commands a card thread takes from one port per pass (1-4096, default 64)");
-
-unsigned int nicoff_mtu = 4096;
-module_param_named(mtu, nicoff_mtu, uint, 0444);
-MODULE_PARM_DESC(mtu, "Payload bytes per packet on the fabric (256-65536, default 4096)");
-
-unsigned int nicoff_rto_usecs = 2000;
-module_param_named(rto_usecs, nicoff_rto_usecs, uint, 0444);
-MODULE_PARM_DESC(rto_usecs, "First retransmission timeout (10-10000000 us, default 2000)");
-
-unsigned int nicoff_max_retries = 12;
-module_param_named(max_retries, nicoff_max_retries, uint, 0444);
-MODULE_PARM_DESC(max_retries,
-		 "Retransmissions before a peer's operations fail with ETIMEDOUT (1-64, default 12)");
-
-unsigned int nicoff_atomic_table = 1024;
-module_param_named(atomic_table, nicoff_atomic_table, uint, 0444);
-MODULE_PARM_DESC(atomic_table,
-		 "Remote-atomic replies each card keeps; each card may have the largest power of two <= atomic_table/nics outstanding at another (nics-1048576, default 1024)");
+NICOFF_LOAD_PARAM(atomic_table, 1024,
+		  "Remote-atomic replies each card keeps; each card may have the largest power of two <= atomic_table/nics outstanding at another (nics-1048576, default 1024)");
 
 static const char *const nicoff_barrier_names[NICOFF_BARRIER_MAX] = {
 #define NICOFF_BARRIER_ALG(alg, name) \
@@ -224,20 +148,23 @@ module_param_cb(barrier_alg, &nicoff_barrier_alg_ops, &nicoff_barrier_alg, 0644)
 MODULE_PARM_DESC(barrier_alg,
 		 "Barrier algorithm of groups created with NICOFF_BARRIER_DEFAULT: auto, pairwise, dissemination, tree, central, combining, tournament or its number (default auto)");
 
+NICOFF_TUNABLE(poll_usecs, 50, 0, NICOFF_MAX_POLL_USECS, NICOFF_MODULE_ONLY,
+	       "Idle time a card thread keeps polling before it sleeps (0-10000000 us, default 50)");
+
+NICOFF_TUNABLE(budget, 64, 1, NICOFF_MAX_BUDGET, NICOFF_MODULE_ONLY,
+	       "Commands a card thread takes from one port per pass (1-4096, default 64)");
+
 /*
  * Kernel memory a user can make the cards hold for it without receiving:
  * see Documentation/limits.md.
  */
-unsigned int nicoff_unexpected_bytes = 4 << 20;
-module_param_cb(unexpected_bytes, &nicoff_bytes_ops, &nicoff_unexpected_bytes, 0644);
-MODULE_PARM_DESC(unexpected_bytes,
-		 "Bytes of unexpected messages one port may buffer (0-1073741824, default 4194304)");
+NICOFF_TUNABLE(unexpected_bytes, 4 << 20, 0, NICOFF_MAX_UNEXPECTED_BYTES,
+	       FW_CFG_UNEXPECTED_BYTES,
+	       "Bytes of unexpected messages one port may buffer (0-1073741824, default 4194304)");
 
-unsigned int nicoff_card_unexpected_bytes = 16 << 20;
-module_param_cb(card_unexpected_bytes, &nicoff_card_bytes_ops, &nicoff_card_unexpected_bytes,
-		0644);
-MODULE_PARM_DESC(card_unexpected_bytes,
-		 "Bytes of unexpected messages one card may buffer, all its ports together (0-1073741824, default 16777216)");
+NICOFF_TUNABLE(card_unexpected_bytes, 16 << 20, 0, NICOFF_MAX_UNEXPECTED_BYTES,
+	       FW_CFG_CARD_UNEXPECTED_BYTES,
+	       "Bytes of unexpected messages one card may buffer, all its ports together (0-1073741824, default 16777216)");
 
 /*
  * A card checks a new group's member table and builds its schedules in one
@@ -245,10 +172,8 @@ MODULE_PARM_DESC(card_unexpected_bytes,
  * bounds it.  4096 is four times the largest job the module runs (1024
  * cards, one port each).
  */
-unsigned int nicoff_max_group_size = 4096;
-module_param_cb(max_group_size, &nicoff_group_size_ops, &nicoff_max_group_size, 0644);
-MODULE_PARM_DESC(max_group_size,
-		 "Largest group GROUP_CREATE accepts, and never more than nics x ports; larger ones fail with E2BIG (1-1048576, default 4096)");
+NICOFF_TUNABLE(max_group_size, 4096, 1, NICOFF_MAX_GROUP_SIZE, FW_CFG_MAX_GROUP_SIZE,
+	       "Largest group GROUP_CREATE accepts, and never more than nics x ports; larger ones fail with E2BIG (1-1048576, default 4096)");
 
 /*
  * A group's state grows with its size, and a process may create 64 per
@@ -256,50 +181,28 @@ MODULE_PARM_DESC(max_group_size,
  * Documentation/limits.md).  16384 leaves room for four groups of the
  * largest default size, or 16 of the 1,024-card job's, on one card.
  */
-unsigned int nicoff_card_group_members = 16384;
-module_param_cb(card_group_members, &nicoff_card_members_ops, &nicoff_card_group_members, 0644);
-MODULE_PARM_DESC(card_group_members,
-		 "Members of all the groups of one card together, destroyed ones until forgotten; past it GROUP_CREATE fails with ENOSPC (1-16777216, default 16384)");
+NICOFF_TUNABLE(card_group_members, 16384, 1, NICOFF_MAX_CARD_GROUP_MEMBERS,
+	       FW_CFG_CARD_GROUP_MEMBERS,
+	       "Members of all the groups of one card together, destroyed ones until forgotten; past it GROUP_CREATE fails with ENOSPC (1-16777216, default 16384)");
 
-unsigned int nicoff_link_latency_ns;
-module_param_cb(link_latency_ns, &nicoff_ns_ops, &nicoff_link_latency_ns, 0644);
-MODULE_PARM_DESC(link_latency_ns,
-		 "Extra one-way latency of every link (0-100000000 ns, default 0)");
+NICOFF_TUNABLE(link_latency_ns, 0, 0, 100000000, NICOFF_MODULE_ONLY,
+	       "Extra one-way latency of every link (0-100000000 ns, default 0)");
 
-unsigned int nicoff_link_mbps;
-module_param_cb(link_mbps, &nicoff_million_ops, &nicoff_link_mbps, 0644);
-MODULE_PARM_DESC(link_mbps,
-		 "Link bandwidth in Mbit/s (0 = unlimited, the default)");
+NICOFF_TUNABLE(link_mbps, 0, 0, 1000000, NICOFF_MODULE_ONLY,
+	       "Link bandwidth in Mbit/s (0 = unlimited, the default)");
 
-unsigned int nicoff_fault_drop_ppm;
-module_param_cb(fault_drop_ppm, &nicoff_million_ops, &nicoff_fault_drop_ppm, 0644);
-MODULE_PARM_DESC(fault_drop_ppm,
-		 "Packets dropped, per million (default 0)");
+/* The fault injector's rates: a share of the packets, in parts per million. */
+#define NICOFF_FAULT_PPM(name, what)						\
+	NICOFF_TUNABLE(name, 0, 0, 1000000, NICOFF_MODULE_ONLY, what ", per million (default 0)")
 
-unsigned int nicoff_fault_dup_ppm;
-module_param_cb(fault_dup_ppm, &nicoff_million_ops, &nicoff_fault_dup_ppm, 0644);
-MODULE_PARM_DESC(fault_dup_ppm,
-		 "Packets duplicated, per million (default 0)");
+NICOFF_FAULT_PPM(fault_drop_ppm, "Packets dropped");
+NICOFF_FAULT_PPM(fault_dup_ppm, "Packets duplicated");
+NICOFF_FAULT_PPM(fault_corrupt_ppm, "Packets with one bit flipped");
+NICOFF_FAULT_PPM(fault_reorder_ppm, "Packets held back behind later ones");
+NICOFF_FAULT_PPM(fault_delay_ppm, "Packets delayed by fault_delay_usecs");
 
-unsigned int nicoff_fault_corrupt_ppm;
-module_param_cb(fault_corrupt_ppm, &nicoff_million_ops, &nicoff_fault_corrupt_ppm, 0644);
-MODULE_PARM_DESC(fault_corrupt_ppm,
-		 "Packets with one bit flipped, per million (default 0)");
-
-unsigned int nicoff_fault_reorder_ppm;
-module_param_cb(fault_reorder_ppm, &nicoff_million_ops, &nicoff_fault_reorder_ppm, 0644);
-MODULE_PARM_DESC(fault_reorder_ppm,
-		 "Packets held back behind later ones, per million (default 0)");
-
-unsigned int nicoff_fault_delay_ppm;
-module_param_cb(fault_delay_ppm, &nicoff_million_ops, &nicoff_fault_delay_ppm, 0644);
-MODULE_PARM_DESC(fault_delay_ppm,
-		 "Packets delayed by fault_delay_usecs, per million (default 0)");
-
-unsigned int nicoff_fault_delay_usecs = 100;
-module_param_cb(fault_delay_usecs, &nicoff_delay_ops, &nicoff_fault_delay_usecs, 0644);
-MODULE_PARM_DESC(fault_delay_usecs,
-		 "Delay of delayed and reordered packets (0-4000000 us, default 100)");
+NICOFF_TUNABLE(fault_delay_usecs, 100, 0, NICOFF_MAX_FAULT_DELAY_USECS, NICOFF_MODULE_ONLY,
+	       "Delay of delayed and reordered packets (0-4000000 us, default 100)");
 
 unsigned long long nicoff_fault_seed = 1;
 module_param_named(fault_seed, nicoff_fault_seed, ullong, 0444);

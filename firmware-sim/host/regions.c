@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "host.h"
+#include "fw_atomic.h"
 
 /*
  * Handles count from 1 and are never reused; an rkey carries its handle
@@ -70,20 +71,6 @@ int fwos_mem_write(struct fw_host *h, u32 port, u32 key, u32 flags, u64 off, con
 	return ret;
 }
 
-/*
- * @op, known, as one CPU atomic on the word at @w (u32 * or u64 *), as the
- * module does it; evaluates to the word's previous value.
- */
-#define SIM_ATOMIC(w, op, operand, compare) ({					\
-	__typeof__(w) w_ = (w);							\
-	__typeof__(*w_) v_ = (operand), prev_ = (compare);			\
-	u32 op_ = (op);								\
-	op_ == NICOFF_OP_FETCH_ADD ? __atomic_fetch_add(w_, v_, __ATOMIC_SEQ_CST) :	\
-	op_ == NICOFF_OP_FETCH_WRITE ? __atomic_exchange_n(w_, v_, __ATOMIC_SEQ_CST) :	\
-	(__atomic_compare_exchange_n(w_, &prev_, v_, false, __ATOMIC_SEQ_CST,	\
-				     __ATOMIC_SEQ_CST), prev_);			\
-})
-
 /* The module's checks, then the atomic. */
 int fwos_mem_atomic(struct fw_host *h, u32 port, u32 rkey, u64 off, u32 width, u32 op,
 		    u64 operand, u64 compare, u64 *old)
@@ -95,18 +82,7 @@ int fwos_mem_atomic(struct fw_host *h, u32 port, u32 rkey, u64 off, u32 width, u
 		return -EINVAL;
 	ret = sim_mr_check(h, port, rkey, FWOS_MEM_REMOTE | NICOFF_ACCESS_REMOTE_ATOMIC, off,
 			   width, &mr);
-	if (ret)
-		return ret;
-	if ((unsigned long)(mr->buf + off) & (width - 1))
-		return -EINVAL;
-	if (op != NICOFF_OP_FETCH_ADD && op != NICOFF_OP_FETCH_WRITE &&
-	    op != NICOFF_OP_COMPARE_SWAP)
-		return -EINVAL;
-	if (width == 4)
-		*old = SIM_ATOMIC((u32 *)(mr->buf + off), op, (u32)operand, (u32)compare);
-	else
-		*old = SIM_ATOMIC((u64 *)(mr->buf + off), op, operand, compare);
-	return 0;
+	return ret ? ret : fw_atomic_apply(mr->buf + off, width, op, operand, compare, old);
 }
 
 /* Forget the regions of @port, or every region and the array with @all. */
