@@ -696,7 +696,7 @@ static int fw_grp_create(struct fw_card *card, struct fw_port *port, const struc
 	g->host_op = true;
 	g->cmd_tag = cmd->tag;
 	g->cmd_opcode = cmd->opcode;
-	g->create_by = fw_add_sat(fwos_now(card->host), card->cfg.group_create_ns);
+	g->create_by = fw_add_sat(fwos_now(card->host), (u64)card->cfg.group_create_ms * 1000000);
 	fw_grp_begin(card, g);
 	return 0;
 fail:

@@ -34,7 +34,7 @@ void fw_config_default(struct fw_config *cfg, u32 node, u32 num_nodes)
 	cfg->card_group_members = FW_U64_MAX;	/* the host may bound the sum */
 	cfg->barrier_alg = NICOFF_BARRIER_AUTO;
 	cfg->barrier_rounds = 16;
-	cfg->group_create_ns = 30000000000ull;
+	cfg->group_create_ms = 30000;
 }
 
 /* The run-time tunables: where each is in struct fw_config, and its range. */
@@ -53,6 +53,8 @@ static const struct fw_tunable {
 					FW_U64_MAX },
 	[FW_CFG_BARRIER_ALG] = { offsetof(struct fw_config, barrier_alg), 4, 0,
 				 NICOFF_BARRIER_MAX - 1 },
+	[FW_CFG_GROUP_CREATE_MS] = { offsetof(struct fw_config, group_create_ms), 4, 1,
+				     FW_GROUP_CREATE_MS_MAX },
 };
 
 static u64 fw_tunable_get(const struct fw_config *cfg, const struct fw_tunable *t)

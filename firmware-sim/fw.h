@@ -59,12 +59,15 @@ struct fw_config {
 	u64 card_group_members;	/* members of all the card's groups, lingering ones too */
 	u32 barrier_alg;	/* groups created with NICOFF_BARRIER_DEFAULT run it */
 	u32 barrier_rounds;	/* auto: timed barriers per candidate */
-	u64 group_create_ns;	/* creation (and auto's trials) must end by then */
+	u32 group_create_ms;	/* creation (and auto's trials) must end by then */
 	u32 rto_fixed;		/* 1: no RTT estimate, every first timeout is rto_ns */
 };
 
 /* The largest group any card takes: the simulator's million nodes. */
 #define FW_GROUP_SIZE_LIMIT	1048576u	/* 2^20 */
+
+/* The longest a group's creation may be given: an hour. */
+#define FW_GROUP_CREATE_MS_MAX	3600000u
 
 void fw_config_default(struct fw_config *cfg, u32 node, u32 num_nodes);
 
@@ -83,6 +86,7 @@ enum fw_config_key {
 	FW_CFG_MAX_GROUP_SIZE,		/* max_group_size: 1-FW_GROUP_SIZE_LIMIT */
 	FW_CFG_CARD_GROUP_MEMBERS,	/* card_group_members */
 	FW_CFG_BARRIER_ALG,		/* barrier_alg: < NICOFF_BARRIER_MAX */
+	FW_CFG_GROUP_CREATE_MS,		/* group_create_ms: 1-FW_GROUP_CREATE_MS_MAX */
 	FW_CFG_NUM_KEYS,
 };
 

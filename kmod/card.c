@@ -30,6 +30,7 @@ static void nicoff_fw_config(struct fw_config *cfg, u32 node)
 	cfg->card_unexpected_bytes = READ_ONCE(nicoff_card_unexpected_bytes);
 	cfg->max_group_size = nicoff_fw_group_limit(READ_ONCE(nicoff_max_group_size));
 	cfg->card_group_members = READ_ONCE(nicoff_card_group_members);
+	cfg->group_create_ms = READ_ONCE(nicoff_group_create_ms);
 }
 
 /*

@@ -185,6 +185,13 @@ NICOFF_TUNABLE(card_group_members, 16384, 1, NICOFF_MAX_CARD_GROUP_MEMBERS,
 	       FW_CFG_CARD_GROUP_MEMBERS,
 	       "Members of all the groups of one card together, destroyed ones until forgotten; past it GROUP_CREATE fails with ENOSPC (1-16777216, default 16384)");
 
+/*
+ * A group's creation, with auto's trial of every algorithm, must end within
+ * this; a large group on a slow (emulated) machine may need more.
+ */
+NICOFF_TUNABLE(group_create_ms, 30000, 1, FW_GROUP_CREATE_MS_MAX, FW_CFG_GROUP_CREATE_MS,
+	       "Time GROUP_CREATE may take, auto's trials included, before it fails with ETIMEDOUT (1-3600000 ms, default 30000)");
+
 NICOFF_TUNABLE(link_latency_ns, 0, 0, 100000000, NICOFF_MODULE_ONLY,
 	       "Extra one-way latency of every link (0-100000000 ns, default 0)");
 

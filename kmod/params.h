@@ -39,6 +39,7 @@ extern unsigned int nicoff_unexpected_bytes;
 extern unsigned int nicoff_card_unexpected_bytes;
 extern unsigned int nicoff_max_group_size;
 extern unsigned int nicoff_card_group_members;
+extern unsigned int nicoff_group_create_ms;
 
 /* Fault injection, global: parts per million of packets. */
 extern unsigned int nicoff_fault_drop_ppm;

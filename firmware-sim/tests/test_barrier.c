@@ -887,7 +887,7 @@ static void test_create_timeout(void **state)
 
 	(void)state;
 	sim_cfg_default(&cfg, 3);
-	cfg.fw.group_create_ns = 200 * T_MS;
+	cfg.fw.group_create_ms = 200;
 	s = sim_create(&cfg);
 	for (i = 0; i < 3; i++)
 		mr[i] = t_port_mr(s, i, 1, tab, sizeof(tab), 0, NULL);
@@ -920,6 +920,30 @@ static void test_create_timeout(void **state)
 	for (i = 0; i < 2; i++) {
 		q = t_cqe(s, i, 1, sim_now(s) + T_SEC);
 		assert_int_equal(q.status, -ETIMEDOUT);
+	}
+	/*
+	 * Group 7: the budget raised at run time to 2 s (out-of-range values
+	 * refused first): member 2 comes 1 s late and creation succeeds.
+	 */
+	for (i = 0; i < 3; i++) {
+		struct fw_card *card = sim_card(s, i);
+
+		assert_int_equal(fw_set_config(card, FW_CFG_GROUP_CREATE_MS, 0), -EINVAL);
+		assert_int_equal(fw_set_config(card, FW_CFG_GROUP_CREATE_MS,
+					       FW_GROUP_CREATE_MS_MAX + 1), -EINVAL);
+		assert_int_equal(fw_set_config(card, FW_CFG_GROUP_CREATE_MS, 2000), 0);
+	}
+	for (i = 0; i < 3; i++) {
+		struct nicoff_cmd c = t_group(NICOFF_OP_GROUP_CREATE, 1, 7, i, 3, mr[i],
+					      NICOFF_BARRIER_PAIRWISE, 0);
+
+		if (i == 2)
+			sim_run_until(s, sim_now(s) + T_SEC);
+		sim_post(s, i, 1, &c);
+	}
+	for (i = 0; i < 3; i++) {
+		q = t_cqe(s, i, 1, sim_now(s) + T_SEC);
+		assert_int_equal(q.status, 0);
 	}
 	t_finish(s);
 }
