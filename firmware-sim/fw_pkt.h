@@ -55,6 +55,7 @@ enum fw_pkt_type {
 	 * message of the same port pair is awaited).
 	 */
 	FW_PKT_RNR = 14,
+	FW_PKT_MAX,		/* first invalid type */
 };
 
 /* First packet of a connection epoch: the receiver restarts at its seq. */
