@@ -310,8 +310,7 @@ void fw_post(struct fw_card *card, u32 port, const struct nicoff_cqe *cqe)
 	fwos_complete(card->host, port, cqe);
 }
 
-static void fw_complete(struct fw_card *card, u32 port, u64 tag, u8 opcode, s32 status,
-			u64 result)
+void fw_complete(struct fw_card *card, u32 port, u64 tag, u8 opcode, s32 status, u64 result)
 {
 	struct nicoff_cqe cqe;
 

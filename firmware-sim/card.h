@@ -234,6 +234,12 @@ struct fw_rmsg {
 	s32 status;			/* first write error */
 };
 
+/* This card's pings waiting for their answer (ping.c). */
+struct fw_ping_card {
+	struct fw_list pings;		/* struct fw_ping, oldest first */
+	u64 next_id;
+};
+
 struct fw_card {
 	struct fw_host *host;
 	struct fw_config cfg;
@@ -251,6 +257,7 @@ struct fw_card {
 	struct fw_timer_heap timers;	/* every armed deadline of the card */
 	struct fw_atomic_card atomic;	/* remote atomics (atomic.c) */
 	struct fw_bcard *bar;		/* process groups (barrier.c), from the first */
+	struct fw_ping_card ping;	/* pings (ping.c) */
 };
 
 /* What a receive handler did with an in-order packet. */
@@ -274,6 +281,7 @@ void fw_op_unqueue(struct fw_op *op);
 void fw_op_put(struct fw_card *card, struct fw_op *op);
 void fw_op_finish(struct fw_card *card, struct fw_op *op, s32 status, u64 result);
 void fw_post(struct fw_card *card, u32 port, const struct nicoff_cqe *cqe);
+void fw_complete(struct fw_card *card, u32 port, u64 tag, u8 opcode, s32 status, u64 result);
 
 /* peer.c */
 struct fw_peer *fw_peer_find(struct fw_card *card, u32 node);
@@ -337,5 +345,12 @@ int fw_barrier_cmd(struct fw_card *card, struct fw_port *port, const struct nico
 void fw_barrier_rx(struct fw_card *card, struct fw_pkt *pkt);
 void fw_barrier_port_detach(struct fw_card *card, u32 port);
 void fw_barrier_card_free(struct fw_card *card);
+
+/* ping.c: card-to-card round trips */
+void fw_ping_init(struct fw_card *card);
+int fw_ping_cmd(struct fw_card *card, struct fw_port *port, const struct nicoff_cmd *cmd);
+void fw_ping_rx(struct fw_card *card, struct fw_pkt *pkt);
+void fw_ping_port_detach(struct fw_card *card, u32 port);
+void fw_ping_destroy(struct fw_card *card);
 
 #endif

@@ -25,6 +25,11 @@ static const struct fw_engine_ops fw_msg_engine = {
 
 static const struct fw_engine_ops fw_rma_engine = { .name = "rma", .cmd = fw_rma_cmd };
 
+static const struct fw_engine_ops fw_ping_engine = {
+	.name = "ping", .init = fw_ping_init, .cmd = fw_ping_cmd, .rx = fw_ping_rx,
+	.port_detach = fw_ping_port_detach, .destroy = fw_ping_destroy,
+};
+
 /* The go-back-N stream: its packets carry messages, puts, gets and replies. */
 static const struct fw_engine_ops fw_stream_engine = {
 	.name = "stream", .rx = fw_stream_rx,
@@ -40,6 +45,7 @@ static const struct fw_engine_ops *const fw_engines[] = {
 	&fw_barrier_engine,
 	&fw_msg_engine,
 	&fw_rma_engine,
+	&fw_ping_engine,
 	&fw_stream_engine,
 };
 
@@ -55,6 +61,7 @@ static const struct fw_engine_ops *const fw_opcodes[] = {
 	[NICOFF_OP_GROUP_CREATE] = &fw_barrier_engine,
 	[NICOFF_OP_GROUP_DESTROY] = &fw_barrier_engine,
 	[NICOFF_OP_BARRIER] = &fw_barrier_engine,
+	[NICOFF_OP_PING] = &fw_ping_engine,
 };
 
 /* Packet types (fw_pkt.h). */
@@ -69,6 +76,7 @@ static const struct fw_pkt_info fw_pkt_infos[] = {
 	[FW_PKT_ATOMIC_REQ ... FW_PKT_ATOMIC_ACK] = { &fw_atomic_engine, NULL },
 	[FW_PKT_BARRIER ... FW_PKT_BARRIER_STATE] = { &fw_barrier_engine, NULL },
 	[FW_PKT_RNR] = { &fw_stream_engine, fw_stream_rx_rnr },
+	[FW_PKT_PING ... FW_PKT_PONG] = { &fw_ping_engine, NULL },
 };
 
 /* Kinds of operation (card.h). */

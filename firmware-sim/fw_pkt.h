@@ -55,6 +55,16 @@ enum fw_pkt_type {
 	 * message of the same port pair is awaited).
 	 */
 	FW_PKT_RNR = 14,
+	/*
+	 * Pings (ping.c), outside the go-back-N stream, header only, with
+	 * struct fw_ping_body in its typed part; epoch is the initiator's
+	 * card epoch.  PING: a probe, answered by the card itself.  PONG: its
+	 * answer, the body and epoch echoed; err -ECONNREFUSED if no port
+	 * dst_port is open.
+	 */
+	FW_PKT_PING = 15,
+	FW_PKT_PONG = 16,
+	FW_PKT_MAX,		/* first invalid type */
 };
 
 /* First packet of a connection epoch: the receiver restarts at its seq. */
@@ -83,6 +93,13 @@ struct fw_barrier_body {
 	u64 reserved;		/* zero */
 };
 
+/* The typed part of PING and PONG: the PONG echoes it. */
+struct fw_ping_body {
+	u64 id;			/* the initiator's ping, unique per card epoch */
+	u64 sent;		/* when this transmission left, on the initiator's clock */
+	u64 reserved[3];	/* zero */
+};
+
 struct fw_pkt_hdr {
 	u32 src_node;
 	u32 dst_node;
@@ -109,6 +126,7 @@ struct fw_pkt_hdr {
 			u64 roff;	/* PUT/GET: offset in the target's region */
 		};
 		struct fw_barrier_body bar;	/* FW_PKT_BARRIER* */
+		struct fw_ping_body ping;	/* FW_PKT_PING, FW_PKT_PONG */
 	};
 	u32 rkey;		/* PUT/GET: the target's region */
 	s32 err;		/* ERR, RNR, ATOMIC_REPLY, BARRIER_STATE: negative errno */
@@ -118,6 +136,7 @@ FW_STATIC_ASSERT(sizeof(struct fw_pkt_hdr) == 96, "fw_pkt_hdr must stay 96 bytes
 FW_STATIC_ASSERT(offsetof(struct fw_pkt_hdr, msg_id) == 48, "fw_pkt_hdr: no hidden padding");
 FW_STATIC_ASSERT(sizeof(struct fw_barrier_body) == 40 &&
 		 offsetof(struct fw_pkt_hdr, rkey) == 88, "fw_barrier_body: only msg_id to roff");
+FW_STATIC_ASSERT(sizeof(struct fw_ping_body) == 40, "fw_ping_body: only msg_id to roff");
 
 struct fw_pkt {
 	struct fw_pkt_hdr hdr;

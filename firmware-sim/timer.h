@@ -27,6 +27,7 @@ enum fw_timer_class {
 	FW_TIMER_PEER,		/* a peer's connection (transport.c, msg.c) */
 	FW_TIMER_ATOMIC,	/* the atomics with a peer (atomic.c) */
 	FW_TIMER_GROUP,		/* a process group (barrier.c) */
+	FW_TIMER_PING,		/* a ping waiting for its answer (ping.c) */
 	FW_TIMER_NCLASS
 };
 

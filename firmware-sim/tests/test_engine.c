@@ -15,7 +15,7 @@ static const u8 e_bad_opcodes[] = { NICOFF_OP_NOP, NICOFF_OP_COPY, NICOFF_OP_MAX
 				    NICOFF_OP_REMOTE_ACCESS_ERROR, NICOFF_OP_PORT_ERROR };
 
 /* Packet types outside the table: below the first, past the last, the highest. */
-static const u8 e_bad_types[] = { 0, FW_PKT_RNR + 1, 100, 255 };
+static const u8 e_bad_types[] = { 0, FW_PKT_MAX, 100, 255 };
 
 struct e_env {
 	struct sim *s;

@@ -72,6 +72,7 @@ enum nicoff_opcode {
 	NICOFF_OP_GROUP_CREATE = 9,
 	NICOFF_OP_GROUP_DESTROY = 10,
 	NICOFF_OP_BARRIER = 11,
+	NICOFF_OP_PING = 12,
 	NICOFF_OP_MAX,			/* first invalid opcode */
 	/*
 	 * Completion-only opcodes.  REMOTE_ACCESS_ERROR: a peer's put or get
@@ -203,6 +204,20 @@ struct nicoff_op_group {
 	__u64 reserved[2];
 };
 
+/*
+ * NICOFF_OP_PING: a round trip to card @dst_card that touches no host
+ * memory.  The target card answers itself, with no receive posted; a port
+ * @dst_port nobody has open answers -ECONNREFUSED.  Lost packets are sent
+ * again with the atomics' timeout and retry budget, then -ETIMEDOUT.  The
+ * completion's result (where an atomic's old value goes) is the round trip
+ * in ns on this card's clock, from the transmission that was answered.
+ */
+struct nicoff_op_ping {
+	__u32 dst_card;
+	__u32 dst_port;
+	__u64 reserved[5];
+};
+
 /* A command: 64 bytes, written by the process into the command ring. */
 struct nicoff_cmd {
 	__u8  opcode;
@@ -217,6 +232,7 @@ struct nicoff_cmd {
 		struct nicoff_op_rdma rdma;
 		struct nicoff_op_atomic atomic;
 		struct nicoff_op_group group;
+		struct nicoff_op_ping ping;
 		__u64 raw[6];
 	};
 };

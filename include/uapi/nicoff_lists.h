@@ -55,6 +55,8 @@ NICOFF_NL_STAT_FW(RNR_RESENDS, rnr_resends)		/* ours refused or held back, to go
 NICOFF_NL_STAT_FW(RNR_FAILURES, rnr_failures)		/* ours given up (ENOBUFS) */
 NICOFF_NL_STAT_FW(BAD_OPCODES, bad_opcodes)		/* commands of no engine's opcode */
 NICOFF_NL_STAT_FW(BAD_PACKETS, bad_packets)		/* packets of no engine's type */
+NICOFF_NL_STAT_FW(PING_TIMEOUTS, ping_timeouts)		/* this card's pings given up */
+NICOFF_NL_STAT_FW(PING_STRAYS, ping_strays)		/* pongs for no ping waiting */
 #endif
 
 /*

@@ -234,6 +234,11 @@ int nicoff_post_compare_swap(nicoff_port *port, uint32_t card, uint32_t dst_port
                        compare, tag);
 }
 
+int nicoff_post_ping(nicoff_port *port, uint32_t card, uint32_t dst_port, uint64_t tag) {
+    const nicoff_cmd c = nicoff::make_ping(card, dst_port, tag);
+    return nicoff_post(port, &c);
+}
+
 int nicoff_poll(nicoff_port *port, struct nicoff_cqe *cqes, size_t max) {
     if (!port || (!cqes && max))
         return -EINVAL;

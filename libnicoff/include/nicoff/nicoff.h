@@ -109,6 +109,9 @@ NICOFF_API int nicoff_post_compare_swap(nicoff_port *port, uint32_t card, uint32
                                         uint32_t rkey, uint64_t remote_off, uint32_t width,
                                         uint64_t compare, uint64_t swap, uint64_t tag);
 
+/* A round trip to (card, dst_port) answered by that card alone; the result is its ns. */
+NICOFF_API int nicoff_post_ping(nicoff_port *port, uint32_t card, uint32_t dst_port, uint64_t tag);
+
 /* Completions: number copied into cqes[0..max) (0 if none yet), or -EIO
  * once the port is in the error state and its ring is drained. */
 NICOFF_API int nicoff_poll(nicoff_port *port, struct nicoff_cqe *cqes, size_t max);

@@ -169,6 +169,14 @@ inline nicoff_cmd make_compare_swap(const RemoteWord &w, std::uint64_t compare, 
     return make_atomic(NICOFF_OP_COMPARE_SWAP, w, swap, compare, tag);
 }
 
+// A round trip to (card, port) answered by that card alone, no process
+// involved: the completion's result is its time in ns on this card's clock.
+inline nicoff_cmd make_ping(std::uint32_t card, std::uint32_t port, std::uint64_t tag) noexcept {
+    nicoff_cmd c;
+    nicoff_prep_ping(&c, card, port, tag);
+    return c;
+}
+
 namespace detail {
 struct FileDesc;
 class Dispatcher;

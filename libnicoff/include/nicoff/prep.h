@@ -177,6 +177,17 @@ static inline void nicoff_prep_barrier(struct nicoff_cmd *c, uint32_t group_id, 
     c->group.group_id = group_id;
 }
 
+/*
+ * NICOFF_OP_PING: a round trip to (card, port) answered by the card alone;
+ * the completion's result is its time in ns.
+ */
+static inline void nicoff_prep_ping(struct nicoff_cmd *c, uint32_t card, uint32_t port,
+                                    uint64_t tag) {
+    nicoff_prep_cmd(c, NICOFF_OP_PING, tag);
+    c->ping.dst_card = card;
+    c->ping.dst_port = port;
+}
+
 #ifdef __cplusplus
 }
 #endif
