@@ -7,7 +7,8 @@
 #
 # Other parts of the tree that build against the library use
 #   $(LIBNICOFF_CPPFLAGS)   include path for <nicoff/nicoff.h(pp)>
-#   $(LIBNICOFF_ABI_H)      order-only prerequisite of their objects
+#   $(LIBNICOFF_ABI_H)      order-only prerequisite of their objects (it
+#                           brings the generated <nicoff/version.h> too)
 #   $(LIBNICOFF_LDLIBS)     link against build/lib/libnicoff.so
 #   $(LIBNICOFF_LINKS)      prerequisite of their link step
 
@@ -27,6 +28,11 @@ LIBNICOFF_PUBLIC_HEADERS := $(LIBNICOFF_DIR)/include/nicoff/nicoff.h \
 # under that name too.
 LIBNICOFF_ABI_H := $(BUILD)/include/nicoff/nicoff_abi.h
 LIBNICOFF_CPPFLAGS := -I$(BUILD)/include -I$(LIBNICOFF_DIR)/include
+# <nicoff/version.h>: NICOFF_VERSION split into numbers, generated so that
+# the version stays defined once (here).
+LIBNICOFF_VERSION_H := $(BUILD)/include/nicoff/version.h
+# C API symbols carry this version script's node (see libnicoff(3)).
+LIBNICOFF_MAP := $(LIBNICOFF_DIR)/libnicoff.map
 
 LIBNICOFF_SHARED := $(BUILD)/lib/$(LIBNICOFF_SONAME_FULL)
 LIBNICOFF_STATIC := $(BUILD)/lib/libnicoff.a
@@ -53,10 +59,19 @@ LIBNICOFF_LIB_OBJS := $(patsubst $(LIBNICOFF_DIR)/%.cpp,$(LIBNICOFF_OBJDIR)/%.o,
 LIBNICOFF_FW_CPPFLAGS := -I$(TOP)/firmware-sim/host -I$(TOP)/firmware-sim -I$(TOP)/include
 
 # nicoff_lists.h, which the ABI header includes, goes next to it.
-$(LIBNICOFF_ABI_H): $(TOP)/include/uapi/nicoff.h $(TOP)/include/uapi/nicoff_lists.h
+$(LIBNICOFF_ABI_H): $(TOP)/include/uapi/nicoff.h $(TOP)/include/uapi/nicoff_lists.h \
+		| $(LIBNICOFF_VERSION_H)
 	@mkdir -p $(@D)
 	cp $(TOP)/include/uapi/nicoff_lists.h $(@D)/
 	cp $< $@
+
+LIBNICOFF_VERSION_PARTS := $(subst ., ,$(NICOFF_VERSION))
+$(LIBNICOFF_VERSION_H): $(LIBNICOFF_DIR)/include/nicoff/version.h.in $(LIBNICOFF_DIR)/build.mk
+	@mkdir -p $(@D)
+	sed -e 's|@MAJOR@|$(word 1,$(LIBNICOFF_VERSION_PARTS))|' \
+	    -e 's|@MINOR@|$(word 2,$(LIBNICOFF_VERSION_PARTS))|' \
+	    -e 's|@PATCH@|$(word 3,$(LIBNICOFF_VERSION_PARTS))|' \
+	    -e 's|@VERSION@|$(NICOFF_VERSION)|' $< > $@
 
 $(filter %.o,$(patsubst $(LIBNICOFF_DIR)/%.cpp,$(LIBNICOFF_OBJDIR)/%.o,$(LIBNICOFF_LIB_SRCS))): \
 		$(LIBNICOFF_OBJDIR)/%.o: $(LIBNICOFF_DIR)/%.cpp | $(LIBNICOFF_ABI_H)
@@ -75,10 +90,10 @@ $(LIBNICOFF_FW_OBJS): $(LIBNICOFF_OBJDIR)/fw/%.o: $(TOP)/firmware-sim/%.c
 	$(CC) $(CFLAGS_USER) $(LIBNICOFF_FW_CPPFLAGS) -fvisibility=hidden $(LIBNICOFF_DEPFLAGS) \
 		-c -o $@ $<
 
-$(LIBNICOFF_SHARED): $(LIBNICOFF_LIB_OBJS)
+$(LIBNICOFF_SHARED): $(LIBNICOFF_LIB_OBJS) $(LIBNICOFF_MAP)
 	@mkdir -p $(@D)
 	$(CXX) -shared -Wl,-soname,$(LIBNICOFF_SONAME) -Wl,-z,defs -Wl,--as-needed \
-		-o $@ $(LIBNICOFF_LIB_OBJS) $(LIBNICOFF_PRIVATE_LIBS)
+		-Wl,--version-script,$(LIBNICOFF_MAP) -o $@ $(LIBNICOFF_LIB_OBJS) $(LIBNICOFF_PRIVATE_LIBS)
 
 $(BUILD)/lib/$(LIBNICOFF_SONAME): $(LIBNICOFF_SHARED)
 	ln -sf $(LIBNICOFF_SONAME_FULL) $@

@@ -24,6 +24,7 @@
 #include <stdint.h>
 
 #include <nicoff/nicoff_abi.h>
+#include <nicoff/version.h>
 
 #if defined(NICOFF_BUILDING_LIB)
 #define NICOFF_API __attribute__((visibility("default")))
