@@ -46,7 +46,7 @@ LIBNICOFF_DEPFLAGS = -MMD -MP -MF $(@:.o=.d)
 
 # ---------------------------------------------------------------- library --
 LIBNICOFF_LIB_SRCS := $(addprefix $(LIBNICOFF_DIR)/src/, \
-	capi.cpp device.cpp job.cpp memory_region.cpp names.cpp port.cpp region_map.cpp \
+	capi.cpp debug.cpp device.cpp job.cpp memory_region.cpp names.cpp port.cpp region_map.cpp \
 	shared_port.cpp group.cpp atomic.cpp lock.cpp dispatch.cpp)
 # The card's barrier schedules, built from the firmware's own source
 # (src/barrier_sched.c is its door; firmware-sim/host gives it fw_compat.h).
