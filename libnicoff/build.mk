@@ -165,7 +165,7 @@ LIBNICOFF_UNIT_DIR := $(BUILD)/tests/unit
 LIBNICOFF_UNIT_CXX_SRCS := $(addprefix $(LIBNICOFF_DIR)/tests/unit/, \
 	test_ring.cpp test_ringpair.cpp test_regionmap.cpp test_bench.cpp test_job.cpp \
 	test_nicoffrun.cpp test_lock.cpp test_group.cpp test_dispatch.cpp)
-LIBNICOFF_UNIT_C_SRCS := $(LIBNICOFF_DIR)/tests/unit/test_capi.c
+LIBNICOFF_UNIT_C_SRCS := $(addprefix $(LIBNICOFF_DIR)/tests/unit/, test_capi.c test_diag.c)
 LIBNICOFF_UNIT_CXX_OBJS := $(patsubst $(LIBNICOFF_DIR)/%.cpp,$(LIBNICOFF_OBJDIR)/%.o,$(LIBNICOFF_UNIT_CXX_SRCS))
 LIBNICOFF_UNIT_C_OBJS := $(patsubst $(LIBNICOFF_DIR)/%.c,$(LIBNICOFF_OBJDIR)/%.o,$(LIBNICOFF_UNIT_C_SRCS))
 LIBNICOFF_UNIT_BINS := $(patsubst $(LIBNICOFF_OBJDIR)/tests/unit/test_%.o,$(LIBNICOFF_UNIT_DIR)/libnicoff-%, \
