@@ -129,7 +129,7 @@ install: user modules_install
 	ln -sf $(LIBNICOFF_SONAME) $(DESTDIR)$(LIBDIR)/libnicoff.so
 	install -m 644 include/uapi/nicoff.h $(DESTDIR)$(INCLUDEDIR)/nicoff/nicoff_abi.h
 	install -m 644 include/uapi/nicoff_lists.h $(DESTDIR)$(INCLUDEDIR)/nicoff/
-	install -m 644 $(LIBNICOFF_PUBLIC_HEADERS) $(DESTDIR)$(INCLUDEDIR)/nicoff/
+	install -m 644 $(LIBNICOFF_PUBLIC_HEADERS) $(LIBNICOFF_VERSION_H) $(DESTDIR)$(INCLUDEDIR)/nicoff/
 	install -m 755 $(TOOL_BINS) $(DESTDIR)$(BINDIR)/
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
 	    -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' -e 's|@VERSION@|$(NICOFF_VERSION)|' \

@@ -7,7 +7,8 @@
 #
 # Other parts of the tree that build against the library use
 #   $(LIBNICOFF_CPPFLAGS)   include path for <nicoff/nicoff.h(pp)>
-#   $(LIBNICOFF_ABI_H)      order-only prerequisite of their objects
+#   $(LIBNICOFF_ABI_H)      order-only prerequisite of their objects (it
+#                           brings the generated <nicoff/version.h> too)
 #   $(LIBNICOFF_LDLIBS)     link against build/lib/libnicoff.so
 #   $(LIBNICOFF_LINKS)      prerequisite of their link step
 
@@ -29,6 +30,11 @@ LIBNICOFF_PUBLIC_HEADERS := $(LIBNICOFF_DIR)/include/nicoff/nicoff.h \
 # under that name too.
 LIBNICOFF_ABI_H := $(BUILD)/include/nicoff/nicoff_abi.h
 LIBNICOFF_CPPFLAGS := -I$(BUILD)/include -I$(LIBNICOFF_DIR)/include
+# <nicoff/version.h>: NICOFF_VERSION split into numbers, generated so that
+# the version stays defined once (here).
+LIBNICOFF_VERSION_H := $(BUILD)/include/nicoff/version.h
+# C API symbols carry this version script's node (see libnicoff(3)).
+LIBNICOFF_MAP := $(LIBNICOFF_DIR)/libnicoff.map
 
 LIBNICOFF_SHARED := $(BUILD)/lib/$(LIBNICOFF_SONAME_FULL)
 LIBNICOFF_STATIC := $(BUILD)/lib/libnicoff.a
@@ -42,8 +48,8 @@ LIBNICOFF_DEPFLAGS = -MMD -MP -MF $(@:.o=.d)
 
 # ---------------------------------------------------------------- library --
 LIBNICOFF_LIB_SRCS := $(addprefix $(LIBNICOFF_DIR)/src/, \
-	capi.cpp device.cpp job.cpp memory_region.cpp port.cpp region_map.cpp shared_port.cpp \
-	group.cpp atomic.cpp lock.cpp dispatch.cpp)
+	capi.cpp debug.cpp device.cpp job.cpp memory_region.cpp names.cpp port.cpp region_map.cpp \
+	shared_port.cpp group.cpp atomic.cpp lock.cpp dispatch.cpp)
 # The card's barrier schedules, built from the firmware's own source
 # (src/barrier_sched.c is its door; firmware-sim/host gives it fw_compat.h).
 LIBNICOFF_FW_SRCS := $(TOP)/firmware-sim/barrier_alg.c
@@ -55,10 +61,19 @@ LIBNICOFF_LIB_OBJS := $(patsubst $(LIBNICOFF_DIR)/%.cpp,$(LIBNICOFF_OBJDIR)/%.o,
 LIBNICOFF_FW_CPPFLAGS := -I$(TOP)/firmware-sim/host -I$(TOP)/firmware-sim -I$(TOP)/include
 
 # nicoff_lists.h, which the ABI header includes, goes next to it.
-$(LIBNICOFF_ABI_H): $(TOP)/include/uapi/nicoff.h $(TOP)/include/uapi/nicoff_lists.h
+$(LIBNICOFF_ABI_H): $(TOP)/include/uapi/nicoff.h $(TOP)/include/uapi/nicoff_lists.h \
+		| $(LIBNICOFF_VERSION_H)
 	@mkdir -p $(@D)
 	cp $(TOP)/include/uapi/nicoff_lists.h $(@D)/
 	cp $< $@
+
+LIBNICOFF_VERSION_PARTS := $(subst ., ,$(NICOFF_VERSION))
+$(LIBNICOFF_VERSION_H): $(LIBNICOFF_DIR)/include/nicoff/version.h.in $(LIBNICOFF_DIR)/build.mk
+	@mkdir -p $(@D)
+	sed -e 's|@MAJOR@|$(word 1,$(LIBNICOFF_VERSION_PARTS))|' \
+	    -e 's|@MINOR@|$(word 2,$(LIBNICOFF_VERSION_PARTS))|' \
+	    -e 's|@PATCH@|$(word 3,$(LIBNICOFF_VERSION_PARTS))|' \
+	    -e 's|@VERSION@|$(NICOFF_VERSION)|' $< > $@
 
 $(filter %.o,$(patsubst $(LIBNICOFF_DIR)/%.cpp,$(LIBNICOFF_OBJDIR)/%.o,$(LIBNICOFF_LIB_SRCS))): \
 		$(LIBNICOFF_OBJDIR)/%.o: $(LIBNICOFF_DIR)/%.cpp | $(LIBNICOFF_ABI_H)
@@ -77,10 +92,10 @@ $(LIBNICOFF_FW_OBJS): $(LIBNICOFF_OBJDIR)/fw/%.o: $(TOP)/firmware-sim/%.c
 	$(CC) $(CFLAGS_USER) $(LIBNICOFF_FW_CPPFLAGS) -fvisibility=hidden $(LIBNICOFF_DEPFLAGS) \
 		-c -o $@ $<
 
-$(LIBNICOFF_SHARED): $(LIBNICOFF_LIB_OBJS)
+$(LIBNICOFF_SHARED): $(LIBNICOFF_LIB_OBJS) $(LIBNICOFF_MAP)
 	@mkdir -p $(@D)
 	$(CXX) -shared -Wl,-soname,$(LIBNICOFF_SONAME) -Wl,-z,defs -Wl,--as-needed \
-		-o $@ $(LIBNICOFF_LIB_OBJS) $(LIBNICOFF_PRIVATE_LIBS)
+		-Wl,--version-script,$(LIBNICOFF_MAP) -o $@ $(LIBNICOFF_LIB_OBJS) $(LIBNICOFF_PRIVATE_LIBS)
 
 $(BUILD)/lib/$(LIBNICOFF_SONAME): $(LIBNICOFF_SHARED)
 	ln -sf $(LIBNICOFF_SONAME_FULL) $@
@@ -154,7 +169,7 @@ LIBNICOFF_UNIT_DIR := $(BUILD)/tests/unit
 LIBNICOFF_UNIT_CXX_SRCS := $(addprefix $(LIBNICOFF_DIR)/tests/unit/, \
 	test_ring.cpp test_ringpair.cpp test_regionmap.cpp test_bench.cpp test_job.cpp \
 	test_nicoffrun.cpp test_lock.cpp test_group.cpp test_dispatch.cpp)
-LIBNICOFF_UNIT_C_SRCS := $(LIBNICOFF_DIR)/tests/unit/test_capi.c
+LIBNICOFF_UNIT_C_SRCS := $(addprefix $(LIBNICOFF_DIR)/tests/unit/, test_capi.c test_diag.c)
 LIBNICOFF_UNIT_CXX_OBJS := $(patsubst $(LIBNICOFF_DIR)/%.cpp,$(LIBNICOFF_OBJDIR)/%.o,$(LIBNICOFF_UNIT_CXX_SRCS))
 LIBNICOFF_UNIT_C_OBJS := $(patsubst $(LIBNICOFF_DIR)/%.c,$(LIBNICOFF_OBJDIR)/%.o,$(LIBNICOFF_UNIT_C_SRCS))
 LIBNICOFF_UNIT_BINS := $(patsubst $(LIBNICOFF_OBJDIR)/tests/unit/test_%.o,$(LIBNICOFF_UNIT_DIR)/libnicoff-%, \

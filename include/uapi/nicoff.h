@@ -58,21 +58,13 @@ struct nicoff_ring_hdr {
 
 #define NICOFF_RING_HDR_SIZE	256
 
-/* Opcodes (struct nicoff_cmd.opcode). */
+/* Opcodes (struct nicoff_cmd.opcode): see nicoff_lists.h. */
 enum nicoff_opcode {
-	NICOFF_OP_NOP = 0,
-	NICOFF_OP_COPY = 1,
-	NICOFF_OP_SEND = 2,
-	NICOFF_OP_RECV = 3,
-	NICOFF_OP_PUT = 4,
-	NICOFF_OP_GET = 5,
-	NICOFF_OP_FETCH_ADD = 6,
-	NICOFF_OP_FETCH_WRITE = 7,
-	NICOFF_OP_COMPARE_SWAP = 8,
-	NICOFF_OP_GROUP_CREATE = 9,
-	NICOFF_OP_GROUP_DESTROY = 10,
-	NICOFF_OP_BARRIER = 11,
-	NICOFF_OP_PING = 12,
+#define NICOFF_OPCODE(op, name)		NICOFF_OP_##op,
+#define NICOFF_OPCODE_CQE(op, name)
+#include "nicoff_lists.h"
+#undef NICOFF_OPCODE
+#undef NICOFF_OPCODE_CQE
 	NICOFF_OP_MAX,			/* first invalid opcode */
 	/*
 	 * Completion-only opcodes.  REMOTE_ACCESS_ERROR: a peer's put or get

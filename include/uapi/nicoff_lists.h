@@ -73,3 +73,27 @@ NICOFF_BARRIER_ALG(CENTRAL, central)		/* central counter */
 NICOFF_BARRIER_ALG(COMBINING, combining)		/* combining tree of fan-in @param */
 NICOFF_BARRIER_ALG(TOURNAMENT, tournament)
 #endif
+
+/*
+ * Command opcodes in number order from 0 (struct nicoff_cmd.opcode): append
+ * only, the numbers are ABI.  NICOFF_OPCODE(OP, name) is NICOFF_OP_<OP>,
+ * and name what nicoff_opcode_name() calls it.  NICOFF_OPCODE_CQE(OP,
+ * name) names a completion-only opcode, whose value nicoff.h gives.
+ */
+#if defined(NICOFF_OPCODE) && defined(NICOFF_OPCODE_CQE)
+NICOFF_OPCODE(NOP, nop)
+NICOFF_OPCODE(COPY, copy)
+NICOFF_OPCODE(SEND, send)
+NICOFF_OPCODE(RECV, recv)
+NICOFF_OPCODE(PUT, put)
+NICOFF_OPCODE(GET, get)
+NICOFF_OPCODE(FETCH_ADD, fetch_add)
+NICOFF_OPCODE(FETCH_WRITE, fetch_write)
+NICOFF_OPCODE(COMPARE_SWAP, compare_swap)
+NICOFF_OPCODE(GROUP_CREATE, group_create)
+NICOFF_OPCODE(GROUP_DESTROY, group_destroy)
+NICOFF_OPCODE(BARRIER, barrier)
+NICOFF_OPCODE(PING, ping)
+NICOFF_OPCODE_CQE(REMOTE_ACCESS_ERROR, remote_access_error)
+NICOFF_OPCODE_CQE(PORT_ERROR, port_error)
+#endif

@@ -1,10 +1,6 @@
 // The C API: thin wrappers that turn exceptions into negative errno values.
 #include "common.hpp"
 
-#ifndef NICOFF_VERSION_STRING
-#error "the build passes -DNICOFF_VERSION_STRING"
-#endif
-
 #include <algorithm>
 #include <climits>
 #include <cstring>

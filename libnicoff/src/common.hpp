@@ -2,10 +2,13 @@
 #ifndef NICOFF_SRC_COMMON_HPP
 #define NICOFF_SRC_COMMON_HPP
 
+#include "debug.hpp"
+
 #include <nicoff/nicoff.hpp>
 
 #include <cerrno>
 #include <string>
+#include <string_view>
 #include <system_error>
 
 #include <sys/ioctl.h>
@@ -13,7 +16,13 @@
 
 namespace nicoff::detail {
 
+// Every error the library raises passes here, so NICOFF_DEBUG logs them all.
 [[noreturn]] inline void throw_errno(int err, const std::string &what) {
+    if (debugging(err == EAGAIN ? 2 : 1)) {
+        const std::string_view w = what;
+        debug_log("%s: %s", w.starts_with("nicoff: ") ? what.c_str() + 8 : what.c_str(),
+                  std::generic_category().message(err).c_str());
+    }
     throw std::system_error(err, std::generic_category(), what);
 }
 

@@ -36,6 +36,9 @@ int open_device(const std::string &path, DeviceInfo &info) {
         throw_errno(EPROTO, "nicoff: ABI mismatch on " + path + ": kernel speaks " +
                                 std::to_string(info.abi_version) + ", library speaks " +
                                 std::to_string(NICOFF_ABI_VERSION));
+    if (debugging(1))
+        debug_log("open %s: fd %d, card %u of %u, ABI %u", path.c_str(), fd, info.card,
+                  info.num_cards, info.abi_version);
     guard.fd = -1;
     return fd;
 }
@@ -65,8 +68,11 @@ Device &Device::operator=(Device &&other) noexcept {
 }
 
 Device::~Device() {
-    if (fd_ >= 0)
-        ::close(fd_);
+    if (fd_ < 0)
+        return;
+    if (detail::debugging(1))
+        detail::debug_log("close %s: fd %d", path_.c_str(), fd_);
+    ::close(fd_);
 }
 
 DeviceInfo Device::query() const {

@@ -18,6 +18,10 @@ MemoryRegion::MemoryRegion(Port &port, std::span<std::byte> bytes, std::uint32_t
     r.access = access;
     if (int err = detail::do_ioctl(port.impl_->fd->fd, NICOFF_IOC_REG_MR, &r))
         detail::throw_errno(err, "nicoff: register memory");
+    if (detail::debugging(1))
+        detail::debug_log("port %u: registered %p, %zu bytes, access %#x: handle %u, rkey %#x",
+                          port.impl_->number, static_cast<void *>(bytes.data()), bytes.size(),
+                          access, r.handle, r.rkey);
     fd_ = port.impl_->fd;
     bytes_ = bytes;
     handle_ = r.handle;
@@ -46,7 +50,12 @@ MemoryRegion::~MemoryRegion() {
     if (fd_) {
         nicoff_dereg_mr d{};
         d.handle = handle_;
-        detail::do_ioctl(fd_->fd, NICOFF_IOC_DEREG_MR, &d); // nothing to do on failure
+        const int err = detail::do_ioctl(fd_->fd, NICOFF_IOC_DEREG_MR, &d); // nothing to do
+        if (err && detail::debugging(1))
+            detail::debug_log("deregister handle %u: %s", handle_,
+                              std::generic_category().message(err).c_str());
+        else if (detail::debugging(1))
+            detail::debug_log("deregistered handle %u", handle_);
     }
 }
 
@@ -60,6 +69,8 @@ void MemoryRegion::deregister() {
     old.fd_.reset(); // its destructor must not try again
     if (err)
         detail::throw_errno(err, "nicoff: deregister memory");
+    if (detail::debugging(1))
+        detail::debug_log("deregistered handle %u", old.handle_);
 }
 
 bool MemoryRegion::belongs_to(const Port &port) const noexcept {

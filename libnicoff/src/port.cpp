@@ -82,11 +82,23 @@ Port::Port(const Device &dev, const PortConfig &cfg) : impl_(std::make_unique<Im
         !impl_->cq.attach(impl_->cq_hdr, detail::ring_slots<nicoff_cqe>(impl_->cq_map.addr()),
                           cq_entries))
         detail::throw_errno(EPROTO, "nicoff: kernel ring headers are inconsistent");
+    if (detail::debugging(1))
+        detail::debug_log("port %u open on card %u (%s, fd %d): rings attached, %u commands at "
+                          "offset %#llx, %u completions at offset %#llx",
+                          impl_->number, impl_->card, dev.path().c_str(), fd, cmd_entries,
+                          static_cast<unsigned long long>(po.cmd_offset), cq_entries,
+                          static_cast<unsigned long long>(po.cq_offset));
 }
 
 Port::Port(Port &&other) noexcept = default;
 Port &Port::operator=(Port &&other) noexcept = default;
-Port::~Port() = default;
+
+Port::~Port() {
+    if (impl_ && detail::debugging(1))
+        detail::debug_log(
+            "port %u on card %u closed: rings unmapped, %llu doorbells", impl_->number, impl_->card,
+            static_cast<unsigned long long>(impl_->kicks.load(std::memory_order_relaxed)));
+}
 
 // ------------------------------------------------------------ posting side --
 

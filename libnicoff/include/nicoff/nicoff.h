@@ -24,6 +24,7 @@
 #include <stdint.h>
 
 #include <nicoff/nicoff_abi.h>
+#include <nicoff/version.h>
 
 #if defined(NICOFF_BUILDING_LIB)
 #define NICOFF_API __attribute__((visibility("default")))
@@ -48,9 +49,21 @@ struct nicoff_port_attr {
     uint32_t reserved;    /* must be zero */
 };
 
-/* Library version string, e.g. "0.1.0", and the ABI version it speaks. */
+/*
+ * The loaded library's version string, e.g. "0.1.0" (NICOFF_VERSION_STRING
+ * of the headers it was built with), and the ABI version it speaks.
+ */
 NICOFF_API const char *nicoff_version(void);
 NICOFF_API int nicoff_abi_version(void);
+
+/*
+ * Names for logs: a completion's status (0 or a negative errno value, as
+ * struct nicoff_cqe.status holds) and an opcode (NICOFF_OP_*).  Never NULL;
+ * values they do not know give "unknown status" and "unknown".  The
+ * strings are static.
+ */
+NICOFF_API const char *nicoff_strerror(int status);
+NICOFF_API const char *nicoff_opcode_name(uint8_t opcode);
 
 /* Devices: /dev/nicoff<card> or any path.  *out is set only on success. */
 NICOFF_API int nicoff_device_open(int card, nicoff_device **out);
