@@ -116,7 +116,7 @@ vm_selftests() {
 	echo "== kselftests (VM, $name)"
 	if env "$@" selftests/run-in-vm.sh > "$vm_log" 2>&1; then vm_rc=0; else vm_rc=$?; fi
 	# Show the TAP results of the tests, not the boot chatter.
-	grep -aE '^(TAP version|1\.\.|ok |not ok |# Totals|# .*(FAIL|Expected)|=== vm: (PASS|FAIL))' \
+	grep -aE '^(# )?(TAP version|1\.\.|ok |not ok |# Totals|# .*(FAIL|Expected))|^=== vm: (PASS|FAIL)' \
 		"$vm_log" || true
 	read -r p f s <<<"$(count_ksft "$vm_log")"
 	passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
