@@ -167,19 +167,6 @@ static void fw_atomic_pump(struct fw_card *card, struct fw_apeer *ap, u64 now)
 	}
 }
 
-static void fw_atomic_complete(struct fw_card *card, const struct fw_aop *op, s32 status,
-			       u64 old)
-{
-	struct nicoff_cqe cqe;
-
-	memset(&cqe, 0, sizeof(cqe));
-	cqe.tag = op->cmd_tag;
-	cqe.status = status;
-	cqe.opcode = op->opcode;
-	cqe.result = status ? 0 : old;
-	fw_post(card, op->lport, &cqe);
-}
-
 /*
  * @op leaves the window: its completion is posted unless @complete is
  * false (its port is closing), and the mark moves past it if it was the
@@ -197,7 +184,7 @@ static void fw_atomic_retire_op(struct fw_card *card, struct fw_apeer *ap, struc
 	while (ap->low != ap->next && !ap->win[ap->low & mask])
 		ap->low++;
 	if (complete)
-		fw_atomic_complete(card, op, status, old);
+		fw_complete(card, op->lport, op->cmd_tag, op->opcode, status, status ? 0 : old);
 	fwos_free(card->host, op);
 	if (!ap->inflight && !card->dying) {
 		ap->ack_at = fw_add_sat(fwos_now(card->host), card->cfg.rto_ns);

@@ -254,19 +254,12 @@ static void fw_bar_send(struct fw_card *card, struct fw_group *g, u8 type, u32 t
 
 static void fw_grp_complete(struct fw_card *card, struct fw_group *g, s32 status, u64 result)
 {
-	struct nicoff_cqe cqe;
-
 	if (!g->host_op)
 		return;
 	g->host_op = false;
 	if (g->zombie)
 		return;
-	memset(&cqe, 0, sizeof(cqe));
-	cqe.tag = g->cmd_tag;
-	cqe.status = status;
-	cqe.opcode = g->cmd_opcode;
-	cqe.result = result;
-	fw_post(card, g->port, &cqe);
+	fw_complete(card, g->port, g->cmd_tag, g->cmd_opcode, status, result);
 }
 
 static void fw_grp_fail(struct fw_card *card, struct fw_group *g, s32 err)
@@ -735,14 +728,9 @@ int fw_barrier_cmd(struct fw_card *card, struct fw_port *port, const struct nico
 	if (!g)
 		return -ENOENT;
 	if (cmd->opcode == NICOFF_OP_GROUP_DESTROY) {
-		struct nicoff_cqe cqe;
-
 		fw_grp_complete(card, g, -ECANCELED, 0);
 		fw_grp_bury(card, g);
-		memset(&cqe, 0, sizeof(cqe));
-		cqe.tag = cmd->tag;
-		cqe.opcode = cmd->opcode;
-		fw_post(card, port->id, &cqe);
+		fw_complete(card, port->id, cmd->tag, cmd->opcode, 0, 0);
 		return 0;
 	}
 	if (g->state == FW_G_FAILED)
