@@ -132,7 +132,7 @@ static void fw_atomic_xmit(struct fw_card *card, struct fw_apeer *ap, struct fw_
 
 	op->tries++;
 	op->due = fw_add_sat(now, op->rto);
-	op->rto = op->rto > card->cfg.rto_max_ns >> 1 ? card->cfg.rto_max_ns : op->rto << 1;
+	op->rto = fw_backoff(&card->cfg, op->rto);
 	fw_atomic_arm(card, ap, op->due);
 	if (!pkt)
 		return;		/* as good as lost: the timer sends it again */
@@ -294,8 +294,7 @@ static void fw_atomic_peer_timer(struct fw_card *card, struct fw_timer *t, u64 n
 			ap->ack_at = FW_NEVER;	/* the next request will tell it */
 		} else {
 			ap->ack_at = fw_add_sat(now, ap->ack_rto);
-			ap->ack_rto = ap->ack_rto > card->cfg.rto_max_ns >> 1 ?
-				      card->cfg.rto_max_ns : ap->ack_rto << 1;
+			ap->ack_rto = fw_backoff(&card->cfg, ap->ack_rto);
 		}
 		if (pkt) {
 			pkt->hdr.flags = FW_PKT_F_ACKREQ;

@@ -129,7 +129,7 @@ static u64 fw_dead_ns(const struct fw_config *cfg)
 
 	for (i = 0; i <= cfg->max_retries; i++) {
 		sum = fw_add_sat(sum, rto);
-		rto = rto > cfg->rto_max_ns >> 1 ? cfg->rto_max_ns : rto << 1;
+		rto = fw_backoff(cfg, rto);
 	}
 	return fw_add_sat(sum, cfg->rto_max_ns);
 }

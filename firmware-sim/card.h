@@ -97,6 +97,12 @@ struct fw_send_op {
 	u64 rnr_wait;			/* its next backoff */
 };
 
+/* The next wait of a retry: twice the last, at most rto_max_ns. */
+static inline u64 fw_backoff(const struct fw_config *cfg, u64 rto)
+{
+	return rto > cfg->rto_max_ns >> 1 ? cfg->rto_max_ns : rto << 1;
+}
+
 static inline bool fw_op_is_xfer(const struct fw_op *op)
 {
 	return op->kind <= FW_OP_GETRESP;

@@ -840,8 +840,7 @@ void fw_msg_rx_rnr(struct fw_card *card, struct fw_peer *peer, const struct fw_p
 		so->rnr_named = true;
 		if (op->queue == FW_OPQ_RNR) {
 			so->rnr_at = fw_add_sat(now, so->rnr_wait);
-			so->rnr_wait = so->rnr_wait > card->cfg.rto_max_ns >> 1 ?
-				       card->cfg.rto_max_ns : so->rnr_wait << 1;
+			so->rnr_wait = fw_backoff(&card->cfg, so->rnr_wait);
 		}
 	}
 	fw_msg_rnr_run(card, peer, now);

@@ -56,7 +56,7 @@ static void fw_ping_xmit(struct fw_card *card, struct fw_ping *p, u64 now)
 
 	p->tries++;
 	fw_timer_set(&card->timers, &p->timer, fw_add_sat(now, p->rto));
-	p->rto = p->rto > card->cfg.rto_max_ns >> 1 ? card->cfg.rto_max_ns : p->rto << 1;
+	p->rto = fw_backoff(&card->cfg, p->rto);
 	if (!pkt)
 		return;		/* as good as lost: the timer sends it again */
 	pkt->hdr.epoch = card->cfg.epoch;
@@ -90,13 +90,10 @@ int fw_ping_cmd(struct fw_card *card, struct fw_port *port, const struct nicoff_
 	peer = fw_peer_get(card, op->dst_card);
 	if (!peer)
 		return -ENOMEM;
-	p = fwos_zalloc(card->host, sizeof(*p));
+	p = fw_timer_owner_new(card->host, &card->timers, sizeof(*p),
+			       offsetof(struct fw_ping, timer), fw_ping_timer, FW_TIMER_PING);
 	if (!p)
 		return -ENOMEM;
-	if (fw_timer_add(card->host, &card->timers, &p->timer, fw_ping_timer, FW_TIMER_PING)) {
-		fwos_free(card->host, p);
-		return -ENOMEM;
-	}
 	p->peer = peer;
 	p->id = card->ping.next_id++;
 	p->cmd_tag = cmd->tag;

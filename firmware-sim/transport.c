@@ -784,7 +784,7 @@ static void fw_peer_rto(struct fw_card *card, struct fw_peer *peer, u64 now)
 		return;
 	}
 	peer->retries++;
-	peer->rto = peer->rto > card->cfg.rto_max_ns >> 1 ? card->cfg.rto_max_ns : peer->rto << 1;
+	peer->rto = fw_backoff(&card->cfg, peer->rto);
 	fw_resend_all(card, peer, now);
 	peer->rto_at = fw_add_sat(now, peer->rto);
 }
