@@ -250,10 +250,5 @@ int nicoff_params_check(void)
 		pr_err("nicoff: threads=%u out of range 0-%u\n", nicoff_threads, NICOFF_MAX_CARDS);
 		return -EINVAL;
 	}
-	if (nicoff_poll_usecs > NICOFF_MAX_POLL_USECS || nicoff_budget < 1 ||
-	    nicoff_budget > NICOFF_MAX_BUDGET) {
-		pr_err("nicoff: poll_usecs or budget out of range\n");
-		return -EINVAL;
-	}
 	return 0;
 }
