@@ -85,17 +85,27 @@ static long long json_path_int(struct json_object *o, const char *k1, const char
 FIXTURE(ctl) {
 	struct ctl_run r;
 	struct nicoff_query q;
+	long long delay_us;	/* the global delay_us to put back, or -1 */
 };
 
 FIXTURE_SETUP(ctl)
 {
+	self->delay_us = -1;
 	ASSERT_EQ(0, nt_query_card(0, &self->q));
 	if (CTL(&self->r, "--version") || self->r.status == 127)
 		SKIP(return, "nicoffctl not found (set NICOFFCTL)");
 }
 
+/* A failed check must not leave its faults to the tests after it. */
 FIXTURE_TEARDOWN(ctl)
 {
+	char prev[64];
+
+	if (self->delay_us < 0)
+		return;
+	snprintf(prev, sizeof(prev), "delay_us=%lld", self->delay_us);
+	CTL(&self->r, "faults", prev);
+	CTL(&self->r, "faults", "--card", "0", "--global");
 }
 
 TEST_F(ctl, help_version_usage)
@@ -148,6 +158,7 @@ TEST_F(ctl, faults_shown)
 	delay_us = json_path_int(j, "global", "delay_us");
 	json_object_put(j);
 	ASSERT_LE(0, delay_us);
+	self->delay_us = delay_us;
 
 	ASSERT_EQ(0, CTL(&self->r, "faults", "delay_us=123"));
 	ASSERT_EQ(0, self->r.status) TH_LOG("stderr: %s", self->r.err);

@@ -173,6 +173,7 @@ static void test_detach(void **state)
 {
 	struct sim *s = p_setup(NULL);
 	struct nicoff_cmd c = p_ping(12, 1, 2);
+	struct fw_stats st0;
 
 	(void)state;
 	sim_post(s, 0, 1, &c);
@@ -184,11 +185,13 @@ static void test_detach(void **state)
 	/* Waiting for a dead card: nothing completes and nothing is sent again. */
 	assert_int_equal(sim_attach(s, 0, 1), 0);
 	sim_set_dead(s, 1, true);
+	st0 = p_stats(s, 0);
 	sim_post(s, 0, 1, &c);
 	sim_run_until(s, sim_now(s) + 1000);
 	sim_detach(s, 0, 1);
 	assert_true(sim_run_idle(s, sim_now(s) + T_SEC));
 	assert_int_equal(p_stats(s, 0).ping_timeouts, 0);
+	assert_int_equal(p_stats(s, 0).tx_pkts - st0.tx_pkts, 1);
 	t_finish(s);
 }
 
