@@ -3,6 +3,7 @@
 
 #include <array>
 #include <cerrno>
+#include <climits>
 #include <cstring>
 #include <string_view>
 
@@ -51,7 +52,7 @@ const char *nicoff_opcode_name(uint8_t opcode) {
 const char *nicoff_strerror(int status) {
     if (status == 0)
         return "success";
-    if (status > 0)
+    if (status > 0 || status == INT_MIN) // -INT_MIN does not exist
         return "unknown status";
     for (const StatusText &s : status_texts)
         if (s.err == -status)
