@@ -1639,7 +1639,21 @@ static void fz_act_ioctl(void)
 		  (unsigned int)_IOC_DIR(cmd), (unsigned int)_IOC_NR(cmd),
 		  (unsigned int)_IOC_SIZE(cmd),
 		  nicoff ? (f->port ? "a port" : "a nicoff file") : "another file", k);
-	if (ret || !nicoff || k == A_RO || fz_arg_bad(k))
+	if (ret || !nicoff || fz_arg_bad(k))
+		return;
+	/*
+	 * DEREG_MR only reads its argument: from read-only memory it succeeds,
+	 * and the handle must be forgotten like any other deregistered one.
+	 */
+	if (cmd == NICOFF_IOC_DEREG_MR) {
+		const struct nicoff_dereg_mr *d = (const void *)content;
+
+		f->epoch++;
+		if (fz_has(f, d->handle, &idx))
+			f->mrs[idx] = f->mrs[--f->nmr];
+		return;
+	}
+	if (k == A_RO)
 		return;
 	if (cmd == NICOFF_IOC_QUERY) {
 		const struct nicoff_query *q = arg;
@@ -1664,12 +1678,6 @@ static void fz_act_ioctl(void)
 		} else {
 			FZ_CHECK(nt_dereg_mr(f->fd, mr->handle) == 0, "DEREG_MR of a fresh handle");
 		}
-	} else if (cmd == NICOFF_IOC_DEREG_MR) {
-		const struct nicoff_dereg_mr *d = (const void *)content;
-
-		f->epoch++;
-		if (fz_has(f, d->handle, &idx))
-			f->mrs[idx] = f->mrs[--f->nmr];
 	}
 }
 
