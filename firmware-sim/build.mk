@@ -43,7 +43,7 @@ $(FWSIM_HOST_OBJS): $(FWSIM_OBJDIR)/%.o: $(FWSIM_DIR)/%.c
 	$(CC) $(CFLAGS_USER) $(FWSIM_CPPFLAGS) $(FWSIM_DEPFLAGS) -c -o $@ $<
 
 # The host and the firmware call each other: one link group.
-FWSIM_LINK_HOST := -Wl,--start-group $(FWSIM_HOST_LIB) $(FWSIM_LIB) -Wl,--end-group -lisal -lz
+FWSIM_LINK_HOST := -Wl,--start-group $(FWSIM_HOST_LIB) $(FWSIM_LIB) -Wl,--end-group -lisal
 
 $(FWSIM_HOST_LIB): $(FWSIM_HOST_OBJS)
 	@mkdir -p $(@D)

@@ -74,7 +74,12 @@ void fwos_complete(struct fw_host *h, u32 port, const struct nicoff_cqe *cqe);
 void *fwos_zalloc(struct fw_host *h, size_t size);
 void fwos_free(struct fw_host *h, void *p);
 
-/* CRC-32 (IEEE 802.3, reflected, as zlib and the kernel's crc32_le). */
-u32 fwos_crc32(u32 crc, const void *buf, size_t len);
+/*
+ * CRC-32C (Castagnoli, reflected, with pre- and post-inversion: iSCSI's
+ * and ext4's): the wire checksum, because CPUs compute it in hardware
+ * (SSE4.2's crc32 instruction) and both hosts have a library for it.
+ * Chains like zlib's crc32(): start with 0, pass the last result on.
+ */
+u32 fwos_crc32c(u32 crc, const void *buf, size_t len);
 
 #endif

@@ -114,7 +114,7 @@ struct fw_pkt_hdr {
 	u32 ack_epoch;		/* epoch of the stream that ack acknowledges */
 	u32 ack;		/* next sequence number expected from the receiver */
 	u32 err_count;		/* ERR and RNR packets the sender queued in its epoch so far */
-	u32 crc;		/* CRC-32 of header (this field zero) and payload */
+	u32 crc;		/* CRC-32C of header (this field zero) and payload */
 	/* The typed part: what it holds depends on type. */
 	union {
 		/* The go-back-N stream's types and the atomics. */

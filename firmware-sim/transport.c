@@ -69,9 +69,9 @@ struct fw_pkt *fw_pkt_new(struct fw_card *card, struct fw_peer *peer, u8 type, u
 
 static u32 fw_pkt_crc(const struct fw_pkt *pkt)
 {
-	u32 crc = fwos_crc32(0, &pkt->hdr, FW_PKT_HDR_SIZE);
+	u32 crc = fwos_crc32c(0, &pkt->hdr, FW_PKT_HDR_SIZE);
 
-	return fwos_crc32(crc, pkt->payload, pkt->hdr.len);
+	return fwos_crc32c(crc, pkt->payload, pkt->hdr.len);
 }
 
 void fw_pkt_send(struct fw_card *card, struct fw_pkt *pkt)

@@ -7,7 +7,7 @@
 #include <linux/slab.h>
 #include <linux/sched.h>
 #include <linux/ktime.h>
-#include <linux/crc32.h>
+#include <linux/crc32c.h>
 #include <uapi/nicoff.h>
 
 #include "fw_os.h"
@@ -134,8 +134,13 @@ void fwos_free(struct fw_host *h, void *p)
 	kvfree(p);
 }
 
-u32 fwos_crc32(u32 crc, const void *buf, size_t len)
+u32 fwos_crc32c(u32 crc, const void *buf, size_t len)
 {
-	/* crc32_le() leaves the pre- and post-inversion to its caller. */
-	return ~crc32_le(~crc, buf, len);
+	/*
+	 * libcrc32c's crc32c() takes the fastest "crc32c" the crypto API has:
+	 * crc32c-intel (the crc32 instruction, PCLMULQDQ folding for long
+	 * buffers) where the CPU has SSE4.2; its softdep loads that module.
+	 * It leaves the pre- and post-inversion to its caller.
+	 */
+	return ~crc32c(~crc, buf, len);
 }

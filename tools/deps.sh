@@ -18,10 +18,10 @@ pkgs=(
 	# toolchain and style
 	build-essential g++ make pkg-config kmod clang-format
 	# libraries
-	libnl-3-dev libnl-genl-3-dev liburcu-dev libcmocka-dev zlib1g-dev
+	libnl-3-dev libnl-genl-3-dev liburcu-dev libcmocka-dev
 	# JSON: nicoffctl -j and nicoff-bench --json (header-only), the nicoffctl selftest
 	nlohmann-json3-dev libjson-c-dev
-	# the simulator's CRC-32
+	# the simulator's CRC-32C
 	libisal-dev
 	# plots and result tables
 	gnuplot-nox python3

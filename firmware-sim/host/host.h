@@ -9,7 +9,7 @@
  *   fabric.c       packets (fwos_send()) through the switch of switch.h
  *   regions.c      memory regions (fwos_mem_*())
  *   completions.c  port completion queues and the completion hook
- *   crc.c          fwos_crc32()
+ *   crc.c          fwos_crc32c()
  *   loop.c         running events in order
  */
 #ifndef NICOFF_FWSIM_HOST_H

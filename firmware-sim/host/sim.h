@@ -129,9 +129,6 @@ void sim_post_at(struct sim *s, u32 node, u32 port, const struct nicoff_cmd *cmd
 bool sim_cq_pop(struct sim *s, u32 node, u32 port, struct nicoff_cqe *cqe);
 u32 sim_cq_count(const struct sim *s, u32 node, u32 port);
 
-/* zlib's crc32(), to check the host's own fwos_crc32() against. */
-u32 sim_crc32_zlib(u32 crc, const void *buf, size_t len);
-
 /* Run one event; false if there is none. */
 bool sim_step(struct sim *s);
 /* Time of the next event, FW_NEVER if there is none. */

@@ -407,8 +407,8 @@ static void a_inject(struct a_env *e, u8 type, u32 epoch, u32 seq, u32 mark, u64
 	b.width = 8;
 	b.operand = operand;
 	memcpy(pkt->payload, &b, fw_min_u32(len, sizeof(b)));
-	crc = fwos_crc32(0, &pkt->hdr, FW_PKT_HDR_SIZE);
-	pkt->hdr.crc = fwos_crc32(crc, pkt->payload, len);
+	crc = fwos_crc32c(0, &pkt->hdr, FW_PKT_HDR_SIZE);
+	pkt->hdr.crc = fwos_crc32c(crc, pkt->payload, len);
 	fwos_send(h, pkt);
 	assert_true(sim_run_idle(e->s, sim_now(e->s) + T_SEC));
 }

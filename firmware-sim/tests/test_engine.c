@@ -147,8 +147,8 @@ static void e_inject(struct e_env *e, u8 type, u32 len)
 	pkt->hdr.epoch = 77;
 	pkt->hdr.msg_id = 5;
 	pkt->hdr.total = len;
-	crc = fwos_crc32(0, &pkt->hdr, FW_PKT_HDR_SIZE);
-	pkt->hdr.crc = fwos_crc32(crc, pkt->payload, len);
+	crc = fwos_crc32c(0, &pkt->hdr, FW_PKT_HDR_SIZE);
+	pkt->hdr.crc = fwos_crc32c(crc, pkt->payload, len);
 	fwos_send(h, pkt);
 	assert_true(sim_run_idle(e->s, sim_now(e->s) + T_SEC));
 }
