@@ -29,6 +29,7 @@ fi
 vm_args=(--lib-path "$BUILD/lib" --quiet --slub-debug off --timeout "${BENCH_TIMEOUT:-3000}"
 	 --log "$out/$suite.compare.vm.log"
 	 --file "$PWD/nicoff.ko:/cmp/new/nicoff.ko" --file "$src/nicoff.ko:/cmp/base/nicoff.ko"
+	 --deps-of "$PWD/nicoff.ko" --deps-of "$src/nicoff.ko"
 	 --file "$src/build/lib:/cmp/base/lib" --file "$src/build/bin:/cmp/base/bin")
 [ -n "${VMLINUZ:-}" ] && vm_args+=(--kernel "$VMLINUZ")
 for b in "$BUILD"/bin/*; do vm_args+=(--bin "$b"); done

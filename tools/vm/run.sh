@@ -36,6 +36,9 @@ Usage: $prog [options]
   --kernel PATH        guest kernel (default: the newest 6.1 cloud kernel in /boot)
   --module PATH        kernel module (.ko) to insmod in the guest (optional)
   --params "k=v ..."   module parameters for insmod
+  --deps-of PATH       load the guest kernel's modules that the module PATH
+                       needs, not PATH itself (for commands that insmod it;
+                       repeatable); --module does this for its module
   --bin PATH           host executable to copy to /bin in the guest, with the
                        shared libraries ldd finds for it (repeatable)
   --lib-path DIR       extra LD_LIBRARY_PATH entry for ldd and in the guest;
@@ -88,6 +91,7 @@ sq() {
 
 kernel=""
 module=""
+deps_of=()
 params=""
 bins=()
 lib_paths=()
@@ -115,7 +119,7 @@ while (($#)); do
 		has_val=1
 	fi
 	case $opt in
-	--kernel | --module | --params | --bin | --lib-path | --file | --cmd | --collect | \
+	--kernel | --module | --params | --deps-of | --bin | --lib-path | --file | --cmd | --collect | \
 		--timeout | --memory | --smp | --log | --slub-debug | --scan-log)
 		if ((!has_val)); then
 			(($# >= 2)) || die "$opt needs a value"
@@ -133,6 +137,7 @@ while (($#)); do
 	--kernel) kernel=$val ;;
 	--module) module=$val ;;
 	--params) params=$val ;;
+	--deps-of) deps_of+=("$val") ;;
 	--bin) bins+=("$val") ;;
 	--lib-path) lib_paths+=("$val") ;;
 	--file) files+=("$val") ;;
@@ -229,9 +234,10 @@ fi
 # their soft dependencies, as libcrc32c's on crc32c-intel), in the order
 # modprobe would load them, into @2 as NN-name.ko, decompressed: the guest
 # loads them with busybox's insmod before the module.
+declare -A deps_seen=()
+deps_n=0
 copy_module_deps() {
-	local ko=$1 dir=$2 kver dep verb path name n=0
-	local -A seen=()
+	local ko=$1 dir=$2 kver dep verb path name
 
 	mkdir -p "$dir"
 	kver=$(modinfo -F vermagic "$ko" | cut -d' ' -f1)
@@ -239,10 +245,10 @@ copy_module_deps() {
 		modprobe -S "$kver" --show-depends "$dep" >"$work/deps" 2>&1 ||
 			die "$ko needs $dep, which kernel $kver's modules do not provide: $(cat "$work/deps")"
 		while read -r verb path _; do
-			[[ $verb == insmod && -z ${seen[$path]:-} ]] || continue
-			seen[$path]=1
-			n=$((n + 1))
-			name=$(printf '%s/%02d-%s' "$dir" "$n" "${path##*/}")
+			[[ $verb == insmod && -z ${deps_seen[$path]:-} ]] || continue
+			deps_seen[$path]=1
+			deps_n=$((deps_n + 1))
+			name=$(printf '%s/%02d-%s' "$dir" "$deps_n" "${path##*/}")
 			case $path in
 			*.xz) xz -dc "$path" >"${name%.xz}" ;;
 			*.zst) zstd -qdc "$path" >"${name%.zst}" ;;
@@ -374,6 +380,10 @@ if [[ -n $module ]]; then
 	cp "$module" "$root$mod_guest"
 	copy_module_deps "$module" "$root/vm/deps"
 fi
+for ko in "${deps_of[@]}"; do
+	[[ -f $ko && -r $ko ]] || die "--deps-of: module not readable: $ko"
+	copy_module_deps "$ko" "$root/vm/deps"
+done
 
 i=0
 for c in "${cmds[@]}"; do
