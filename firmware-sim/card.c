@@ -229,7 +229,7 @@ static void fw_op_detach(struct fw_card *card, struct fw_op *op)
 		if (op->kind == FW_OP_SEND && fw_op_sent(op))
 			fw_tx_queue_ctrl(card, peer, FW_OP_ABORT, op->lport, op->dst_port,
 					 op->msg_id, 0, &op->q_node);
-		else if (op->kind == FW_OP_GETRESP)
+		else if (fw_op_is(op, FW_OPF_ANSWER))
 			fw_tx_queue_ctrl(card, peer, FW_OP_ERR, op->lport, op->dst_port,
 					 op->msg_id, -ECONNABORTED, &op->q_node);
 	}

@@ -17,12 +17,18 @@
 #include "timer.h"
 #include <uapi/nicoff.h>
 
-/* The first four move data (struct fw_xfer_op), the rest send one packet (fw_ctrl_op). */
+/*
+ * Those up to FW_OP_SGETRESP move data (struct fw_xfer_op), the rest send
+ * one packet (fw_ctrl_op); engine.c says what else each one is.
+ */
 enum fw_op_kind {
 	FW_OP_SEND,		/* a port's SEND (struct fw_send_op) */
 	FW_OP_PUT,		/* a port's PUT */
 	FW_OP_GET,		/* a port's GET */
 	FW_OP_GETRESP,		/* data owed to a peer's GET */
+	FW_OP_SPUT,		/* a port's strided PUT (struct fw_strided_op) */
+	FW_OP_SGET,		/* a port's strided GET (struct fw_strided_op) */
+	FW_OP_SGETRESP,		/* data owed to a peer's strided GET (struct fw_strided_op) */
 	FW_OP_ERR,		/* one ERR packet */
 	FW_OP_ABORT,		/* one ABORT packet */
 	FW_OP_RNR,		/* one RNR packet (msg.c) */
@@ -103,9 +109,27 @@ static inline u64 fw_backoff(const struct fw_config *cfg, u64 rto)
 	return rto > cfg->rto_max_ns >> 1 ? cfg->rto_max_ns : rto << 1;
 }
 
+/*
+ * A strided PUT or GET, or the answer to a strided GET: the shapes its
+ * cursors walk.  x.cur walks this card's side (local, or the target's own
+ * for an answer); rcur, of a PUT, finds where each piece goes.
+ */
+struct fw_strided_op {
+	struct fw_xfer_op x;
+	struct fw_shape local;
+	struct fw_shape remote;
+	struct fw_cursor rcur;
+};
+
 static inline bool fw_op_is_xfer(const struct fw_op *op)
 {
-	return op->kind <= FW_OP_GETRESP;
+	return op->kind <= FW_OP_SGETRESP;
+}
+
+/* Whether the kind of @op has all of @flags (FW_OPF_*, engine.h). */
+static inline bool fw_op_is(const struct fw_op *op, u8 flags)
+{
+	return (fw_op_info_of(op->kind)->flags & flags) == flags;
 }
 
 static inline struct fw_ctrl_op *fw_ctrl_op(struct fw_op *op)
@@ -121,6 +145,11 @@ static inline struct fw_xfer_op *fw_xfer_op(struct fw_op *op)
 static inline struct fw_send_op *fw_send_op(struct fw_op *op)
 {
 	return fw_container_of(fw_xfer_op(op), struct fw_send_op, x);
+}
+
+static inline struct fw_strided_op *fw_strided_op(struct fw_op *op)
+{
+	return fw_container_of(fw_xfer_op(op), struct fw_strided_op, x);
 }
 
 /* Bytes of @op put in packets so far: 0 for a one-packet kind. */
@@ -345,6 +374,19 @@ int fw_rma_build(struct fw_card *card, struct fw_peer *peer, struct fw_op *op,
 int fw_rma_rx_put(struct fw_card *card, struct fw_peer *peer, struct fw_pkt *pkt);
 int fw_rma_rx_get_req(struct fw_card *card, struct fw_peer *peer, struct fw_pkt *pkt);
 int fw_rma_rx_get_resp(struct fw_card *card, struct fw_peer *peer, struct fw_pkt *pkt);
+int fw_rma_local_check(struct fw_card *card, struct fw_port *port, u32 mr, u64 span, bool put);
+void fw_rma_refuse(struct fw_card *card, struct fw_peer *peer, struct fw_port *port,
+		   const struct fw_pkt_hdr *h, s32 err, u32 opcode);
+struct fw_op *fw_rma_answer(struct fw_card *card, struct fw_peer *peer, struct fw_port *port,
+			    const struct fw_pkt_hdr *h, int err, u64 span, u8 kind, u32 opcode,
+			    int *verdict);
+
+/* strided.c */
+int fw_strided_cmd(struct fw_card *card, struct fw_port *port, const struct nicoff_cmd *cmd);
+int fw_strided_build(struct fw_card *card, struct fw_peer *peer, struct fw_op *op,
+		     struct fw_pkt **out);
+int fw_strided_rx_put(struct fw_card *card, struct fw_peer *peer, struct fw_pkt *pkt);
+int fw_strided_rx_get_req(struct fw_card *card, struct fw_peer *peer, struct fw_pkt *pkt);
 
 /* barrier.c: process groups and their barriers (see barrier.h) */
 int fw_barrier_cmd(struct fw_card *card, struct fw_port *port, const struct nicoff_cmd *cmd);

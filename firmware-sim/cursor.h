@@ -17,10 +17,60 @@
 
 #include "fw_util.h"
 
+#define FW_SHAPE_MAX_LEVELS	8
+
+/*
+ * A strided layout (ARMCI's): count[0] contiguous bytes; level i is
+ * count[i] blocks of level i - 1, stride[i - 1] bytes apart.  Message byte
+ * p is in chunk p / count[0], whose digits in the counts' mixed radix
+ * (level 1 fastest) pick the block at each level.
+ */
+struct fw_shape {
+	u32 levels;
+	u64 count[FW_SHAPE_MAX_LEVELS + 1];
+	u64 stride[FW_SHAPE_MAX_LEVELS];
+	u64 len;		/* bytes: the product of the counts */
+	u64 extent;		/* from the first byte to past the last; 0 if len is 0 */
+};
+
+/*
+ * Check and complete @s from its levels, counts and strides: -EINVAL for
+ * too many levels, -EOVERFLOW if the product of the counts overflows,
+ * -ERANGE if the extent does.
+ */
+static inline int fw_shape_init(struct fw_shape *s)
+{
+	u64 len = s->count[0], extent = s->count[0];
+	u32 i;
+
+	if (s->levels > FW_SHAPE_MAX_LEVELS)
+		return -EINVAL;
+	for (i = 1; i <= s->levels; i++) {
+		if (fw_mul_overflow(len, s->count[i], &len))
+			return -EOVERFLOW;
+	}
+	if (!len) {
+		s->len = 0;
+		s->extent = 0;
+		return 0;
+	}
+	for (i = 1; i <= s->levels; i++) {
+		u64 step;
+
+		if (fw_mul_overflow(s->count[i] - 1, s->stride[i - 1], &step) ||
+		    fw_add_overflow(extent, step, &extent))
+			return -ERANGE;
+	}
+	s->len = len;
+	s->extent = extent;
+	return 0;
+}
+
 struct fw_cursor {
 	u64 base;		/* region offset of message byte 0 */
 	u64 len;		/* message bytes */
 	u64 pos;		/* message bytes walked so far */
+	const struct fw_shape *shape;	/* NULL: contiguous */
 };
 
 static inline void fw_cursor_init(struct fw_cursor *c, u64 base, u64 len)
@@ -28,20 +78,48 @@ static inline void fw_cursor_init(struct fw_cursor *c, u64 base, u64 len)
 	c->base = base;
 	c->len = len;
 	c->pos = 0;
+	c->shape = NULL;
+}
+
+/* A walk of @shape (checked by fw_shape_init(), kept as long as the cursor) from @base. */
+static inline void fw_cursor_init_strided(struct fw_cursor *c, u64 base,
+					  const struct fw_shape *shape)
+{
+	fw_cursor_init(c, base, shape->len);
+	c->shape = shape;
 }
 
 /* False if the walk's end wraps the offset space: -ERANGE. */
 static inline bool fw_cursor_span(const struct fw_cursor *c, u64 *span)
 {
-	*span = c->base + c->len;
+	*span = c->base + (c->shape ? c->shape->extent : c->len);
 	return *span >= c->base;
 }
 
 /* Message byte @pos (< len) is at region offset *@at; the contiguous bytes from there, <= @max. */
 static inline u64 fw_cursor_piece(const struct fw_cursor *c, u64 pos, u64 max, u64 *at)
 {
-	*at = c->base + pos;
-	return fw_min_u64(max, c->len - pos);
+	const struct fw_shape *s = c->shape;
+	u64 chunk, in, off;
+	u32 i;
+
+	if (!s) {
+		*at = c->base + pos;
+		return fw_min_u64(max, c->len - pos);
+	}
+	if (pos >= c->len) {
+		*at = c->base;
+		return 0;
+	}
+	chunk = pos / s->count[0];
+	in = pos - chunk * s->count[0];
+	off = c->base + in;
+	for (i = 1; i <= s->levels; i++) {
+		off += (chunk % s->count[i]) * s->stride[i - 1];
+		chunk /= s->count[i];
+	}
+	*at = off;
+	return fw_min_u64(max, s->count[0] - in);
 }
 
 /* The next piece of at most @max bytes (0 at the end), not yet walked past. */

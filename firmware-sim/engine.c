@@ -25,6 +25,8 @@ static const struct fw_engine_ops fw_msg_engine = {
 
 static const struct fw_engine_ops fw_rma_engine = { .name = "rma", .cmd = fw_rma_cmd };
 
+static const struct fw_engine_ops fw_strided_engine = { .name = "strided", .cmd = fw_strided_cmd };
+
 static const struct fw_engine_ops fw_ping_engine = {
 	.name = "ping", .init = fw_ping_init, .cmd = fw_ping_cmd, .rx = fw_ping_rx,
 	.port_detach = fw_ping_port_detach, .destroy = fw_ping_destroy,
@@ -45,6 +47,7 @@ static const struct fw_engine_ops *const fw_engines[] = {
 	&fw_barrier_engine,
 	&fw_msg_engine,
 	&fw_rma_engine,
+	&fw_strided_engine,
 	&fw_ping_engine,
 	&fw_stream_engine,
 };
@@ -62,6 +65,8 @@ static const struct fw_engine_ops *const fw_opcodes[] = {
 	[NICOFF_OP_GROUP_DESTROY] = &fw_barrier_engine,
 	[NICOFF_OP_BARRIER] = &fw_barrier_engine,
 	[NICOFF_OP_PING] = &fw_ping_engine,
+	[NICOFF_OP_PUT_STRIDED] = &fw_strided_engine,
+	[NICOFF_OP_GET_STRIDED] = &fw_strided_engine,
 };
 
 /* Packet types (fw_pkt.h). */
@@ -77,18 +82,33 @@ static const struct fw_pkt_info fw_pkt_infos[] = {
 	[FW_PKT_BARRIER ... FW_PKT_BARRIER_STATE] = { &fw_barrier_engine, NULL },
 	[FW_PKT_RNR] = { &fw_stream_engine, fw_stream_rx_rnr },
 	[FW_PKT_PING ... FW_PKT_PONG] = { &fw_ping_engine, NULL },
+	[FW_PKT_PUT_STRIDED] = { &fw_stream_engine, fw_strided_rx_put },
+	[FW_PKT_GET_STRIDED_REQ] = { &fw_stream_engine, fw_strided_rx_get_req },
 };
+
+#define FW_OPF_PUTLIKE	(FW_OPF_COMMAND | FW_OPF_ACKED)
+#define FW_OPF_GETLIKE	(FW_OPF_COMMAND | FW_OPF_REQUEST)
 
 /* Kinds of operation (card.h). */
 static const struct fw_op_info fw_op_infos[] = {
-	[FW_OP_SEND] = { FW_PKT_DATA, NICOFF_OP_SEND, sizeof(struct fw_send_op), fw_msg_build },
-	[FW_OP_PUT] = { FW_PKT_PUT, NICOFF_OP_PUT, sizeof(struct fw_xfer_op), fw_rma_build },
-	[FW_OP_GET] = { FW_PKT_GET_REQ, NICOFF_OP_GET, sizeof(struct fw_xfer_op), fw_rma_build },
-	[FW_OP_GETRESP] = { FW_PKT_GET_RESP, NICOFF_OP_NOP, sizeof(struct fw_xfer_op),
-			    fw_rma_build },
-	[FW_OP_ERR] = { FW_PKT_ERR, NICOFF_OP_NOP, sizeof(struct fw_ctrl_op), fw_ctrl_build },
-	[FW_OP_ABORT] = { FW_PKT_ABORT, NICOFF_OP_NOP, sizeof(struct fw_ctrl_op), fw_ctrl_build },
-	[FW_OP_RNR] = { FW_PKT_RNR, NICOFF_OP_NOP, sizeof(struct fw_ctrl_op), fw_ctrl_build },
+	[FW_OP_SEND] = { FW_PKT_DATA, NICOFF_OP_SEND, FW_OPF_PUTLIKE, sizeof(struct fw_send_op),
+			 fw_msg_build },
+	[FW_OP_PUT] = { FW_PKT_PUT, NICOFF_OP_PUT, FW_OPF_PUTLIKE, sizeof(struct fw_xfer_op),
+			fw_rma_build },
+	[FW_OP_GET] = { FW_PKT_GET_REQ, NICOFF_OP_GET, FW_OPF_GETLIKE, sizeof(struct fw_xfer_op),
+			fw_rma_build },
+	[FW_OP_GETRESP] = { FW_PKT_GET_RESP, NICOFF_OP_NOP, FW_OPF_ANSWER,
+			    sizeof(struct fw_xfer_op), fw_rma_build },
+	[FW_OP_SPUT] = { FW_PKT_PUT_STRIDED, NICOFF_OP_PUT_STRIDED, FW_OPF_PUTLIKE,
+			 sizeof(struct fw_strided_op), fw_strided_build },
+	[FW_OP_SGET] = { FW_PKT_GET_STRIDED_REQ, NICOFF_OP_GET_STRIDED, FW_OPF_GETLIKE,
+			 sizeof(struct fw_strided_op), fw_strided_build },
+	[FW_OP_SGETRESP] = { FW_PKT_GET_RESP, NICOFF_OP_NOP, FW_OPF_ANSWER,
+			     sizeof(struct fw_strided_op), fw_rma_build },
+	[FW_OP_ERR] = { FW_PKT_ERR, NICOFF_OP_NOP, 0, sizeof(struct fw_ctrl_op), fw_ctrl_build },
+	[FW_OP_ABORT] = { FW_PKT_ABORT, NICOFF_OP_NOP, 0, sizeof(struct fw_ctrl_op),
+			  fw_ctrl_build },
+	[FW_OP_RNR] = { FW_PKT_RNR, NICOFF_OP_NOP, 0, sizeof(struct fw_ctrl_op), fw_ctrl_build },
 };
 
 const struct fw_engine_ops *fw_engine_of_opcode(u8 opcode)

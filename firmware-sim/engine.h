@@ -53,10 +53,17 @@ struct fw_pkt_info {
 	int (*deliver)(struct fw_card *card, struct fw_peer *peer, struct fw_pkt *pkt);
 };
 
+/* What a kind of operation is (struct fw_op_info.flags). */
+#define FW_OPF_COMMAND	FW_BIT(0)	/* a port's command: an ERR about its msg_id fails it */
+#define FW_OPF_REQUEST	FW_BIT(1)	/* once sent, it waits on pending for its answer */
+#define FW_OPF_ACKED	FW_BIT(2)	/* done once its packets are acknowledged and settled */
+#define FW_OPF_ANSWER	FW_BIT(3)	/* data owed to a peer's request */
+
 /* One kind of the card's operations (enum fw_op_kind). */
 struct fw_op_info {
 	u8 pkt_type;		/* the packets it sends (enum fw_pkt_type) */
-	u8 opcode;		/* of the completion it owes: SEND, PUT, GET; else none is owed */
+	u8 opcode;		/* of the completion it owes (a command's); else none is owed */
+	u8 flags;		/* FW_OPF_* */
 	u32 size;		/* of its struct, which embeds struct fw_op first */
 	/* Its next packet: enum fw_build. */
 	int (*build)(struct fw_card *card, struct fw_peer *peer, struct fw_op *op,

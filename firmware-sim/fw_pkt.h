@@ -64,6 +64,17 @@ enum fw_pkt_type {
 	 */
 	FW_PKT_PING = 15,
 	FW_PKT_PONG = 16,
+	/*
+	 * Strided put and get (strided.c), in the go-back-N stream.  PUT_STRIDED:
+	 * one contiguous piece of a strided put, roff where it goes, offset its
+	 * place in the message; span_end ends the remote span, which the piece
+	 * at offset 0 starts (roff): the target checks it whole there.
+	 * GET_STRIDED_REQ: a GET_REQ whose payload is the shape to read at
+	 * roff, u64 each: levels, count[0..levels], stride[0..levels - 1];
+	 * GET_RESP answers it.
+	 */
+	FW_PKT_PUT_STRIDED = 17,
+	FW_PKT_GET_STRIDED_REQ = 18,
 	FW_PKT_MAX,		/* first invalid type */
 };
 
@@ -122,7 +133,10 @@ struct fw_pkt_hdr {
 			u64 msg_id;	/* initiator's message number, unique per card */
 			u64 offset;	/* byte offset of this fragment in the message */
 			u64 total;	/* message, put or get length */
-			u64 tag;	/* DATA: message tag */
+			union {
+				u64 tag;	/* DATA: message tag */
+				u64 span_end;	/* PUT_STRIDED: end of the remote span */
+			};
 			u64 roff;	/* PUT/GET: offset in the target's region */
 		};
 		struct fw_barrier_body bar;	/* FW_PKT_BARRIER* */

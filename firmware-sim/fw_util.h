@@ -44,6 +44,17 @@ static inline u64 fw_add_sat(u64 a, u64 b)
 	return a + b < a ? FW_U64_MAX : a + b;
 }
 
+/* *@r = a + b or a * b; true if that overflowed (the compilers' checked arithmetic). */
+static inline bool fw_add_overflow(u64 a, u64 b, u64 *r)
+{
+	return __builtin_add_overflow(a, b, r);
+}
+
+static inline bool fw_mul_overflow(u64 a, u64 b, u64 *r)
+{
+	return __builtin_mul_overflow(a, b, r);
+}
+
 /* Sequence numbers wrap at 2^32: compare them as serial numbers. */
 static inline bool fw_seq_before(u32 a, u32 b)
 {

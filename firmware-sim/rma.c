@@ -11,6 +11,17 @@
  */
 #include "card.h"
 
+/*
+ * Whether the local region @mr holds [0, @span) with the rights a command
+ * needs: to be read from for a put (@put), written to for a get.
+ */
+int fw_rma_local_check(struct fw_card *card, struct fw_port *port, u32 mr, u64 span, bool put)
+{
+	if (put)
+		return fwos_mem_read(card->host, port->id, mr, 0, span, NULL, 0);
+	return fwos_mem_write(card->host, port->id, mr, NICOFF_ACCESS_LOCAL_WRITE, span, NULL, 0);
+}
+
 /* PUT or GET: the engine table gives it no other opcode. */
 int fw_rma_cmd(struct fw_card *card, struct fw_port *port, const struct nicoff_cmd *cmd)
 {
@@ -29,11 +40,7 @@ int fw_rma_cmd(struct fw_card *card, struct fw_port *port, const struct nicoff_c
 	fw_cursor_init(&cur, d->off, d->len);
 	if (!fw_cursor_span(&cur, &span) || d->remote_off + d->len < d->remote_off)
 		return -ERANGE;
-	if (kind == FW_OP_PUT)
-		ret = fwos_mem_read(card->host, port->id, d->mr, 0, span, NULL, 0);
-	else
-		ret = fwos_mem_write(card->host, port->id, d->mr, NICOFF_ACCESS_LOCAL_WRITE, span,
-				     NULL, 0);
+	ret = fw_rma_local_check(card, port, d->mr, span, kind == FW_OP_PUT);
 	if (ret)
 		return ret;
 	op = fw_op_start(card, port, d->dst_card, kind, cmd->tag);
@@ -62,29 +69,31 @@ static void fw_rma_count(struct fw_card *card, struct fw_port *port, u32 src_car
 	port->last_remote.opcode = opcode;
 }
 
-static void fw_rma_refuse(struct fw_card *card, struct fw_peer *peer, struct fw_port *port,
-			  const struct fw_pkt_hdr *h, s32 err, u32 opcode)
+void fw_rma_refuse(struct fw_card *card, struct fw_peer *peer, struct fw_port *port,
+		   const struct fw_pkt_hdr *h, s32 err, u32 opcode)
 {
 	fw_rma_count(card, port, peer->node, h->src_port, err, opcode);
 	fw_reply_err(card, peer, h, err);
 }
 
 /*
- * Write @len bytes of @data at message bytes [@pos, @pos + @len) of @cur
- * in region @key, piece by piece: the caller checked the range.
+ * Move message bytes [@pos, @pos + @len) of @cur between @buf and region
+ * @key, piece by piece as the cursor's layout has them: into the region
+ * with @to_region, out of it otherwise.  The caller checked the range.
  */
-static int fw_rma_place(struct fw_card *card, u32 port, u32 key, u32 flags,
-			const struct fw_cursor *cur, u64 pos, const u8 *data, u32 len)
+static int fw_rma_pieces(struct fw_card *card, u32 port, u32 key, u32 flags,
+			 const struct fw_cursor *cur, u64 pos, u8 *buf, u32 len, bool to_region)
 {
 	while (len) {
 		u64 at;
 		u32 n = (u32)fw_cursor_piece(cur, pos, len, &at);
-		int ret = fwos_mem_write(card->host, port, key, flags, at, data, n);
+		int ret = to_region ? fwos_mem_write(card->host, port, key, flags, at, buf, n) :
+				      fwos_mem_read(card->host, port, key, flags, at, buf, n);
 
 		if (ret)
 			return ret;
 		pos += n;
-		data += n;
+		buf += n;
 		len -= n;
 	}
 	return 0;
@@ -96,11 +105,11 @@ static int fw_rma_build_data(struct fw_card *card, struct fw_peer *peer, struct 
 {
 	struct fw_xfer_op *x = fw_xfer_op(op);
 	bool put = op->kind == FW_OP_PUT;
-	u64 at;
-	u32 frag = (u32)fw_cursor_next(&x->cur, card->cfg.mtu, &at);
+	/* Message bytes are what the packet carries: pieces of a strided answer fill it. */
+	u32 frag = (u32)fw_min_u64(card->cfg.mtu, x->cur.len - x->cur.pos);
 	struct fw_pkt *pkt = fw_pkt_new(card, peer, fw_op_info_of(op->kind)->pkt_type, op->lport,
 					op->dst_port, frag);
-	int ret = 0;
+	int ret;
 
 	if (!pkt)
 		return FW_BUILD_NOMEM;
@@ -110,13 +119,13 @@ static int fw_rma_build_data(struct fw_card *card, struct fw_peer *peer, struct 
 	if (put) {
 		pkt->hdr.rkey = x->rkey;
 		pkt->hdr.roff = x->roff;
-		if (frag)
-			ret = fwos_mem_read(card->host, op->lport, x->key, 0, at, pkt->payload,
-					    frag);
-	} else if (frag) {
-		ret = fwos_mem_read(card->host, op->lport, x->rkey,
-				    FWOS_MEM_REMOTE | NICOFF_ACCESS_REMOTE_READ, at, pkt->payload,
-				    frag);
+		ret = fw_rma_pieces(card, op->lport, x->key, 0, &x->cur, x->cur.pos, pkt->payload,
+				    frag, false);
+	} else {
+		const u32 flags = FWOS_MEM_REMOTE | NICOFF_ACCESS_REMOTE_READ;
+
+		ret = fw_rma_pieces(card, op->lport, x->rkey, flags, &x->cur, x->cur.pos,
+				    pkt->payload, frag, false);
 	}
 	if (ret) {
 		fwos_pkt_free(card->host, pkt);
@@ -176,11 +185,44 @@ int fw_rma_rx_put(struct fw_card *card, struct fw_peer *peer, struct fw_pkt *pkt
 	else if (!h->offset)	/* all or nothing, as far as checks go */
 		err = fwos_mem_write(card->host, port->id, h->rkey, flags, span, NULL, 0);
 	if (!err)
-		err = fw_rma_place(card, port->id, h->rkey, flags, &cur, h->offset, pkt->payload,
-				   h->len);
+		err = fw_rma_pieces(card, port->id, h->rkey, flags, &cur, h->offset, pkt->payload,
+				    h->len, true);
 	if (err)
 		fw_rma_refuse(card, peer, port, h, err, NICOFF_OP_PUT);
 	return FW_RX_DONE;
+}
+
+/*
+ * The answer of kind @kind to the request @h of @opcode (GET or its
+ * strided kin), which passed its caller's checks if !@err, for [0, @span)
+ * of the region its rkey names: refused with an error reply, or made for
+ * the caller to give its cursor and queue.  NULL with the receive verdict
+ * in *@verdict when there is none.
+ */
+struct fw_op *fw_rma_answer(struct fw_card *card, struct fw_peer *peer, struct fw_port *port,
+			    const struct fw_pkt_hdr *h, int err, u64 span, u8 kind, u32 opcode,
+			    int *verdict)
+{
+	struct fw_op *op;
+
+	if (!err)
+		err = fwos_mem_read(card->host, port->id, h->rkey,
+				    FWOS_MEM_REMOTE | NICOFF_ACCESS_REMOTE_READ, span, NULL, 0);
+	*verdict = FW_RX_DONE;
+	if (err) {
+		fw_rma_refuse(card, peer, port, h, err, opcode);
+		return NULL;
+	}
+	op = fw_op_new(card, peer, port, kind, 0);
+	if (!op) {
+		*verdict = FW_RX_RNR;
+		return NULL;
+	}
+	op->done = true;	/* nothing to complete here */
+	op->dst_port = h->src_port;
+	op->msg_id = h->msg_id;
+	fw_xfer_op(op)->rkey = h->rkey;
+	return op;
 }
 
 int fw_rma_rx_get_req(struct fw_card *card, struct fw_peer *peer, struct fw_pkt *pkt)
@@ -188,10 +230,9 @@ int fw_rma_rx_get_req(struct fw_card *card, struct fw_peer *peer, struct fw_pkt 
 	const struct fw_pkt_hdr *h = &pkt->hdr;
 	struct fw_port *port = fw_port_find(card, h->dst_port);
 	struct fw_cursor cur;
-	struct fw_xfer_op *x;
 	struct fw_op *op;
-	u64 span;
-	int err;
+	int err = 0, verdict;
+	u64 span = 0;
 
 	fw_cursor_init(&cur, h->roff, h->total);
 	if (!port)
@@ -200,22 +241,10 @@ int fw_rma_rx_get_req(struct fw_card *card, struct fw_peer *peer, struct fw_pkt 
 		err = -EMSGSIZE;
 	else if (!fw_cursor_span(&cur, &span))
 		err = -ERANGE;
-	else
-		err = fwos_mem_read(card->host, port->id, h->rkey,
-				    FWOS_MEM_REMOTE | NICOFF_ACCESS_REMOTE_READ, span, NULL, 0);
-	if (err) {
-		fw_rma_refuse(card, peer, port, h, err, NICOFF_OP_GET);
-		return FW_RX_DONE;
-	}
-	op = fw_op_new(card, peer, port, FW_OP_GETRESP, 0);
+	op = fw_rma_answer(card, peer, port, h, err, span, FW_OP_GETRESP, NICOFF_OP_GET, &verdict);
 	if (!op)
-		return FW_RX_RNR;
-	x = fw_xfer_op(op);
-	op->done = true;	/* nothing to complete here */
-	op->dst_port = h->src_port;
-	x->rkey = h->rkey;
-	x->cur = cur;
-	op->msg_id = h->msg_id;
+		return verdict;
+	fw_xfer_op(op)->cur = cur;
 	fw_tx_enqueue(peer, op);
 	return FW_RX_DONE;
 }
@@ -227,7 +256,7 @@ static struct fw_op *fw_rma_find_get(struct fw_peer *peer, u64 msg_id)
 	for (n = peer->pending.next; n != &peer->pending; n = n->next) {
 		struct fw_op *op = fw_list_entry(n, struct fw_op, q_node);
 
-		if (op->kind == FW_OP_GET && op->msg_id == msg_id)
+		if (fw_op_is(op, FW_OPF_REQUEST) && op->msg_id == msg_id)
 			return op;
 	}
 	return NULL;
@@ -244,8 +273,8 @@ int fw_rma_rx_get_resp(struct fw_card *card, struct fw_peer *peer, struct fw_pkt
 	if (!op || h->total != len || h->offset != x->rcvd || h->len > len - x->rcvd)
 		return FW_RX_DONE;
 	if (!x->err)
-		x->err = fw_rma_place(card, op->lport, x->key, NICOFF_ACCESS_LOCAL_WRITE, &x->cur,
-				      h->offset, pkt->payload, h->len);
+		x->err = fw_rma_pieces(card, op->lport, x->key, NICOFF_ACCESS_LOCAL_WRITE,
+				       &x->cur, h->offset, pkt->payload, h->len, true);
 	x->rcvd += h->len;
 	if (x->rcvd == len)
 		fw_op_finish(card, op, x->err, x->err ? 0 : len);

@@ -364,7 +364,7 @@ void fw_tx_flush(struct fw_card *card, struct fw_peer *peer)
 		}
 		if (op->all_sent) {
 			fw_op_unqueue(op);
-			if (op->kind == FW_OP_GET)
+			if (fw_op_is(op, FW_OPF_REQUEST))
 				fw_peer_pending_add(card, peer, op);
 		}
 		/*
@@ -402,7 +402,7 @@ static void fw_pending_settle(struct fw_card *card, struct fw_peer *peer)
 		struct fw_op *op = fw_list_entry(n, struct fw_op, q_node);
 
 		next = n->next;
-		if (op->kind != FW_OP_GET && fw_op_settled(peer, op))
+		if (!fw_op_is(op, FW_OPF_REQUEST) && fw_op_settled(peer, op))
 			fw_op_finish(card, op, 0, fw_xfer_op(op)->cur.len);
 	}
 }
@@ -418,7 +418,7 @@ static void fw_op_acked(struct fw_card *card, struct fw_peer *peer, struct fw_op
 	op->acked = true;
 	op->need_epoch = h->epoch;
 	op->need_err = h->err_count;
-	if (!op->done && (op->kind == FW_OP_SEND || op->kind == FW_OP_PUT)) {
+	if (!op->done && fw_op_is(op, FW_OPF_ACKED)) {
 		if (fw_op_settled(peer, op))
 			fw_op_finish(card, op, 0, fw_xfer_op(op)->cur.len);
 		else
@@ -542,7 +542,7 @@ int fw_stream_rx_err(struct fw_card *card, struct fw_peer *peer, struct fw_pkt *
 	for (n = peer->ops.next; n != &peer->ops; n = n->next) {
 		struct fw_op *op = fw_list_entry(n, struct fw_op, peer_node);
 
-		if (op->msg_id == h->msg_id && op->kind <= FW_OP_GET && !op->done) {
+		if (op->msg_id == h->msg_id && fw_op_is(op, FW_OPF_COMMAND) && !op->done) {
 			fw_op_finish(card, op, h->err < 0 ? h->err : -EIO, 0);
 			break;
 		}

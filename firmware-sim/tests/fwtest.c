@@ -100,6 +100,18 @@ bool t_check(const void *buf, size_t len, u32 seed)
 	return true;
 }
 
+struct sim *t_sim_pair(const struct fw_fault_cfg *faults)
+{
+	struct sim_cfg cfg;
+
+	sim_cfg_default(&cfg, 2);
+	cfg.fw.mtu = 1000;
+	cfg.fw.window = 32;
+	if (faults)
+		cfg.faults = *faults;
+	return sim_create(&cfg);
+}
+
 u32 t_port_mr(struct sim *s, u32 node, u32 port, void *buf, u64 len, u32 access, u32 *rkey)
 {
 	u32 handle = 0, key = 0;
@@ -137,6 +149,20 @@ void t_seeds(void (*run)(u64 seed), u64 first, u64 last)
 
 	for (seed = first; seed <= last; seed++)
 		run(seed);
+}
+
+const struct fw_fault_cfg t_lossy = { .drop_ppm = 100000, .dup_ppm = 50000,
+				      .corrupt_ppm = 10000, .reorder_ppm = 50000,
+				      .delay_ns = 10000 };
+
+void t_expect_lossy(struct sim *s, u64 remote_errors)
+{
+	struct fw_stats sum;
+
+	t_stats_sum(s, &sum);
+	assert_true(sum.retransmits > 0 && sum.crc_errors > 0);
+	assert_int_equal(sum.remote_errors, remote_errors);
+	assert_int_equal(sum.conn_failures, 0);
 }
 
 void t_stats_sum(struct sim *s, struct fw_stats *sum)

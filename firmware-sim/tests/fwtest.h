@@ -46,6 +46,9 @@ void t_post(struct sim *s, u32 node, u32 port, struct nicoff_cmd c);
 void t_fill(void *buf, size_t len, u32 seed);
 bool t_check(const void *buf, size_t len, u32 seed);
 
+/* Two cards with a small MTU (1000) and window (32), so that transfers take many packets. */
+struct sim *t_sim_pair(const struct fw_fault_cfg *faults);
+
 /* Attach @port on @node and register @buf on it; returns the handle. */
 u32 t_port_mr(struct sim *s, u32 node, u32 port, void *buf, u64 len, u32 access, u32 *rkey);
 
@@ -60,6 +63,14 @@ void t_seeds(void (*run)(u64 seed), u64 first, u64 last);
 
 /* Sum of every card's counters. */
 void t_stats_sum(struct sim *s, struct fw_stats *sum);
+
+/* A fabric that drops 10%, duplicates and reorders 5%, corrupts 1% of the packets. */
+extern const struct fw_fault_cfg t_lossy;
+/*
+ * After a run on t_lossy: packets were resent and corrupted ones caught,
+ * no connection failed, and the targets refused exactly @remote_errors.
+ */
+void t_expect_lossy(struct sim *s, u64 remote_errors);
 
 /* Let the fabric go quiet, then destroy it and demand no leak. */
 void t_finish(struct sim *s);

@@ -138,6 +138,46 @@ struct nicoff_op_rdma {
 };
 
 /*
+ * NICOFF_OP_PUT_STRIDED / NICOFF_OP_GET_STRIDED: a non-contiguous put or
+ * get in ARMCI's terms, walked by the card (the NIC-based method).  The
+ * shape is a struct nicoff_strided_desc the card reads from local region
+ * @desc_mr at @desc_off when it takes the command (copied: the process may
+ * reuse the memory at once): @levels (0 to NICOFF_STRIDED_MAX_LEVELS)
+ * levels of blocks, count[0] contiguous bytes at the bottom.  The local
+ * side starts at @off of region @mr, the remote side at @remote_off of the
+ * peer's region @rkey; each has its own strides, the counts are shared.
+ * Rights as for PUT and GET; every byte of both sides is checked to be
+ * inside its region before the first one moves.  Completes with the bytes
+ * moved: the product of the counts.
+ */
+struct nicoff_op_strided {
+	__u32 dst_card;
+	__u32 dst_port;
+	__u32 rkey;
+	__u32 mr;
+	__u64 remote_off;
+	__u64 off;
+	__u32 desc_mr;
+	__u32 levels;
+	__u64 desc_off;
+};
+
+#define NICOFF_STRIDED_MAX_LEVELS	8
+
+/*
+ * The shape of a strided transfer, in registered memory.  Level 0 is
+ * count[0] contiguous bytes; level i (1 <= i <= levels) is count[i] level
+ * i - 1 blocks, *_stride[i - 1] bytes apart.  Bytes move in that order,
+ * the lowest level fastest.  Counts and strides above levels are ignored;
+ * a zero count moves nothing.
+ */
+struct nicoff_strided_desc {
+	__u64 count[NICOFF_STRIDED_MAX_LEVELS + 1];
+	__u64 local_stride[NICOFF_STRIDED_MAX_LEVELS];
+	__u64 remote_stride[NICOFF_STRIDED_MAX_LEVELS];
+};
+
+/*
  * NICOFF_OP_FETCH_ADD / FETCH_WRITE / COMPARE_SWAP: executed by the target
  * card on the naturally aligned @width-byte word (4 or 8) at @remote_off of
  * the peer's region @rkey, which needs REMOTE_ATOMIC.  FETCH_ADD adds
@@ -225,6 +265,7 @@ struct nicoff_cmd {
 		struct nicoff_op_atomic atomic;
 		struct nicoff_op_group group;
 		struct nicoff_op_ping ping;
+		struct nicoff_op_strided strided;
 		__u64 raw[6];
 	};
 };
