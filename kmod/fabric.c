@@ -23,7 +23,7 @@ void nicoff_rxq_init(struct nicoff_rxq *q)
 {
 	spin_lock_init(&q->lock);
 	INIT_LIST_HEAD(&q->pkts);
-	q->head_due = U64_MAX;
+	WRITE_ONCE(q->head_due, U64_MAX);
 }
 
 void nicoff_rxq_purge(struct nicoff_rxq *q)
@@ -34,7 +34,7 @@ void nicoff_rxq_purge(struct nicoff_rxq *q)
 		list_del(&kp->node);
 		kfree(kp);
 	}
-	q->head_due = U64_MAX;
+	WRITE_ONCE(q->head_due, U64_MAX);
 }
 
 static struct nicoff_kpkt *nicoff_kpkt(struct fw_pkt *pkt)
@@ -76,7 +76,8 @@ static void nicoff_rxq_insert(struct nicoff_rxq *q, struct nicoff_kpkt *kp)
 	}
 	list_add(&kp->node, &q->pkts);
 out:
-	q->head_due = list_first_entry(&q->pkts, struct nicoff_kpkt, node)->due_ns;
+	/* Read without the lock by the owning engine (nicoff_fabric_deliver()). */
+	WRITE_ONCE(q->head_due, list_first_entry(&q->pkts, struct nicoff_kpkt, node)->due_ns);
 }
 
 /* The switch hands over a packet for @dst: queue it, wake the card's engine. */
@@ -202,8 +203,8 @@ unsigned int nicoff_fabric_deliver(struct nicoff_card *card, u64 now)
 			break;
 		list_move_tail(&kp->node, &due);
 	}
-	q->head_due = list_empty(&q->pkts) ? U64_MAX :
-		list_first_entry(&q->pkts, struct nicoff_kpkt, node)->due_ns;
+	WRITE_ONCE(q->head_due, list_empty(&q->pkts) ? U64_MAX :
+		   list_first_entry(&q->pkts, struct nicoff_kpkt, node)->due_ns);
 	spin_unlock(&q->lock);
 
 	while (!list_empty(&due)) {
