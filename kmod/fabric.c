@@ -146,7 +146,16 @@ void nicoff_fault_config(struct nicoff_card *card, struct fw_fault_cfg *cfg)
 		nicoff_fault_global(cfg);
 }
 
-void nicoff_fault_global(struct fw_fault_cfg *cfg)
+/*
+ * The global fault settings are six tunables that netlink sets together:
+ * a card must never send with some of an update and not the rest (drop
+ * rates of the new one, delay of the old).  Writers (netlink, the
+ * parameters' setter) take the seqlock, which also orders them; readers,
+ * card threads on every packet sent, retry a copy made during a write.
+ */
+static DEFINE_SEQLOCK(nicoff_fault_lock);
+
+static void nicoff_fault_read(struct fw_fault_cfg *cfg)
 {
 	cfg->drop_ppm = READ_ONCE(nicoff_fault_drop_ppm);
 	cfg->dup_ppm = READ_ONCE(nicoff_fault_dup_ppm);
@@ -156,15 +165,43 @@ void nicoff_fault_global(struct fw_fault_cfg *cfg)
 	cfg->delay_ns = READ_ONCE(nicoff_fault_delay_usecs) * NSEC_PER_USEC;
 }
 
-/* Values were range-checked by the netlink policy. */
-void nicoff_fault_set_global(const struct fw_fault_cfg *cfg)
+void nicoff_fault_global(struct fw_fault_cfg *cfg)
 {
-	WRITE_ONCE(nicoff_fault_drop_ppm, cfg->drop_ppm);
-	WRITE_ONCE(nicoff_fault_dup_ppm, cfg->dup_ppm);
-	WRITE_ONCE(nicoff_fault_corrupt_ppm, cfg->corrupt_ppm);
-	WRITE_ONCE(nicoff_fault_reorder_ppm, cfg->reorder_ppm);
-	WRITE_ONCE(nicoff_fault_delay_ppm, cfg->delay_ppm);
-	WRITE_ONCE(nicoff_fault_delay_usecs, cfg->delay_ns / NSEC_PER_USEC);
+	unsigned int seq;
+
+	do {
+		seq = read_seqbegin(&nicoff_fault_lock);
+		nicoff_fault_read(cfg);
+	} while (read_seqretry(&nicoff_fault_lock, seq));
+}
+
+/*
+ * Change the global settings as @update says, in one step: @update gets
+ * the current ones and changes what it sets (values were range-checked by
+ * the netlink policy).
+ */
+void nicoff_fault_update_global(void (*update)(struct fw_fault_cfg *cfg, void *arg), void *arg)
+{
+	struct fw_fault_cfg cfg;
+
+	write_seqlock(&nicoff_fault_lock);
+	nicoff_fault_read(&cfg);
+	update(&cfg, arg);
+	WRITE_ONCE(nicoff_fault_drop_ppm, cfg.drop_ppm);
+	WRITE_ONCE(nicoff_fault_dup_ppm, cfg.dup_ppm);
+	WRITE_ONCE(nicoff_fault_corrupt_ppm, cfg.corrupt_ppm);
+	WRITE_ONCE(nicoff_fault_reorder_ppm, cfg.reorder_ppm);
+	WRITE_ONCE(nicoff_fault_delay_ppm, cfg.delay_ppm);
+	WRITE_ONCE(nicoff_fault_delay_usecs, cfg.delay_ns / NSEC_PER_USEC);
+	write_sequnlock(&nicoff_fault_lock);
+}
+
+/* One of the tunables, from its module parameter (range-checked by the setter). */
+void nicoff_fault_set_param(unsigned int *param, unsigned int value)
+{
+	write_seqlock(&nicoff_fault_lock);
+	WRITE_ONCE(*param, value);
+	write_sequnlock(&nicoff_fault_lock);
 }
 
 /*
