@@ -23,6 +23,8 @@ static void nicoff_fw_config(struct fw_config *cfg, u32 node)
 	fw_config_default(cfg, node, nicoff_num_cards);
 	cfg->mtu = nicoff_mtu;
 	cfg->rto_ns = (u64)nicoff_rto_usecs * NSEC_PER_USEC;
+	/* The adaptive timeout's ceiling is never under its floor (the firmware refuses that). */
+	cfg->rto_max_ns = max(cfg->rto_max_ns, cfg->rto_ns);
 	cfg->max_retries = nicoff_max_retries;
 	cfg->atomic_table = nicoff_atomic_table;
 	cfg->barrier_alg = READ_ONCE(nicoff_barrier_alg);
@@ -56,7 +58,28 @@ int nicoff_cards_set_config(enum fw_config_key key, u64 value)
 	return ret;
 }
 
-static void nicoff_cards_free(void);
+/* Free a card set up by nicoff_cards_create(), wholly or in part. */
+static void nicoff_card_free(struct nicoff_card *card)
+{
+	fw_card_destroy(card->fw);
+	nicoff_rxq_purge(&card->rxq);
+	kfree(card->port_tab);
+	mutex_destroy(&card->lock);
+}
+
+/*
+ * Free the first @n cards, the ones nicoff_cards_create() set up (the
+ * others are only zeroed: their lists and lock were never initialised).
+ * The engines are stopped: nothing sends or delivers any more.
+ */
+static void nicoff_cards_free(unsigned int n)
+{
+	while (n--)
+		nicoff_card_free(&nicoff_cards[n]);
+	kfree(nicoff_cards);
+	nicoff_cards = NULL;
+	nicoff_num_cards = 0;
+}
 
 static int nicoff_cards_create(void)
 {
@@ -70,6 +93,7 @@ static int nicoff_cards_create(void)
 	for (i = 0; i < nicoff_num_cards; i++) {
 		struct nicoff_card *card = &nicoff_cards[i];
 
+		/* What cannot fail first: a card that fails is freed like the others. */
 		card->id = i;
 		mutex_init(&card->lock);
 		INIT_LIST_HEAD(&card->ports);
@@ -87,7 +111,7 @@ static int nicoff_cards_create(void)
 	}
 	return 0;
 fail:
-	nicoff_cards_free();
+	nicoff_cards_free(i + 1);
 	return -ENOMEM;
 }
 
@@ -101,28 +125,9 @@ int nicoff_cards_init(void)
 	return ret;
 }
 
-static void nicoff_cards_free(void)
-{
-	unsigned int i;
-
-	/* The engines are stopped: nothing sends or delivers any more. */
-	for (i = 0; i < nicoff_num_cards; i++) {
-		struct nicoff_card *card = &nicoff_cards[i];
-
-		if (card->fw)
-			fw_card_destroy(card->fw);
-		nicoff_rxq_purge(&card->rxq);
-		kfree(card->port_tab);
-		mutex_destroy(&card->lock);
-	}
-	kfree(nicoff_cards);
-	nicoff_cards = NULL;
-	nicoff_num_cards = 0;
-}
-
 void nicoff_cards_exit(void)
 {
 	kernel_param_lock(THIS_MODULE);
-	nicoff_cards_free();
+	nicoff_cards_free(nicoff_num_cards);
 	kernel_param_unlock(THIS_MODULE);
 }

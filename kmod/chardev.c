@@ -137,7 +137,7 @@ static long nicoff_ioctl(struct file *file, unsigned int cmd, unsigned long uarg
 		return 0;
 	case NICOFF_IOC_REG_MR: {
 		struct nicoff_reg_mr req;
-		int ret;
+		struct nicoff_mr *mr;
 
 		if (!port)
 			return -ENOTCONN;
@@ -146,14 +146,15 @@ static long nicoff_ioctl(struct file *file, unsigned int cmd, unsigned long uarg
 			return -EIO;
 		if (copy_from_user(&req, arg, sizeof(req)))
 			return -EFAULT;
-		ret = nicoff_mr_register(port, &req);
-		if (ret)
-			return ret;
+		mr = nicoff_mr_register(port, &req);
+		if (IS_ERR(mr))
+			return PTR_ERR(mr);
+		/* Nobody sees the region before its owner can know it. */
 		if (copy_to_user(arg, &req, sizeof(req))) {
-			/* Not another region another thread got this handle for since. */
-			nicoff_mr_deregister(port, req.handle, req.rkey);
+			nicoff_mr_abort(port, mr);
 			return -EFAULT;
 		}
+		nicoff_mr_publish(port, mr);
 		return 0;
 	}
 	case NICOFF_IOC_DEREG_MR: {
@@ -167,7 +168,7 @@ static long nicoff_ioctl(struct file *file, unsigned int cmd, unsigned long uarg
 			return -EINVAL;
 		if (current->mm != port->mm)
 			return -EPERM;
-		return nicoff_mr_deregister(port, req.handle, 0);
+		return nicoff_mr_deregister(port, req.handle);
 	}
 	case NICOFF_IOC_PORT_STATS: {
 		struct nicoff_port_stats st = {};

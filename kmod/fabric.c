@@ -23,7 +23,7 @@ void nicoff_rxq_init(struct nicoff_rxq *q)
 {
 	spin_lock_init(&q->lock);
 	INIT_LIST_HEAD(&q->pkts);
-	q->head_due = U64_MAX;
+	WRITE_ONCE(q->head_due, U64_MAX);
 }
 
 void nicoff_rxq_purge(struct nicoff_rxq *q)
@@ -34,7 +34,7 @@ void nicoff_rxq_purge(struct nicoff_rxq *q)
 		list_del(&kp->node);
 		kfree(kp);
 	}
-	q->head_due = U64_MAX;
+	WRITE_ONCE(q->head_due, U64_MAX);
 }
 
 static struct nicoff_kpkt *nicoff_kpkt(struct fw_pkt *pkt)
@@ -76,7 +76,8 @@ static void nicoff_rxq_insert(struct nicoff_rxq *q, struct nicoff_kpkt *kp)
 	}
 	list_add(&kp->node, &q->pkts);
 out:
-	q->head_due = list_first_entry(&q->pkts, struct nicoff_kpkt, node)->due_ns;
+	/* Read without the lock by the owning engine (nicoff_fabric_deliver()). */
+	WRITE_ONCE(q->head_due, list_first_entry(&q->pkts, struct nicoff_kpkt, node)->due_ns);
 }
 
 /* The switch hands over a packet for @dst: queue it, wake the card's engine. */
@@ -145,7 +146,16 @@ void nicoff_fault_config(struct nicoff_card *card, struct fw_fault_cfg *cfg)
 		nicoff_fault_global(cfg);
 }
 
-void nicoff_fault_global(struct fw_fault_cfg *cfg)
+/*
+ * The global fault settings are six tunables that netlink sets together:
+ * a card must never send with some of an update and not the rest (drop
+ * rates of the new one, delay of the old).  Writers (netlink, the
+ * parameters' setter) take the seqlock, which also orders them; readers,
+ * card threads on every packet sent, retry a copy made during a write.
+ */
+static DEFINE_SEQLOCK(nicoff_fault_lock);
+
+static void nicoff_fault_read(struct fw_fault_cfg *cfg)
 {
 	cfg->drop_ppm = READ_ONCE(nicoff_fault_drop_ppm);
 	cfg->dup_ppm = READ_ONCE(nicoff_fault_dup_ppm);
@@ -155,15 +165,43 @@ void nicoff_fault_global(struct fw_fault_cfg *cfg)
 	cfg->delay_ns = READ_ONCE(nicoff_fault_delay_usecs) * NSEC_PER_USEC;
 }
 
-/* Values were range-checked by the netlink policy. */
-void nicoff_fault_set_global(const struct fw_fault_cfg *cfg)
+void nicoff_fault_global(struct fw_fault_cfg *cfg)
 {
-	WRITE_ONCE(nicoff_fault_drop_ppm, cfg->drop_ppm);
-	WRITE_ONCE(nicoff_fault_dup_ppm, cfg->dup_ppm);
-	WRITE_ONCE(nicoff_fault_corrupt_ppm, cfg->corrupt_ppm);
-	WRITE_ONCE(nicoff_fault_reorder_ppm, cfg->reorder_ppm);
-	WRITE_ONCE(nicoff_fault_delay_ppm, cfg->delay_ppm);
-	WRITE_ONCE(nicoff_fault_delay_usecs, cfg->delay_ns / NSEC_PER_USEC);
+	unsigned int seq;
+
+	do {
+		seq = read_seqbegin(&nicoff_fault_lock);
+		nicoff_fault_read(cfg);
+	} while (read_seqretry(&nicoff_fault_lock, seq));
+}
+
+/*
+ * Change the global settings as @update says, in one step: @update gets
+ * the current ones and changes what it sets (values were range-checked by
+ * the netlink policy).
+ */
+void nicoff_fault_update_global(void (*update)(struct fw_fault_cfg *cfg, void *arg), void *arg)
+{
+	struct fw_fault_cfg cfg;
+
+	write_seqlock(&nicoff_fault_lock);
+	nicoff_fault_read(&cfg);
+	update(&cfg, arg);
+	WRITE_ONCE(nicoff_fault_drop_ppm, cfg.drop_ppm);
+	WRITE_ONCE(nicoff_fault_dup_ppm, cfg.dup_ppm);
+	WRITE_ONCE(nicoff_fault_corrupt_ppm, cfg.corrupt_ppm);
+	WRITE_ONCE(nicoff_fault_reorder_ppm, cfg.reorder_ppm);
+	WRITE_ONCE(nicoff_fault_delay_ppm, cfg.delay_ppm);
+	WRITE_ONCE(nicoff_fault_delay_usecs, cfg.delay_ns / NSEC_PER_USEC);
+	write_sequnlock(&nicoff_fault_lock);
+}
+
+/* One of the tunables, from its module parameter (range-checked by the setter). */
+void nicoff_fault_set_param(unsigned int *param, unsigned int value)
+{
+	write_seqlock(&nicoff_fault_lock);
+	WRITE_ONCE(*param, value);
+	write_sequnlock(&nicoff_fault_lock);
 }
 
 /*
@@ -202,8 +240,8 @@ unsigned int nicoff_fabric_deliver(struct nicoff_card *card, u64 now)
 			break;
 		list_move_tail(&kp->node, &due);
 	}
-	q->head_due = list_empty(&q->pkts) ? U64_MAX :
-		list_first_entry(&q->pkts, struct nicoff_kpkt, node)->due_ns;
+	WRITE_ONCE(q->head_due, list_empty(&q->pkts) ? U64_MAX :
+		   list_first_entry(&q->pkts, struct nicoff_kpkt, node)->due_ns);
 	spin_unlock(&q->lock);
 
 	while (!list_empty(&due)) {

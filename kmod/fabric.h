@@ -45,6 +45,7 @@ u64 nicoff_fabric_next_due(struct nicoff_card *card);
 
 void nicoff_fault_config(struct nicoff_card *card, struct fw_fault_cfg *cfg);
 void nicoff_fault_global(struct fw_fault_cfg *cfg);
-void nicoff_fault_set_global(const struct fw_fault_cfg *cfg);
+void nicoff_fault_update_global(void (*update)(struct fw_fault_cfg *cfg, void *arg), void *arg);
+void nicoff_fault_set_param(unsigned int *param, unsigned int value);
 
 #endif

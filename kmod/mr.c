@@ -113,7 +113,16 @@ unpin:
 	return ret;
 }
 
-int nicoff_mr_register(struct nicoff_port *port, struct nicoff_reg_mr *req)
+/*
+ * Pin and check a region, and reserve its handle, for nicoff_mr_publish()
+ * or nicoff_mr_abort() to finish.  Until then nobody else can see it: a
+ * DEREG_MR of its handle, from another thread, finds nothing (a reserved
+ * slot reads as empty), and neither does the card.  So a region whose
+ * REG_MR fails late (the answer cannot be copied out) is never seen, and
+ * undoing it can never reach another region, whatever was deregistered
+ * and registered meanwhile with the same handle and rkey.
+ */
+struct nicoff_mr *nicoff_mr_register(struct nicoff_port *port, struct nicoff_reg_mr *req)
 {
 	struct nicoff_mr *mr;
 	u64 end;
@@ -121,18 +130,18 @@ int nicoff_mr_register(struct nicoff_port *port, struct nicoff_reg_mr *req)
 	int ret;
 
 	if (req->reserved0 || req->reserved[0] || req->reserved[1] || req->handle || req->rkey)
-		return -EINVAL;
+		return ERR_PTR(-EINVAL);
 	if (!req->length || (req->access & ~NICOFF_ACCESS_ALL))
-		return -EINVAL;
+		return ERR_PTR(-EINVAL);
 	if (check_add_overflow(req->addr, req->length, &end) || end > TASK_SIZE)
-		return -EFAULT;
+		return ERR_PTR(-EFAULT);
 	if (current->mm != port->mm)
-		return -EPERM;
+		return ERR_PTR(-EPERM);
 
 	/* The bookkeeping is the caller's too: charged to its memory cgroup. */
 	mr = kzalloc(sizeof(*mr), GFP_KERNEL_ACCOUNT);
 	if (!mr)
-		return -ENOMEM;
+		return ERR_PTR(-ENOMEM);
 	mr->addr = req->addr;
 	mr->length = req->length;
 	mr->access = req->access;
@@ -143,7 +152,7 @@ int nicoff_mr_register(struct nicoff_port *port, struct nicoff_reg_mr *req)
 	/* More than RAM can never be pinned: refuse before sizing anything by it. */
 	if (mr->npages > totalram_pages()) {
 		kfree(mr);
-		return -ENOMEM;
+		return ERR_PTR(-ENOMEM);
 	}
 	if (atomic_inc_return(&port->nr_mrs) > nicoff_max_mrs) {
 		ret = -ENOSPC;
@@ -163,12 +172,7 @@ int nicoff_mr_register(struct nicoff_port *port, struct nicoff_reg_mr *req)
 		goto out_pages;
 	atomic64_add(mr->npages, &nicoff_pinned_pages);
 
-	/*
-	 * Reserve the handle, complete the region, and only then store it: a
-	 * DEREG_MR of a guessed handle from another thread, or the card, must
-	 * never reach a region whose handle and rkey are still being written
-	 * (a reserved slot reads as empty, and deregistration never erases it).
-	 */
+	/* Reserved, not stored: see above. */
 	ret = xa_alloc(&port->mrs, &id, NULL, XA_LIMIT(1, NICOFF_MR_HANDLE_MAX),
 		       GFP_KERNEL_ACCOUNT);
 	if (ret) {
@@ -179,14 +183,12 @@ int nicoff_mr_register(struct nicoff_port *port, struct nicoff_reg_mr *req)
 	mr->rkey = (get_random_u32() << NICOFF_MR_HANDLE_BITS) | id;
 	req->handle = mr->handle;
 	req->rkey = mr->rkey;
-	/* The reserved slot has its node already: storing allocates nothing. */
-	xa_store(&port->mrs, id, mr, GFP_KERNEL);
-	return 0;
+	return mr;
 
 out_pinned:
 	nicoff_mr_free(mr);
 	atomic_dec(&port->nr_mrs);
-	return ret;
+	return ERR_PTR(ret);
 out_pages:
 	kvfree(mr->pages);
 out_charge:
@@ -194,25 +196,38 @@ out_charge:
 out_count:
 	atomic_dec(&port->nr_mrs);
 	kfree(mr);
-	return ret;
+	return ERR_PTR(ret);
+}
+
+/* The registration is answered: make the region usable. */
+void nicoff_mr_publish(struct nicoff_port *port, struct nicoff_mr *mr)
+{
+	/* The reserved slot has its node already: storing allocates nothing. */
+	xa_store(&port->mrs, mr->handle, mr, GFP_KERNEL);
+}
+
+/* The registration failed after nicoff_mr_register(): undo it. */
+void nicoff_mr_abort(struct nicoff_port *port, struct nicoff_mr *mr)
+{
+	xa_release(&port->mrs, mr->handle);
+	nicoff_mr_free(mr);
+	atomic_dec(&port->nr_mrs);
 }
 
 /*
- * Remove region @handle, if its rkey is @rkey (any rkey when 0).  Only a
- * region that was stored is erased: a slot reserved by a REG_MR still
- * under way reads as empty here and stays reserved for it.
+ * Remove region @handle.  Only a region that was published is erased: a
+ * slot reserved by a REG_MR still under way reads as empty here and stays
+ * reserved for it.
  */
-int nicoff_mr_deregister(struct nicoff_port *port, u32 handle, u32 rkey)
+int nicoff_mr_deregister(struct nicoff_port *port, u32 handle)
 {
 	struct nicoff_mr *mr;
 
 	/* The engine uses a region only while it holds the card lock. */
 	mutex_lock(&port->card->lock);
 	mr = xa_load(&port->mrs, handle);
-	if (mr && (!rkey || mr->rkey == rkey))
+	if (mr)
 		xa_erase(&port->mrs, handle);
-	else
-		mr = NULL;
 	mutex_unlock(&port->card->lock);
 	if (!mr)
 		return -ENOENT;

@@ -29,8 +29,10 @@ struct nicoff_mr {
 extern atomic64_t nicoff_pinned_pages;
 
 struct nicoff_reg_mr;
-int nicoff_mr_register(struct nicoff_port *port, struct nicoff_reg_mr *req);
-int nicoff_mr_deregister(struct nicoff_port *port, u32 handle, u32 rkey);
+struct nicoff_mr *nicoff_mr_register(struct nicoff_port *port, struct nicoff_reg_mr *req);
+void nicoff_mr_publish(struct nicoff_port *port, struct nicoff_mr *mr);
+void nicoff_mr_abort(struct nicoff_port *port, struct nicoff_mr *mr);
+int nicoff_mr_deregister(struct nicoff_port *port, u32 handle);
 void nicoff_mr_release_all(struct nicoff_port *port);
 
 struct nicoff_mr *nicoff_mr_lookup(struct nicoff_port *port, u32 handle);

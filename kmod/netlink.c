@@ -232,8 +232,10 @@ nospace:
 }
 
 /* Attributes left out keep their current value. */
-static void nicoff_faults_update(struct fw_fault_cfg *cfg, struct nlattr **tb)
+static void nicoff_faults_update(struct fw_fault_cfg *cfg, void *arg)
 {
+	struct nlattr **tb = arg;
+
 	if (tb[NICOFF_NL_FAULT_DROP_PPM])
 		cfg->drop_ppm = nla_get_u32(tb[NICOFF_NL_FAULT_DROP_PPM]);
 	if (tb[NICOFF_NL_FAULT_DUP_PPM])
@@ -269,9 +271,7 @@ static int nicoff_nl_set_faults(struct sk_buff *skb, struct genl_info *info)
 			NL_SET_ERR_MSG(info->extack, "global flag needs a card");
 			return -EINVAL;
 		}
-		nicoff_fault_global(&cfg);
-		nicoff_faults_update(&cfg, tb);
-		nicoff_fault_set_global(&cfg);
+		nicoff_fault_update_global(nicoff_faults_update, tb);
 		return 0;
 	}
 	card = nicoff_nl_card(info);

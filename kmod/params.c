@@ -14,6 +14,7 @@
 
 #include "params.h"
 #include "card.h"
+#include "fabric.h"
 
 /*
  * One row of the table of load-time parameters: the variable nicoff_@name
@@ -57,6 +58,8 @@ struct nicoff_tunable {
 
 /* The key of a tunable only the module reads. */
 #define NICOFF_MODULE_ONLY	FW_CFG_NUM_KEYS
+/* The key of a global fault setting: changed under the faults' seqlock (fabric.c). */
+#define NICOFF_FAULT_SETTING	(FW_CFG_NUM_KEYS + 1)
 
 static int nicoff_tunable_set(const char *val, const struct kernel_param *kp)
 {
@@ -69,6 +72,10 @@ static int nicoff_tunable_set(const char *val, const struct kernel_param *kp)
 		return ret;
 	if (v < t->min || v > t->max)
 		return -EINVAL;
+	if (t->key == NICOFF_FAULT_SETTING) {
+		nicoff_fault_set_param(t->val, v);
+		return 0;
+	}
 	WRITE_ONCE(*t->val, v);
 	return t->key == NICOFF_MODULE_ONLY ? 0 : nicoff_cards_set_config(t->key, v);
 }
@@ -200,7 +207,7 @@ NICOFF_TUNABLE(link_mbps, 0, 0, 1000000, NICOFF_MODULE_ONLY,
 
 /* The fault injector's rates: a share of the packets, in parts per million. */
 #define NICOFF_FAULT_PPM(name, what)						\
-	NICOFF_TUNABLE(name, 0, 0, 1000000, NICOFF_MODULE_ONLY, what ", per million (default 0)")
+	NICOFF_TUNABLE(name, 0, 0, 1000000, NICOFF_FAULT_SETTING, what ", per million (default 0)")
 
 NICOFF_FAULT_PPM(fault_drop_ppm, "Packets dropped");
 NICOFF_FAULT_PPM(fault_dup_ppm, "Packets duplicated");
@@ -208,7 +215,7 @@ NICOFF_FAULT_PPM(fault_corrupt_ppm, "Packets with one bit flipped");
 NICOFF_FAULT_PPM(fault_reorder_ppm, "Packets held back behind later ones");
 NICOFF_FAULT_PPM(fault_delay_ppm, "Packets delayed by fault_delay_usecs");
 
-NICOFF_TUNABLE(fault_delay_usecs, 100, 0, NICOFF_MAX_FAULT_DELAY_USECS, NICOFF_MODULE_ONLY,
+NICOFF_TUNABLE(fault_delay_usecs, 100, 0, NICOFF_MAX_FAULT_DELAY_USECS, NICOFF_FAULT_SETTING,
 	       "Delay of delayed and reordered packets (0-4000000 us, default 100)");
 
 unsigned long long nicoff_fault_seed = 1;

@@ -807,4 +807,49 @@ TEST_F_TIMEOUT(card, reg_dereg_race, 120)
 	munmap(r.buf, PAGE);
 }
 
+/*
+ * A REG_MR whose answer cannot be written (EFAULT) racing DEREG_MR of the
+ * handles it takes, from another thread.  The caller never learns of that
+ * region, so nobody may: no DEREG_MR ever finds it (had one, the failed
+ * call's undoing could remove another region registered meanwhile with
+ * the same handle), and nothing stays pinned.
+ */
+TEST_F_TIMEOUT(card, reg_mr_unwritable_answer_race, 120)
+{
+	struct race r = { .fd = self->fd };
+	struct nicoff_reg_mr req = {};
+	unsigned long efault = 0, other = 0;
+	pthread_t th;
+	uint64_t end;
+	void *ro;
+	int ret;
+
+	r.buf = mmap(NULL, PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, r.buf);
+	memset(r.buf, 1, PAGE);
+	req.addr = (uintptr_t)r.buf;
+	req.length = PAGE;
+	ro = readonly_copy(&req, sizeof(req));
+	ASSERT_NE(NULL, ro);
+	ASSERT_EQ(0, nt_port_open_fd(self->fd, NICOFF_PORT_ANY, 8, 8, NULL));
+	ASSERT_EQ(0, pthread_create(&th, NULL, race_dereg, &r));
+	end = nt_now_ns() + 3000000000ull;
+	while (nt_now_ns() < end) {
+		ret = nt_ioctl(self->fd, NICOFF_IOC_REG_MR, ro);
+		if (ret == -EFAULT)
+			efault++;
+		else
+			other++;
+	}
+	r.stop = 1;
+	pthread_join(th, NULL);
+	TH_LOG("%lu failed registrations, %lu deregistrations", efault, r.deregs);
+	EXPECT_EQ(0, other);
+	EXPECT_LT(100, efault);
+	EXPECT_EQ(0, r.deregs);
+	EXPECT_EQ(self->pinned0, nt_wait_pinned(self->pinned0, 5000));
+	munmap(ro, PAGE);
+	munmap(r.buf, PAGE);
+}
+
 TEST_HARNESS_MAIN

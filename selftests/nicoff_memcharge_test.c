@@ -8,17 +8,21 @@
  * packaged udev rule gives them to the group nicoff (root:65534, 0660).
  * It opens every port of every card, with the largest rings its memlock
  * leaves room for; registers regions until its pin budget runs out;
- * creates groups until refused; and has one port of each card send
- * unexpected messages to every port of the next card: first what the
- * documented budgets should accept, then one more to every port, which
- * must be refused (receiver not ready).  Ports that accept it anyway are
- * filled (an unfixed module) until the growth passes the bound.
+ * creates groups of one member until its port may have no more; has one
+ * port of each card send unexpected messages to every port of the next
+ * card: first what the documented budgets should accept, then one more to
+ * every port, which must be refused (receiver not ready).  Ports that
+ * accept it anyway are filled (an unfixed module) until the growth passes
+ * the bound.  Last it fills every card's group budget (card_group_members)
+ * with groups of the largest size allowed, left being created (the other
+ * members never come), when a group holds the most.
  *
- * The parent measures MemAvailable (and Slab, SUnreclaim, VmallocUsed for
+ * The parent measures MemAvailable, Slab (and SUnreclaim, VmallocUsed for
  * the record) and the cgroup's kernel memory before and while all of it
- * is held: the growth stays under the bound computed from the tunables,
- * and the cgroup pays for the rings and the buffered messages.  Once the
- * child is gone the memory comes back and nothing stays pinned.
+ * is held: the growth of MemAvailable, and that of Slab, stay under the
+ * bound computed from the tunables, and the cgroup pays for the rings and
+ * the buffered messages.  Once the child is gone the memory comes back
+ * and nothing stays pinned.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -46,6 +50,10 @@
 #define MAX_CARDS	64
 #define MAX_PORTS	(64 * 64)
 #define MAX_GROUPS	1000		/* more than the firmware's per-port limit */
+#define PORT_GROUPS	64		/* the firmware's live groups per port */
+#define BIG_GROUP_ID	1000		/* above the one-member groups' ids */
+/* Long enough for a group never completed to outlive the measuring. */
+#define CREATE_MS	600000
 #define CG_ROOT		"/sys/fs/cgroup"
 #define CG_DIR		CG_ROOT "/nicoff-memcharge"
 #define TMO_MS		20000
@@ -54,15 +62,19 @@
 /* Module defaults, for a module that lacks the tunables (an unfixed one). */
 #define DEF_UNEXP	(4 * MIB)
 #define DEF_CARD_UNEXP	(16 * MIB)
+#define DEF_GROUP_SIZE	4096
+#define DEF_CARD_MEMBERS	16384
 /*
  * Documentation/limits.md: per port besides its rings; per region besides
- * 16 bytes per page; per group of S members 3 KiB + 64 S; memory per byte
- * charged to unexpected messages 1.3 (13 / 10).
+ * 16 bytes per page; per group of S members 3 KiB + 64 S, and 80 S more
+ * while it is created; memory per byte charged to unexpected messages 1.3
+ * (13 / 10).
  */
 #define DOC_PORT	(2 * KIB)
 #define DOC_REGION	256
 #define DOC_PAGE	16
 #define DOC_GROUP(s)	(3 * KIB + 64ull * (s))
+#define DOC_GROUP_CREATING(s)	(DOC_GROUP(s) + 80ull * (s))
 /* Measurement noise allowed around the bound and when memory comes back. */
 #define SLACK		(16 * MIB)
 
@@ -70,6 +82,8 @@
 struct orders {
 	uint32_t nics, ports, max_ring;
 	uint64_t unexp, card_unexp;
+	uint32_t group_size;		/* the largest group allowed */
+	uint64_t card_members;		/* card_group_members */
 	uint64_t budget_us;		/* how long a refused message is retried */
 	long long avail0_kb;		/* MemAvailable before */
 	long long limit_kb;		/* growth past which the child stops filling */
@@ -85,6 +99,10 @@ struct report {
 	int region_last;		/* REG_MR's result that stopped it */
 	uint32_t groups, group_ports;
 	int group_last;
+	uint32_t big_groups;		/* of group_size members, being created */
+	uint32_t big_full;		/* cards that refused one more (ENOSPC) */
+	uint32_t big_other;		/* other refusals */
+	int big_other_status;
 	uint64_t msg;			/* message size */
 	uint32_t fill_ok, fill_err;
 	int fill_err_status;
@@ -190,6 +208,7 @@ struct child {
 	uint32_t *nports;		/* per card */
 	struct nt_port **snd;		/* each card's first port: its sender */
 	uint32_t *smr;			/* sender's region */
+	uint32_t *tmr;			/* [card * ports + i]: member table's region, or 0 */
 	unsigned char *sbuf;
 	unsigned char *page;
 	uint64_t ring_used;		/* pages charged for rings */
@@ -306,6 +325,53 @@ static int child_reopen(struct child *c)
 	return 0;
 }
 
+/* Groups a port can have being created: its live groups, its completion ring. */
+static uint32_t big_room(const struct nt_port *p)
+{
+	/* A completion slot each, and two for the NOP and a refusal behind them. */
+	uint32_t cq = p->cq_entries > 2 ? p->cq_entries - 2 : 0;
+
+	return cq < PORT_GROUPS ? cq : PORT_GROUPS;
+}
+
+/*
+ * The member table of the large groups, every (card, port) with port
+ * major (a port is member po.port * nics + card), registered on enough
+ * ports of each card besides its sender to fill the card's budget.
+ */
+static int child_tables(struct child *c)
+{
+	uint64_t len = ((uint64_t)c->o.group_size * sizeof(struct nicoff_member) + PAGE - 1) /
+		       PAGE * PAGE;
+	uint64_t need = c->o.card_members / c->o.group_size + 1;
+	struct nicoff_member *t;
+	uint32_t card, i;
+
+	t = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE,
+		 -1, 0);
+	NT_CK(t != MAP_FAILED);
+	for (i = 0; i < c->o.group_size; i++) {
+		t[i].card = i % c->o.nics;
+		t[i].port = i / c->o.nics;
+	}
+	for (card = 0; card < c->o.nics; card++) {
+		uint64_t room = 0;
+
+		for (i = 1; i < c->nports[card] && room < need; i++) {
+			struct nt_port *p = &c->p[card * c->o.ports + i];
+
+			if (!big_room(p) || p->po.port * c->o.nics + card >= c->o.group_size)
+				continue;
+			NT_CK(nt_reg_mr(p->fd, t, len, 0, &c->tmr[card * c->o.ports + i]) == 0);
+			c->r.regions++;
+			c->r.region_pages += len / PAGE;
+			room += big_room(p);
+		}
+		NT_CK(room >= need);
+	}
+	return 0;
+}
+
 /* The senders' regions, then one-page regions until the pin budget is gone. */
 static int child_regions(struct child *c)
 {
@@ -321,6 +387,7 @@ static int child_regions(struct child *c)
 		c->r.regions++;
 		c->r.region_pages += c->r.msg / PAGE;
 	}
+	NT_CK(child_tables(c) == 0);
 	while (c->r.regions < 1000000) {
 		uint32_t n = c->nports[k % c->o.nics];
 		struct nt_port *p = &c->p[(k % c->o.nics) * c->o.ports + (k / c->o.nics) % n];
@@ -466,6 +533,57 @@ static int child_probe(struct child *c, struct nt_port **snd, struct nicoff_cmd 
 	return 0;
 }
 
+/*
+ * Fill each card's group budget with groups of the largest size, on the
+ * ports child_tables() chose: each stays being created (no other member
+ * creates it), until the card refuses one (ENOSPC).  A NOP behind each
+ * tells when the card has taken it.
+ */
+static int child_big_groups(struct child *c)
+{
+	uint32_t card, i, k, id = BIG_GROUP_ID;
+
+	for (card = 0; card < c->o.nics; card++) {
+		int last = 0;
+
+		for (i = 1; i < c->nports[card] && !last; i++) {
+			struct nt_port *p = &c->p[card * c->o.ports + i];
+			uint32_t mr = c->tmr[card * c->o.ports + i];
+
+			for (k = 0; mr && k < big_room(p) && !last; k++) {
+				uint64_t deadline = nt_now_ns() + TMO_MS * 1000000ull;
+				struct nicoff_cmd cmd[2];
+				struct nicoff_cqe q;
+				bool nop = false;
+
+				nicoff_prep_group_create(&cmd[0], ++id, p->po.port * c->o.nics + card,
+							 c->o.group_size, mr, 0,
+							 NICOFF_BARRIER_DEFAULT, 0, 1);
+				nicoff_prep_nop(&cmd[1], 2);
+				NT_CK(nt_submit(p, cmd, 2) == 0);
+				while (!nop && nt_now_ns() < deadline) {
+					if (nt_wait_cqes(p, &q, 1, 1000) != 1)
+						continue;
+					if (q.tag == 2)
+						nop = true;
+					else
+						last = q.status ? q.status : -EPROTO;
+				}
+				NT_CK(nop);
+				if (!last)
+					c->r.big_groups++;
+			}
+		}
+		if (last == -ENOSPC) {
+			c->r.big_full++;
+		} else {
+			c->r.big_other++;
+			c->r.big_other_status = last;
+		}
+	}
+	return 0;
+}
+
 static int child_main(int rd, int wr)
 {
 	struct rlimit nofile, ml = { .rlim_cur = MEMLOCK, .rlim_max = MEMLOCK };
@@ -498,12 +616,13 @@ static int child_main(int rd, int wr)
 	c.p = calloc((size_t)c.o.nics * c.o.ports, sizeof(*c.p));
 	c.nports = calloc(c.o.nics, sizeof(*c.nports));
 	c.smr = calloc(c.o.nics, sizeof(*c.smr));
+	c.tmr = calloc((size_t)c.o.nics * c.o.ports, sizeof(*c.tmr));
 	c.snd = calloc(c.o.nics, sizeof(*c.snd));
 	c.sbuf = mmap(NULL, c.r.msg * c.o.nics, PROT_READ | PROT_WRITE,
 		      MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
 	c.page = mmap(NULL, PAGE, PROT_READ | PROT_WRITE,
 		      MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-	NT_CK(c.p && c.nports && c.smr && c.snd && c.sbuf != MAP_FAILED && c.page != MAP_FAILED);
+	NT_CK(c.p && c.nports && c.smr && c.tmr && c.snd && c.sbuf != MAP_FAILED && c.page != MAP_FAILED);
 	per = c.o.ports + 1;
 	for (card = 0; card < c.o.nics; card++) {
 		cmds[card] = calloc(per * 8 > 4096 ? per * 8 : 4096, sizeof(**cmds));
@@ -526,6 +645,7 @@ static int child_main(int rd, int wr)
 	NT_CK(child_groups(&c) == 0);
 	NT_CK(child_fill(&c, snd, cmds, n, st) == 0);
 	NT_CK(child_probe(&c, snd, cmds, n, st) == 0);
+	NT_CK(child_big_groups(&c) == 0);
 
 	/* Full: report, let the parent measure, then exit (closing everything). */
 	NT_CK(write(wr, &c.r, sizeof(c.r)) == sizeof(c.r));
@@ -545,6 +665,7 @@ FIXTURE(memcharge) {
 	struct orders o;
 	bool cg;
 	long long pinned0;
+	unsigned long create_ms;	/* group_create_ms to put back */
 	struct node_mode nodes[MAX_CARDS];
 };
 
@@ -571,6 +692,13 @@ FIXTURE_SETUP(memcharge)
 	self->o.max_ring = self->q.max_ring_entries;
 	self->o.unexp = param_or("unexpected_bytes", DEF_UNEXP);
 	self->o.card_unexp = param_or("card_unexpected_bytes", DEF_CARD_UNEXP);
+	self->o.group_size = param_or("max_group_size", DEF_GROUP_SIZE);
+	if (self->o.group_size > self->o.nics * self->o.ports)
+		self->o.group_size = self->o.nics * self->o.ports;
+	self->o.card_members = param_or("card_group_members", DEF_CARD_MEMBERS);
+	/* The large groups are never completed: they must outlast the test. */
+	ASSERT_EQ(0, nt_param_get("group_create_ms", &self->create_ms));
+	ASSERT_EQ(0, nt_param_set("group_create_ms", CREATE_MS));
 	ASSERT_EQ(0, nt_param_get("rto_usecs", &rto));
 	ASSERT_EQ(0, nt_param_get("max_retries", &retries));
 	for (v = rto, i = 0; i <= retries; i++) {
@@ -598,6 +726,8 @@ FIXTURE_TEARDOWN(memcharge)
 {
 	uint32_t i;
 
+	if (self->create_ms)
+		EXPECT_EQ(0, nt_param_set("group_create_ms", self->create_ms));
 	for (i = 0; i < MAX_CARDS; i++) {
 		char path[64];
 
@@ -614,8 +744,9 @@ FIXTURE_TEARDOWN(memcharge)
 /*
  * The bound of Documentation/limits.md for what the child did: ports and
  * their rings (all of a user's rings within RLIMIT_MEMLOCK), regions
- * (pages within RLIMIT_MEMLOCK), its groups, and 1.3 times the smaller of
- * the card's budget and the sum of its ports' on every card.
+ * (pages within RLIMIT_MEMLOCK), its groups (the large ones being
+ * created), and 1.3 times the smaller of the card's budget and the sum of
+ * its ports' on every card.
  */
 static uint64_t doc_bound(const struct orders *o, const struct report *r)
 {
@@ -624,7 +755,9 @@ static uint64_t doc_bound(const struct orders *o, const struct report *r)
 
 	return (uint64_t)r->ports * DOC_PORT + MEMLOCK +
 	       (uint64_t)r->regions * DOC_REGION + (uint64_t)r->region_pages * DOC_PAGE +
-	       (uint64_t)r->groups * DOC_GROUP(1) + o->nics * card * 13 / 10;
+	       (uint64_t)r->groups * DOC_GROUP(1) +
+	       (uint64_t)r->big_groups * DOC_GROUP_CREATING(o->group_size) +
+	       o->nics * card * 13 / 10;
 }
 
 TEST_F_TIMEOUT(memcharge, unprivileged_user_fills_everything, 300)
@@ -632,8 +765,8 @@ TEST_F_TIMEOUT(memcharge, unprivileged_user_fills_everything, 300)
 	int to_child[2], to_parent[2], status;
 	struct mem m0, m1, m2;
 	struct report r;
-	uint64_t bound, expect_ok, expect_ports, t0 = nt_now_ns();
-	long long grow_kb, back_kb;
+	uint64_t bound, slab_bound, expect_ok, expect_ports, expect_big, t0 = nt_now_ns();
+	long long grow_kb, slab_kb, back_kb;
 	pid_t pid;
 	char ch;
 
@@ -659,7 +792,8 @@ TEST_F_TIMEOUT(memcharge, unprivileged_user_fills_everything, 300)
 	r.ports = self->o.nics * self->o.ports;
 	r.regions = MEMLOCK / PAGE;
 	r.region_pages = MEMLOCK / PAGE;
-	r.groups = self->o.nics * 64;
+	r.groups = self->o.nics * PORT_GROUPS;
+	r.big_groups = self->o.nics * (self->o.card_members / self->o.group_size);
 	self->o.limit_kb = (doc_bound(&self->o, &r) + SLACK) / KIB;
 	ASSERT_EQ(sizeof(self->o), write(to_child[1], &self->o, sizeof(self->o)));
 	ASSERT_EQ(sizeof(r), read(to_parent[0], &r, sizeof(r)));
@@ -668,19 +802,27 @@ TEST_F_TIMEOUT(memcharge, unprivileged_user_fills_everything, 300)
 	mem_read(&m1, true);
 	bound = doc_bound(&self->o, &r);
 	grow_kb = m0.avail - m1.avail;
+	/* The rings are vmalloc()ed: the rest of the bound is what the slab may take. */
+	slab_bound = bound - (uint64_t)r.ring_pages * PAGE;
+	slab_kb = m1.slab - m0.slab;
 	TH_LOG("%u ports (%u with %u-entry rings), %u ring pages; PORT_OPEN past memlock: %d, smallest: %d",
 	       r.ports, r.big_ports, self->o.max_ring, r.ring_pages, r.reopen_big,
 	       r.reopen_small);
 	TH_LOG("%u regions (%u pages), then %d; %u groups on %u ports, then %d",
 	       r.regions, r.region_pages, r.region_last, r.groups, r.group_ports, r.group_last);
+	TH_LOG("%u groups of %u members being created, %u cards then full, %u other (%d)",
+	       r.big_groups, self->o.group_size, r.big_full, r.big_other, r.big_other_status);
 	TH_LOG("%u messages of %llu KiB buffered (%u failed, %d); one more byte to each port: %u taken, %u refused, %u other (%d); %u sent past the bound",
 	       r.fill_ok, (unsigned long long)r.msg / KIB, r.fill_err, r.fill_err_status,
 	       r.probe_ok, r.probe_refused, r.probe_other, r.probe_other_status, r.topped_up);
 	TH_LOG("MemAvailable %lld -> %lld kB: grew %lld kB; bound %llu kB (+ %llu slack); data %llu kB",
 	       m0.avail, m1.avail, grow_kb, (unsigned long long)bound / KIB,
 	       (unsigned long long)SLACK / KIB, (unsigned long long)r.data / KIB);
-	TH_LOG("Slab %lld -> %lld kB, SUnreclaim %lld -> %lld kB, VmallocUsed %lld -> %lld kB",
-	       m0.slab, m1.slab, m0.sunreclaim, m1.sunreclaim, m0.vmalloc, m1.vmalloc);
+	TH_LOG("Slab %lld -> %lld kB: grew %lld kB; bound %llu kB (+ %llu slack)",
+	       m0.slab, m1.slab, slab_kb, (unsigned long long)slab_bound / KIB,
+	       (unsigned long long)SLACK / KIB);
+	TH_LOG("SUnreclaim %lld -> %lld kB, VmallocUsed %lld -> %lld kB",
+	       m0.sunreclaim, m1.sunreclaim, m0.vmalloc, m1.vmalloc);
 	TH_LOG("cgroup kernel memory %lld -> %lld kB", m0.cg_kernel / 1024, m1.cg_kernel / 1024);
 
 	/* Every port, within memlock; then memlock refuses a large ring. */
@@ -695,6 +837,13 @@ TEST_F_TIMEOUT(memcharge, unprivileged_user_fills_everything, 300)
 	EXPECT_EQ(-ENOMEM, r.region_last);
 	EXPECT_EQ(MEMLOCK / PAGE, r.region_pages);
 	EXPECT_EQ(-ENOSPC, r.group_last);
+	/* Every card's group budget is full of the largest groups, then refuses. */
+	ASSERT_EQ(0, r.groups % self->o.nics);
+	expect_big = self->o.nics * ((self->o.card_members - r.groups / self->o.nics) /
+				     self->o.group_size);
+	EXPECT_EQ(expect_big, r.big_groups);
+	EXPECT_EQ(self->o.nics, r.big_full);
+	EXPECT_EQ(0, r.big_other);
 	/* What the budgets allow is buffered; nothing more is, anywhere. */
 	expect_ok = (self->o.card_unexp < (uint64_t)self->o.ports * self->o.unexp ?
 		     self->o.card_unexp / r.msg :
@@ -708,6 +857,7 @@ TEST_F_TIMEOUT(memcharge, unprivileged_user_fills_everything, 300)
 	/* The machine's kernel memory grew by the data at least, and stays under the bound. */
 	EXPECT_LE(r.data / KIB * 8 / 10, grow_kb);
 	EXPECT_GE((long long)((bound + SLACK) / KIB), grow_kb);
+	EXPECT_GE((long long)((slab_bound + SLACK) / KIB), slab_kb);
 	/* The user's cgroup pays for it: rings and buffered messages at least. */
 	if (self->cg && m0.cg_kernel >= 0) {
 		EXPECT_LE((long long)(r.data + (uint64_t)r.ring_pages * PAGE) * 9 / 10,
