@@ -108,41 +108,6 @@ static int clear_faults(void)
 	return ret;
 }
 
-/* ------------------------------------------------------------- regions -- */
-
-struct region {
-	unsigned char *buf;
-	size_t len;
-	uint32_t handle;
-	uint32_t rkey;
-};
-
-/* Map len bytes (filled with fill), register them with access; 0 or -errno. */
-static int region_new(struct nt_port *p, struct region *r, size_t len, uint32_t access, int fill)
-{
-	struct nicoff_reg_mr mr;
-	void *m;
-	int ret;
-
-	memset(r, 0, sizeof(*r));
-	m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (m == MAP_FAILED)
-		return -errno;
-	r->buf = m;
-	r->len = len;
-	memset(r->buf, fill, len);
-	memset(&mr, 0, sizeof(mr));
-	mr.addr = (uintptr_t)r->buf;
-	mr.length = len;
-	mr.access = access;
-	ret = nt_ioctl(p->fd, NICOFF_IOC_REG_MR, &mr);
-	if (ret)
-		return ret;
-	r->handle = mr.handle;
-	r->rkey = mr.rkey;
-	return 0;
-}
-
 /* -1 if buf[0, len) holds the pattern of seed, else the first bad offset. */
 static long diff_pattern(const void *buf, size_t len, uint64_t seed)
 {
@@ -485,13 +450,13 @@ static int child_sizes(struct chan *ch, void *arg)
 	struct nicoff_cqe cqe[NSIZES];
 	struct hello me = { .card = CARD_B }, pa;
 	struct nt_port p;
-	struct region r;
+	struct nt_region r;
 	unsigned int seen = 0;
 	int i;
 
 	CK(from_parent(ch, &pa, sizeof(pa), TMO) == 0);
 	CKEQ(0, nt_port_open(&p, CARD_B, NICOFF_PORT_ANY, 64, 64));
-	CKEQ(0, region_new(&p, &r, s->total, NICOFF_ACCESS_LOCAL_WRITE, GUARD));
+	CKEQ(0, nt_region_new(&p, &r, s->total, NICOFF_ACCESS_LOCAL_WRITE, GUARD));
 	/* Receives posted ahead, one per size, matched by exact tag. */
 	for (i = 0; i < NSIZES; i++) {
 		struct nicoff_cmd c = NT_CMD(recv, r.handle, s->off[i], s->size[i], CARD_A, pa.port,
@@ -545,7 +510,7 @@ static void sizes_test(struct __test_metadata *_metadata, FIXTURE_DATA(p2p) *sel
 	const struct sizes *s = &self->sz;
 	struct hello me = { .card = CARD_A }, ch_info;
 	struct nicoff_cqe cqe[NSIZES];
-	struct region src, dst;
+	struct nt_region src, dst;
 	unsigned int seen = 0;
 	struct nt_port p;
 	struct chan ch;
@@ -553,8 +518,8 @@ static void sizes_test(struct __test_metadata *_metadata, FIXTURE_DATA(p2p) *sel
 
 	ASSERT_LT(0, spawn(&ch, child_sizes, self));
 	ASSERT_EQ(0, nt_port_open(&p, CARD_A, NICOFF_PORT_ANY, 64, 64));
-	ASSERT_EQ(0, region_new(&p, &src, s->total, 0, 0));
-	ASSERT_EQ(0, region_new(&p, &dst, s->total, NICOFF_ACCESS_LOCAL_WRITE, GUARD));
+	ASSERT_EQ(0, nt_region_new(&p, &src, s->total, 0, 0));
+	ASSERT_EQ(0, nt_region_new(&p, &dst, s->total, NICOFF_ACCESS_LOCAL_WRITE, GUARD));
 	for (i = 0; i < NSIZES; i++)
 		nt_fill_pattern(src.buf + s->off[i], s->size[i], 1000 + i);
 	me.port = p.po.port;
@@ -636,15 +601,15 @@ static int child_put_get(struct chan *ch, void *arg)
 	FIXTURE_DATA(p2p) *self = arg;
 	struct sizes s;
 	struct hello me = { .card = CARD_B };
-	struct region t, src;
+	struct nt_region t, src;
 	struct nt_port p;
 	int i;
 
 	sizes_init(&s, self->mtu, PG_LEAD);
 	CKEQ(0, nt_port_open(&p, CARD_B, NICOFF_PORT_ANY, 16, 16));
-	CKEQ(0, region_new(&p, &t, s.total,
+	CKEQ(0, nt_region_new(&p, &t, s.total,
 			   NICOFF_ACCESS_REMOTE_READ | NICOFF_ACCESS_REMOTE_WRITE, GUARD));
-	CKEQ(0, region_new(&p, &src, 4 << 20, NICOFF_ACCESS_REMOTE_READ, 0));
+	CKEQ(0, nt_region_new(&p, &src, 4 << 20, NICOFF_ACCESS_REMOTE_READ, 0));
 	nt_fill_pattern(src.buf, src.len, PG_SRC_SEED);
 	me.port = p.po.port;
 	me.rkey[0] = t.rkey;
@@ -671,7 +636,7 @@ static void put_get_test(struct __test_metadata *_metadata, FIXTURE_DATA(p2p) *s
 	struct nt_card_stats before[2], during[2];
 	struct sizes s;
 	struct hello ci;
-	struct region src, dst, big;
+	struct nt_region src, dst, big;
 	struct nicoff_cqe cqe[NSIZES];
 	unsigned char *want;
 	struct nt_port p;
@@ -681,9 +646,9 @@ static void put_get_test(struct __test_metadata *_metadata, FIXTURE_DATA(p2p) *s
 	sizes_init(&s, self->mtu, PG_LEAD);
 	ASSERT_LT(0, spawn(&ch, child_put_get, self));
 	ASSERT_EQ(0, nt_port_open(&p, CARD_A, NICOFF_PORT_ANY, 64, 64));
-	ASSERT_EQ(0, region_new(&p, &src, s.total, 0, 0));
-	ASSERT_EQ(0, region_new(&p, &dst, s.total, NICOFF_ACCESS_LOCAL_WRITE, GUARD));
-	ASSERT_EQ(0, region_new(&p, &big, 4 << 20, NICOFF_ACCESS_LOCAL_WRITE, GUARD));
+	ASSERT_EQ(0, nt_region_new(&p, &src, s.total, 0, 0));
+	ASSERT_EQ(0, nt_region_new(&p, &dst, s.total, NICOFF_ACCESS_LOCAL_WRITE, GUARD));
+	ASSERT_EQ(0, nt_region_new(&p, &big, 4 << 20, NICOFF_ACCESS_LOCAL_WRITE, GUARD));
 	for (i = 0; i < NSIZES; i++)
 		nt_fill_pattern(src.buf + s.off[i], s.size[i], 2000 + i);
 	ASSERT_EQ(0, from_child(&ch, &ci, sizeof(ci), TMO));
@@ -770,7 +735,7 @@ TEST_F_TIMEOUT(p2p, put_get_sizes_under_faults, 600)
 #define TM_LEN	64
 
 /* The child's receives: cmd tag -> what it must get (message id). */
-static int tm_check(struct nicoff_cqe *c, struct region *r, uint64_t want_tag, int want_id,
+static int tm_check(struct nicoff_cqe *c, struct nt_region *r, uint64_t want_tag, int want_id,
 		    uint64_t want_msg_tag, uint32_t want_port)
 {
 	uint64_t id;
@@ -794,7 +759,7 @@ static int child_tags(struct chan *ch, void *arg)
 	struct nicoff_cmd c[5];
 	struct nicoff_cqe q[4];
 	struct nt_port p;
-	struct region r;
+	struct nt_region r;
 	uint32_t P0, P1;
 
 	(void)arg;
@@ -802,7 +767,7 @@ static int child_tags(struct chan *ch, void *arg)
 	P0 = pa.port;
 	P1 = pa.port2;
 	CKEQ(0, nt_port_open(&p, CARD_B, NICOFF_PORT_ANY, 16, 16));
-	CKEQ(0, region_new(&p, &r, 16 * TM_SLOT, NICOFF_ACCESS_LOCAL_WRITE, GUARD));
+	CKEQ(0, nt_region_new(&p, &r, 16 * TM_SLOT, NICOFF_ACCESS_LOCAL_WRITE, GUARD));
 #define RSLOT(t) ((uint64_t)((t) - 1) * TM_SLOT)
 	/* Posting order matters: the first compatible receive wins. */
 	nicoff_prep_recv(&c[0], r.handle, RSLOT(1), TM_SLOT, NICOFF_ANY, NICOFF_ANY, 0x100, 0xf00,
@@ -866,14 +831,14 @@ TEST_F_TIMEOUT(p2p, tag_matching, 120)
 	struct hello me = { .card = CARD_A }, ci;
 	struct nt_card_stats s0, s1;
 	struct nt_port p[2];
-	struct region src[2];
+	struct nt_region src[2];
 	struct chan ch;
 	unsigned int i;
 
 	ASSERT_LT(0, spawn(&ch, child_tags, NULL));
 	for (i = 0; i < 2; i++) {
 		ASSERT_EQ(0, nt_port_open(&p[i], CARD_A, NICOFF_PORT_ANY, 16, 16));
-		ASSERT_EQ(0, region_new(&p[i], &src[i], 16 * TM_LEN, 0, 0));
+		ASSERT_EQ(0, nt_region_new(&p[i], &src[i], 16 * TM_LEN, 0, 0));
 	}
 	for (i = 0; i < sizeof(m) / sizeof(m[0]); i++) {
 		uint64_t id = m[i].id;
@@ -930,7 +895,7 @@ struct stream {
 	unsigned int nmsg, ahead, late_ms;
 	unsigned long mtu;
 	uint64_t my_seed, peer_seed;
-	struct region s, r;
+	struct nt_region s, r;
 	size_t slot;
 	char why[160];
 };
@@ -952,9 +917,9 @@ static int stream_setup(struct stream *st)
 	int ret;
 
 	st->slot = round_page(3 * st->mtu + 8 + 1);
-	ret = region_new(st->p, &st->s, st->slot * st->nmsg, 0, 0);
+	ret = nt_region_new(st->p, &st->s, st->slot * st->nmsg, 0, 0);
 	if (!ret)
-		ret = region_new(st->p, &st->r, st->slot * st->nmsg, NICOFF_ACCESS_LOCAL_WRITE,
+		ret = nt_region_new(st->p, &st->r, st->slot * st->nmsg, NICOFF_ACCESS_LOCAL_WRITE,
 				 GUARD);
 	for (k = 0; !ret && k < st->nmsg; k++)
 		sw_fill(st->s.buf + k * st->slot, sw_len(st->mtu, k), st->my_seed, k);
@@ -1343,12 +1308,12 @@ static int child_pf(struct chan *ch, void *arg)
 	struct hello me = { .card = CARD_B };
 	unsigned char *want;
 	struct nt_port p;
-	struct region t;
+	struct nt_region t;
 	int j;
 
 	(void)arg;
 	CKEQ(0, nt_port_open(&p, CARD_B, NICOFF_PORT_ANY, 16, 16));
-	CKEQ(0, region_new(&p, &t, PF_TLEN, NICOFF_ACCESS_REMOTE_READ | NICOFF_ACCESS_REMOTE_WRITE,
+	CKEQ(0, nt_region_new(&p, &t, PF_TLEN, NICOFF_ACCESS_REMOTE_READ | NICOFF_ACCESS_REMOTE_WRITE,
 			   GUARD));
 	me.port = p.po.port;
 	me.rkey[0] = t.rkey;
@@ -1371,7 +1336,7 @@ TEST_F_TIMEOUT(p2p, put_get_under_faults, 600)
 {
 	struct nt_card_stats before[2], during[2];
 	struct nicoff_cqe cqe[2 * PF_NCHUNK];
-	struct region src, dst;
+	struct nt_region src, dst;
 	struct nt_port p;
 	struct hello ci;
 	struct chan ch;
@@ -1380,8 +1345,8 @@ TEST_F_TIMEOUT(p2p, put_get_under_faults, 600)
 
 	ASSERT_LT(0, spawn(&ch, child_pf, NULL));
 	ASSERT_EQ(0, nt_port_open(&p, CARD_A, NICOFF_PORT_ANY, 64, 64));
-	ASSERT_EQ(0, region_new(&p, &src, PF_TLEN, 0, 0));
-	ASSERT_EQ(0, region_new(&p, &dst, PF_TLEN, NICOFF_ACCESS_LOCAL_WRITE, GUARD));
+	ASSERT_EQ(0, nt_region_new(&p, &src, PF_TLEN, 0, 0));
+	ASSERT_EQ(0, nt_region_new(&p, &dst, PF_TLEN, NICOFF_ACCESS_LOCAL_WRITE, GUARD));
 	ASSERT_EQ(0, from_child(&ch, &ci, sizeof(ci), TMO));
 
 	snap2(_metadata, self, before);
@@ -1469,7 +1434,7 @@ static void run_bad(struct __test_metadata *_metadata, struct nt_port *p,
 TEST_F_TIMEOUT(p2p, bad_input, 120)
 {
 	const uint32_t nc = self->q.num_cards;
-	struct region s, w, ro;
+	struct nt_region s, w, ro;
 	struct nt_port p, tmp;
 	struct nicoff_cqe cqe;
 	struct nicoff_cmd c;
@@ -1482,9 +1447,9 @@ TEST_F_TIMEOUT(p2p, bad_input, 120)
 	EXPECT_EQ(0, nt_param_set("fault_delay_usecs", self->delay_us0));
 
 	ASSERT_EQ(0, nt_port_open(&p, CARD_A, NICOFF_PORT_ANY, 16, 16));
-	ASSERT_EQ(0, region_new(&p, &s, L, 0, 0));
-	ASSERT_EQ(0, region_new(&p, &w, L, NICOFF_ACCESS_LOCAL_WRITE, GUARD));
-	ASSERT_EQ(0, region_new(&p, &ro, L, NICOFF_ACCESS_REMOTE_READ, GUARD));
+	ASSERT_EQ(0, nt_region_new(&p, &s, L, 0, 0));
+	ASSERT_EQ(0, nt_region_new(&p, &w, L, NICOFF_ACCESS_LOCAL_WRITE, GUARD));
+	ASSERT_EQ(0, nt_region_new(&p, &ro, L, NICOFF_ACCESS_REMOTE_READ, GUARD));
 	/* A port of card B that is certainly not open: we just closed it. */
 	closed = self->q.max_ports - 1;
 	ASSERT_EQ(0, nt_port_open(&tmp, CARD_B, closed, 2, 2));
@@ -1595,7 +1560,7 @@ TEST_F_TIMEOUT(p2p, bad_input, 120)
 static int child_remote(struct chan *ch, void *arg)
 {
 	struct hello me = { .card = CARD_B }, pa;
-	struct region rw, ro, wo, x;
+	struct nt_region rw, ro, wo, x;
 	struct nicoff_cqe q;
 	unsigned char *want;
 	uint64_t last = 0;
@@ -1604,11 +1569,11 @@ static int child_remote(struct chan *ch, void *arg)
 
 	(void)arg;
 	CKEQ(0, nt_port_open(&p, CARD_B, NICOFF_PORT_ANY, 16, 16));
-	CKEQ(0, region_new(&p, &rw, RA_LEN, NICOFF_ACCESS_REMOTE_READ | NICOFF_ACCESS_REMOTE_WRITE,
+	CKEQ(0, nt_region_new(&p, &rw, RA_LEN, NICOFF_ACCESS_REMOTE_READ | NICOFF_ACCESS_REMOTE_WRITE,
 			   0));
-	CKEQ(0, region_new(&p, &ro, RA_LEN, NICOFF_ACCESS_REMOTE_READ, 0));
-	CKEQ(0, region_new(&p, &wo, RA_LEN, NICOFF_ACCESS_REMOTE_WRITE, 0));
-	CKEQ(0, region_new(&p, &x, 4096, NICOFF_ACCESS_REMOTE_READ | NICOFF_ACCESS_REMOTE_WRITE,
+	CKEQ(0, nt_region_new(&p, &ro, RA_LEN, NICOFF_ACCESS_REMOTE_READ, 0));
+	CKEQ(0, nt_region_new(&p, &wo, RA_LEN, NICOFF_ACCESS_REMOTE_WRITE, 0));
+	CKEQ(0, nt_region_new(&p, &x, 4096, NICOFF_ACCESS_REMOTE_READ | NICOFF_ACCESS_REMOTE_WRITE,
 			   0));
 	CKEQ(0, nt_dereg_mr(p.fd, x.handle));
 	nt_fill_pattern(rw.buf, RA_LEN, 11);
@@ -1653,7 +1618,7 @@ static int child_remote(struct chan *ch, void *arg)
 TEST_F_TIMEOUT(p2p, remote_access_errors, 120)
 {
 	struct hello me = { .card = CARD_A }, ci;
-	struct region s, w, nw;
+	struct nt_region s, w, nw;
 	struct nicoff_cqe cqe;
 	struct nicoff_cmd c;
 	struct nt_port p;
@@ -1663,9 +1628,9 @@ TEST_F_TIMEOUT(p2p, remote_access_errors, 120)
 
 	ASSERT_LT(0, spawn(&ch, child_remote, NULL));
 	ASSERT_EQ(0, nt_port_open(&p, CARD_A, NICOFF_PORT_ANY, 16, 16));
-	ASSERT_EQ(0, region_new(&p, &s, 2 * RA_LEN, 0, 0));
-	ASSERT_EQ(0, region_new(&p, &w, 2 * RA_LEN, NICOFF_ACCESS_LOCAL_WRITE, GUARD));
-	ASSERT_EQ(0, region_new(&p, &nw, RA_LEN, NICOFF_ACCESS_REMOTE_WRITE, GUARD));
+	ASSERT_EQ(0, nt_region_new(&p, &s, 2 * RA_LEN, 0, 0));
+	ASSERT_EQ(0, nt_region_new(&p, &w, 2 * RA_LEN, NICOFF_ACCESS_LOCAL_WRITE, GUARD));
+	ASSERT_EQ(0, nt_region_new(&p, &nw, RA_LEN, NICOFF_ACCESS_REMOTE_WRITE, GUARD));
 	nt_fill_pattern(s.buf, 2 * RA_LEN, 50);
 	ASSERT_EQ(0, from_child(&ch, &ci, sizeof(ci), TMO));
 	P = ci.port;
@@ -1754,11 +1719,11 @@ static int child_small(struct chan *ch, void *arg)
 	struct nicoff_cmd c[2];
 	struct nicoff_cqe q[2];
 	struct nt_port p;
-	struct region r;
+	struct nt_region r;
 
 	(void)arg;
 	CKEQ(0, nt_port_open(&p, CARD_B, NICOFF_PORT_ANY, 16, 16));
-	CKEQ(0, region_new(&p, &r, 8192, NICOFF_ACCESS_LOCAL_WRITE, GUARD));
+	CKEQ(0, nt_region_new(&p, &r, 8192, NICOFF_ACCESS_LOCAL_WRITE, GUARD));
 	nicoff_prep_recv(&c[0], r.handle, 0, 100, NICOFF_ANY, NICOFF_ANY, 0, 0, 1);
 	nicoff_prep_recv(&c[1], r.handle, 4096, 4096, NICOFF_ANY, NICOFF_ANY, 0, 0, 2);
 	CKEQ(0, nt_submit(&p, c, 2));
@@ -1786,14 +1751,14 @@ TEST_F_TIMEOUT(p2p, recv_buffer_too_small, 120)
 {
 	struct nicoff_cqe cqe;
 	struct nicoff_cmd c;
-	struct region s;
+	struct nt_region s;
 	struct nt_port p;
 	struct hello ci;
 	struct chan ch;
 
 	ASSERT_LT(0, spawn(&ch, child_small, NULL));
 	ASSERT_EQ(0, nt_port_open(&p, CARD_A, NICOFF_PORT_ANY, 16, 16));
-	ASSERT_EQ(0, region_new(&p, &s, 8192, 0, 0));
+	ASSERT_EQ(0, nt_region_new(&p, &s, 8192, 0, 0));
 	nt_fill_pattern(s.buf, 5000, 50);
 	nt_fill_pattern(s.buf + 5000, 50, 51);
 	ASSERT_EQ(0, from_child(&ch, &ci, sizeof(ci), TMO));
@@ -1817,11 +1782,11 @@ static int child_closer(struct chan *ch, void *arg)
 {
 	struct hello me = { .card = CARD_B };
 	struct nt_port p;
-	struct region r;
+	struct nt_region r;
 
 	(void)arg;
 	CKEQ(0, nt_port_open(&p, CARD_B, NICOFF_PORT_ANY, 16, 16));
-	CKEQ(0, region_new(&p, &r, 65536, NICOFF_ACCESS_REMOTE_READ | NICOFF_ACCESS_REMOTE_WRITE,
+	CKEQ(0, nt_region_new(&p, &r, 65536, NICOFF_ACCESS_REMOTE_READ | NICOFF_ACCESS_REMOTE_WRITE,
 			   0));
 	me.port = p.po.port;
 	me.rkey[0] = r.rkey;
@@ -1832,8 +1797,8 @@ static int child_closer(struct chan *ch, void *arg)
 
 /* The process is gone, and its port with it: nothing reaches it. */
 static void dead_peer_refuses(struct __test_metadata *_metadata, struct nt_port *p,
-			      const struct hello *ci, const struct region *s,
-			      const struct region *w)
+			      const struct hello *ci, const struct nt_region *s,
+			      const struct nt_region *w)
 {
 	const struct bad_case bc[] = {
 		{ "send to the dead peer", NT_CMD(send, CARD_B, ci->port, s->handle, 0, 10, 0, 0),
@@ -1853,7 +1818,7 @@ static void dead_peer_refuses(struct __test_metadata *_metadata, struct nt_port 
 
 TEST_F_TIMEOUT(p2p, dead_peer_port_closed, 120)
 {
-	struct region s, w;
+	struct nt_region s, w;
 	struct nicoff_cqe cqe;
 	struct nicoff_cmd c;
 	struct nt_port p, q;
@@ -1862,8 +1827,8 @@ TEST_F_TIMEOUT(p2p, dead_peer_port_closed, 120)
 
 	ASSERT_LT(0, spawn(&ch, child_closer, NULL));
 	ASSERT_EQ(0, nt_port_open(&p, CARD_A, NICOFF_PORT_ANY, 16, 16));
-	ASSERT_EQ(0, region_new(&p, &s, 65536, 0, 0));
-	ASSERT_EQ(0, region_new(&p, &w, 65536, NICOFF_ACCESS_LOCAL_WRITE, GUARD));
+	ASSERT_EQ(0, nt_region_new(&p, &s, 65536, 0, 0));
+	ASSERT_EQ(0, nt_region_new(&p, &w, 65536, NICOFF_ACCESS_LOCAL_WRITE, GUARD));
 	ASSERT_EQ(0, from_child(&ch, &ci, sizeof(ci), TMO));
 	/* While the peer lives, its memory is there. */
 	nicoff_prep_put(&c, CARD_B, ci.port, ci.rkey[0], 0, s.handle, 0, 100, 1);
@@ -1915,12 +1880,12 @@ static int child_no_recv(struct chan *ch, void *arg)
 	struct nicoff_cqe q;
 	struct nicoff_cmd c;
 	struct nt_port p;
-	struct region r;
+	struct nt_region r;
 	unsigned int k;
 
 	(void)arg;
 	CKEQ(0, nt_port_open(&p, CARD_B, NICOFF_PORT_ANY, 16, 16));
-	CKEQ(0, region_new(&p, &r, NR_MSG + 4096, NICOFF_ACCESS_LOCAL_WRITE, GUARD));
+	CKEQ(0, nt_region_new(&p, &r, NR_MSG + 4096, NICOFF_ACCESS_LOCAL_WRITE, GUARD));
 	me.port = p.po.port;
 	CK(to_parent(ch, &me, sizeof(me)) == 0);
 	/* v[0]: messages the card took in before the sender gave up. */
@@ -1959,7 +1924,7 @@ TEST_F_TIMEOUT(p2p, dead_peer_never_receives, 180)
 	struct hello me = { .card = CARD_A }, ci;
 	struct nicoff_cqe cqe;
 	struct nicoff_cmd c;
-	struct region s, s2;
+	struct nt_region s, s2;
 	struct nt_port p;
 	struct chan ch;
 	uint64_t t0 = 0, took = 0;
@@ -1967,8 +1932,8 @@ TEST_F_TIMEOUT(p2p, dead_peer_never_receives, 180)
 
 	ASSERT_LT(0, spawn(&ch, child_no_recv, NULL));
 	ASSERT_EQ(0, nt_port_open(&p, CARD_A, NICOFF_PORT_ANY, 16, 16));
-	ASSERT_EQ(0, region_new(&p, &s, NR_MSG, 0, 0));
-	ASSERT_EQ(0, region_new(&p, &s2, 4096, 0, 0));
+	ASSERT_EQ(0, nt_region_new(&p, &s, NR_MSG, 0, 0));
+	ASSERT_EQ(0, nt_region_new(&p, &s2, 4096, 0, 0));
 	nt_fill_pattern(s2.buf, 100, 700);
 	ASSERT_EQ(0, from_child(&ch, &ci, sizeof(ci), TMO));
 	/*
@@ -2012,11 +1977,11 @@ static int child_victim(struct chan *ch, void *arg)
 	struct hello me = { .card = CARD_B };
 	struct nicoff_cmd c;
 	struct nt_port p;
-	struct region r;
+	struct nt_region r;
 
 	(void)arg;
 	CKEQ(0, nt_port_open(&p, CARD_B, NICOFF_PORT_ANY, 16, 16));
-	CKEQ(0, region_new(&p, &r, 4 << 20, NICOFF_ACCESS_LOCAL_WRITE, 0));
+	CKEQ(0, nt_region_new(&p, &r, 4 << 20, NICOFF_ACCESS_LOCAL_WRITE, 0));
 	nicoff_prep_recv(&c, r.handle, 0, r.len, NICOFF_ANY, NICOFF_ANY, 0, 0, 1);
 	CKEQ(0, nt_submit(&p, &c, 1));
 	CKEQ(0, wait_consumed(&p, TMO));
@@ -2030,7 +1995,7 @@ TEST_F_TIMEOUT(p2p, peer_killed_mid_send, 120)
 {
 	struct nicoff_cqe cqe;
 	struct nicoff_cmd c;
-	struct region s;
+	struct nt_region s;
 	struct nt_port p;
 	struct hello ci;
 	struct chan ch;
@@ -2038,7 +2003,7 @@ TEST_F_TIMEOUT(p2p, peer_killed_mid_send, 120)
 
 	ASSERT_LT(0, spawn(&ch, child_victim, NULL));
 	ASSERT_EQ(0, nt_port_open(&p, CARD_A, NICOFF_PORT_ANY, 16, 16));
-	ASSERT_EQ(0, region_new(&p, &s, 4 << 20, 0, 0));
+	ASSERT_EQ(0, nt_region_new(&p, &s, 4 << 20, 0, 0));
 	ASSERT_EQ(0, from_child(&ch, &ci, sizeof(ci), TMO));
 	nicoff_prep_send(&c, CARD_B, ci.port, s.handle, 0, s.len, 1, 1);
 	ASSERT_EQ(0, nt_submit(&p, &c, 1));
@@ -2062,16 +2027,16 @@ TEST_F_TIMEOUT(p2p, peer_killed_mid_send, 120)
 TEST_F_TIMEOUT(p2p, same_card, 60)
 {
 	const size_t L = (64 << 10) + 1;
-	struct region s, r, t;
+	struct nt_region s, r, t;
 	struct nicoff_cqe cqe;
 	struct nicoff_cmd c;
 	struct nt_port a, b;
 
 	ASSERT_EQ(0, nt_port_open(&a, CARD_A, NICOFF_PORT_ANY, 16, 16));
 	ASSERT_EQ(0, nt_port_open(&b, CARD_A, NICOFF_PORT_ANY, 16, 16));
-	ASSERT_EQ(0, region_new(&a, &s, L, 0, 0));
-	ASSERT_EQ(0, region_new(&a, &t, L, NICOFF_ACCESS_LOCAL_WRITE, GUARD));
-	ASSERT_EQ(0, region_new(&b, &r, L + 1, NICOFF_ACCESS_LOCAL_WRITE |
+	ASSERT_EQ(0, nt_region_new(&a, &s, L, 0, 0));
+	ASSERT_EQ(0, nt_region_new(&a, &t, L, NICOFF_ACCESS_LOCAL_WRITE, GUARD));
+	ASSERT_EQ(0, nt_region_new(&b, &r, L + 1, NICOFF_ACCESS_LOCAL_WRITE |
 				NICOFF_ACCESS_REMOTE_READ | NICOFF_ACCESS_REMOTE_WRITE, GUARD));
 	nt_fill_pattern(s.buf, L, 31);
 	nicoff_prep_recv(&c, r.handle, 0, L, CARD_A, a.po.port, 9, ~0ull, 1);
@@ -2106,14 +2071,14 @@ TEST_F_TIMEOUT(p2p, zero_length, 60)
 {
 	struct nicoff_cqe cqe;
 	struct nicoff_cmd c;
-	struct region s, w, t;
+	struct nt_region s, w, t;
 	struct nt_port a, b;
 
 	ASSERT_EQ(0, nt_port_open(&a, CARD_A, NICOFF_PORT_ANY, 16, 16));
 	ASSERT_EQ(0, nt_port_open(&b, CARD_B, NICOFF_PORT_ANY, 16, 16));
-	ASSERT_EQ(0, region_new(&a, &s, 4096, 0, 0));
-	ASSERT_EQ(0, region_new(&a, &w, 4096, NICOFF_ACCESS_LOCAL_WRITE, GUARD));
-	ASSERT_EQ(0, region_new(&b, &t, 4096, NICOFF_ACCESS_LOCAL_WRITE |
+	ASSERT_EQ(0, nt_region_new(&a, &s, 4096, 0, 0));
+	ASSERT_EQ(0, nt_region_new(&a, &w, 4096, NICOFF_ACCESS_LOCAL_WRITE, GUARD));
+	ASSERT_EQ(0, nt_region_new(&b, &t, 4096, NICOFF_ACCESS_LOCAL_WRITE |
 				NICOFF_ACCESS_REMOTE_READ | NICOFF_ACCESS_REMOTE_WRITE, GUARD));
 	/* An empty message into a posted empty receive. */
 	nicoff_prep_recv(&c, t.handle, 0, 0, CARD_A, a.po.port, 0, 0, 1);
@@ -2183,12 +2148,12 @@ static int child_rnr(struct chan *ch, void *arg)
 	struct nicoff_cqe q[RN_N];
 	struct nicoff_cmd c;
 	struct nt_port p;
-	struct region r;
+	struct nt_region r;
 	unsigned int k;
 
 	(void)arg;
 	CKEQ(0, nt_port_open(&p, CARD_B, NICOFF_PORT_ANY, 16, 16));
-	CKEQ(0, region_new(&p, &r, RN_N * (NR_MSG + 4096), NICOFF_ACCESS_LOCAL_WRITE, GUARD));
+	CKEQ(0, nt_region_new(&p, &r, RN_N * (NR_MSG + 4096), NICOFF_ACCESS_LOCAL_WRITE, GUARD));
 	me.port = p.po.port;
 	CK(to_parent(ch, &me, sizeof(me)) == 0);
 	/* The first four filled the unexpected budget; the fifth is refused. */
@@ -2240,7 +2205,7 @@ TEST_F_TIMEOUT(p2p, receiver_not_ready, 120)
 {
 	struct nt_card_stats s0, s1, a0, a1;
 	struct nicoff_cqe cqe[RN_N];
-	struct region s;
+	struct nt_region s;
 	struct nt_port p;
 	struct hello ci;
 	struct chan ch;
@@ -2248,7 +2213,7 @@ TEST_F_TIMEOUT(p2p, receiver_not_ready, 120)
 
 	ASSERT_LT(0, spawn(&ch, child_rnr, NULL));
 	ASSERT_EQ(0, nt_port_open(&p, CARD_A, NICOFF_PORT_ANY, 16, 16));
-	ASSERT_EQ(0, region_new(&p, &s, RN_N * NR_MSG, 0, 0));
+	ASSERT_EQ(0, nt_region_new(&p, &s, RN_N * NR_MSG, 0, 0));
 	for (k = 0; k < RN_N; k++) {
 		nt_fill_pattern(s.buf + k * NR_MSG + 8, NR_MSG - 8, 600 + k);
 		memcpy(s.buf + k * NR_MSG, &(uint64_t){ k }, 8);
@@ -2290,15 +2255,15 @@ TEST_F_TIMEOUT(p2p, link_down_times_out, 120)
 	struct nt_card_stats s0, s1;
 	struct nicoff_cqe cqe;
 	struct nicoff_cmd c;
-	struct region s, w, t;
+	struct nt_region s, w, t;
 	struct nt_port a, b;
 	int i;
 
 	ASSERT_EQ(0, nt_port_open(&a, CARD_A, NICOFF_PORT_ANY, 16, 16));
 	ASSERT_EQ(0, nt_port_open(&b, CARD_B, NICOFF_PORT_ANY, 16, 16));
-	ASSERT_EQ(0, region_new(&a, &s, 65536, 0, 0));
-	ASSERT_EQ(0, region_new(&a, &w, 65536, NICOFF_ACCESS_LOCAL_WRITE, GUARD));
-	ASSERT_EQ(0, region_new(&b, &t, 65536, NICOFF_ACCESS_LOCAL_WRITE |
+	ASSERT_EQ(0, nt_region_new(&a, &s, 65536, 0, 0));
+	ASSERT_EQ(0, nt_region_new(&a, &w, 65536, NICOFF_ACCESS_LOCAL_WRITE, GUARD));
+	ASSERT_EQ(0, nt_region_new(&b, &t, 65536, NICOFF_ACCESS_LOCAL_WRITE |
 				NICOFF_ACCESS_REMOTE_READ | NICOFF_ACCESS_REMOTE_WRITE, GUARD));
 	nt_fill_pattern(s.buf, 65536, 81);
 	nicoff_prep_recv(&c, t.handle, 0, 65536, CARD_A, a.po.port, 0, 0, 1);
@@ -2418,14 +2383,14 @@ TEST_F_TIMEOUT(p2p, fan_in, 180)
 	struct chan ch[2];
 	unsigned char *want;
 	struct nt_port p;
-	struct region r;
+	struct nt_region r;
 	size_t slot = round_page(3 * self->mtu + 8 + 1);
 	int i;
 
 	for (i = 0; i < 2; i++)
 		ASSERT_LT(0, spawn(&ch[i], child_sender, &fa[i]));
 	ASSERT_EQ(0, nt_port_open(&p, CARD_A, NICOFF_PORT_ANY, 256, 256));
-	ASSERT_EQ(0, region_new(&p, &r, 2 * FI_N * slot, NICOFF_ACCESS_LOCAL_WRITE, GUARD));
+	ASSERT_EQ(0, nt_region_new(&p, &r, 2 * FI_N * slot, NICOFF_ACCESS_LOCAL_WRITE, GUARD));
 	want = malloc(slot);
 	ASSERT_NE(NULL, want);
 	me.port = p.po.port;
@@ -2495,7 +2460,7 @@ static int wait_written(const volatile unsigned char *buf, int ms)
 static int child_dereg(struct chan *ch, void *arg)
 {
 	struct hello me = { .card = CARD_B }, pa;
-	struct region r, t, t2, r4;
+	struct nt_region r, t, t2, r4;
 	struct nicoff_cqe q;
 	struct nicoff_cmd c;
 	struct nt_port p;
@@ -2503,10 +2468,10 @@ static int child_dereg(struct chan *ch, void *arg)
 
 	(void)arg;
 	CKEQ(0, nt_port_open(&p, CARD_B, NICOFF_PORT_ANY, 16, 64));
-	CKEQ(0, region_new(&p, &r, 4096, NICOFF_ACCESS_LOCAL_WRITE, GUARD));
-	CKEQ(0, region_new(&p, &t, DG_LEN, NICOFF_ACCESS_REMOTE_READ, 0));
-	CKEQ(0, region_new(&p, &t2, DG_LEN, NICOFF_ACCESS_REMOTE_WRITE, GUARD));
-	CKEQ(0, region_new(&p, &r4, DG_LEN, NICOFF_ACCESS_LOCAL_WRITE, GUARD));
+	CKEQ(0, nt_region_new(&p, &r, 4096, NICOFF_ACCESS_LOCAL_WRITE, GUARD));
+	CKEQ(0, nt_region_new(&p, &t, DG_LEN, NICOFF_ACCESS_REMOTE_READ, 0));
+	CKEQ(0, nt_region_new(&p, &t2, DG_LEN, NICOFF_ACCESS_REMOTE_WRITE, GUARD));
+	CKEQ(0, nt_region_new(&p, &r4, DG_LEN, NICOFF_ACCESS_LOCAL_WRITE, GUARD));
 	nt_fill_pattern(t.buf, DG_LEN, 90);
 	me.port = p.po.port;
 	me.rkey[0] = t.rkey;
@@ -2571,7 +2536,7 @@ static int child_dereg(struct chan *ch, void *arg)
 TEST_F_TIMEOUT(p2p, dereg_under_transfer, 120)
 {
 	struct hello me = { .card = CARD_A }, ci;
-	struct region s, w;
+	struct nt_region s, w;
 	struct nicoff_cqe cqe;
 	struct nicoff_cmd c;
 	struct nt_port p;
@@ -2580,8 +2545,8 @@ TEST_F_TIMEOUT(p2p, dereg_under_transfer, 120)
 
 	ASSERT_LT(0, spawn(&ch, child_dereg, NULL));
 	ASSERT_EQ(0, nt_port_open(&p, CARD_A, NICOFF_PORT_ANY, 16, 16));
-	ASSERT_EQ(0, region_new(&p, &s, DG_LEN, 0, 0));
-	ASSERT_EQ(0, region_new(&p, &w, DG_LEN, NICOFF_ACCESS_LOCAL_WRITE, GUARD));
+	ASSERT_EQ(0, nt_region_new(&p, &s, DG_LEN, 0, 0));
+	ASSERT_EQ(0, nt_region_new(&p, &w, DG_LEN, NICOFF_ACCESS_LOCAL_WRITE, GUARD));
 	nt_fill_pattern(s.buf, DG_LEN, 91);
 	me.port = p.po.port;
 	ASSERT_EQ(0, to_child(&ch, &me, sizeof(me)));
@@ -2647,7 +2612,7 @@ TEST_F_TIMEOUT(p2p, other_port_behind_rnr, 120)
 	uint64_t budget = retry_budget_us(self->rto_us, self->max_retries);
 	uint64_t t0, b2_us = 0, b1_us = 0;
 	struct nt_card_stats s0, s1, sb0, sb1;
-	struct region s, r1, r2;
+	struct nt_region s, r1, r2;
 	struct nt_port a, b1, b2;
 	struct nicoff_cqe q[2];
 	struct nicoff_cmd c;
@@ -2658,9 +2623,9 @@ TEST_F_TIMEOUT(p2p, other_port_behind_rnr, 120)
 	ASSERT_EQ(0, nt_port_open(&a, CARD_A, NICOFF_PORT_ANY, 16, 16));
 	ASSERT_EQ(0, nt_port_open(&b1, CARD_B, NICOFF_PORT_ANY, 16, 16));
 	ASSERT_EQ(0, nt_port_open(&b2, CARD_B, NICOFF_PORT_ANY, 16, 16));
-	ASSERT_EQ(0, region_new(&a, &s, NR_MSG, 0, 0));
-	ASSERT_EQ(0, region_new(&b1, &r1, NR_MSG, NICOFF_ACCESS_LOCAL_WRITE, GUARD));
-	ASSERT_EQ(0, region_new(&b2, &r2, 4096, NICOFF_ACCESS_LOCAL_WRITE, GUARD));
+	ASSERT_EQ(0, nt_region_new(&a, &s, NR_MSG, 0, 0));
+	ASSERT_EQ(0, nt_region_new(&b1, &r1, NR_MSG, NICOFF_ACCESS_LOCAL_WRITE, GUARD));
+	ASSERT_EQ(0, nt_region_new(&b2, &r2, 4096, NICOFF_ACCESS_LOCAL_WRITE, GUARD));
 	nt_fill_pattern(s.buf, NR_MSG, 66);
 	nicoff_prep_recv(&c, r2.handle, 0, 4096, NICOFF_ANY, NICOFF_ANY, 0, 0, 1);
 	ASSERT_EQ(0, nt_submit(&b2, &c, 1));

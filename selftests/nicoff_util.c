@@ -525,3 +525,28 @@ int nt_kmsg_splat(int fd, char *line, size_t len)
 		}
 	}
 }
+
+int nt_region_new(struct nt_port *p, struct nt_region *r, size_t len, uint32_t access, int fill)
+{
+	struct nicoff_reg_mr mr;
+	void *m;
+	int ret;
+
+	memset(r, 0, sizeof(*r));
+	m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED)
+		return -errno;
+	r->buf = m;
+	r->len = len;
+	memset(r->buf, fill, len);
+	memset(&mr, 0, sizeof(mr));
+	mr.addr = (uintptr_t)r->buf;
+	mr.length = len;
+	mr.access = access;
+	ret = nt_ioctl(p->fd, NICOFF_IOC_REG_MR, &mr);
+	if (ret)
+		return ret;
+	r->handle = mr.handle;
+	r->rkey = mr.rkey;
+	return 0;
+}

@@ -174,6 +174,17 @@ void nt_fill_pattern(void *buf, size_t len, uint64_t seed);
 int nt_kmsg_open(void);
 int nt_kmsg_splat(int fd, char *line, size_t len);
 
+/* Anonymous memory registered on a port. */
+struct nt_region {
+	unsigned char *buf;
+	size_t len;
+	uint32_t handle;
+	uint32_t rkey;
+};
+
+/* Map len bytes (filled with fill), register them on p with access; 0 or -errno. */
+int nt_region_new(struct nt_port *p, struct nt_region *r, size_t len, uint32_t access, int fill);
+
 /*
  * Run fn in a forked child (stdio flushed first): its exit code, 128 + the
  * signal that killed it, or -1 if it could not be run.

@@ -10,6 +10,8 @@
 #include <stdlib.h>
 
 #include "fwtest.h"
+/* The reference the kselftest checks against too. */
+#include "../../selftests/nicoff_strided_ref.h"
 
 #define S_BIG		0x100000u	/* each side's buffer */
 #define S_MAX_EXTENT	0x60000u	/* a random shape spans at most this */
@@ -68,101 +70,6 @@ static struct nicoff_cqe s_op(struct s_env *e, u8 opcode, u32 dst, u32 dport, u3
 	return q;
 }
 
-static u64 s_rand(u64 *seed)
-{
-	*seed = *seed * 6364136223846793005ull + 1442695040888963407ull;
-	return *seed >> 33;
-}
-
-/* Bytes of the shape: the product of the counts. */
-static u64 s_len(const struct nicoff_strided_desc *d, u32 levels)
-{
-	u64 n = d->count[0];
-	u32 i;
-
-	for (i = 1; i <= levels; i++)
-		n *= d->count[i];
-	return n;
-}
-
-/* From the first byte to past the last, with strides @st (non-empty shape). */
-static u64 s_extent(const struct nicoff_strided_desc *d, u32 levels, const u64 *st)
-{
-	u64 x = d->count[0];
-	u32 i;
-
-	for (i = 1; i <= levels; i++)
-		x += (d->count[i] - 1) * st[i - 1];
-	return x;
-}
-
-/*
- * The reference: copy the shape's chunks one by one, in message order
- * (an odometer over the levels, the lowest fastest), from @src at @soff
- * with strides @ss to @dst at @doff with strides @ds.
- */
-static void s_ref_copy(const struct nicoff_strided_desc *d, u32 levels, const u8 *src, u64 soff,
-		       const u64 *ss, u8 *dst, u64 doff, const u64 *ds)
-{
-	u64 idx[NICOFF_STRIDED_MAX_LEVELS + 1] = { 0 };
-	u32 i;
-
-	if (!s_len(d, levels))
-		return;
-	for (;;) {
-		u64 so = soff, dof = doff;
-
-		for (i = 1; i <= levels; i++) {
-			so += idx[i] * ss[i - 1];
-			dof += idx[i] * ds[i - 1];
-		}
-		memmove(dst + dof, src + so, d->count[0]);
-		for (i = 1; i <= levels; i++) {
-			if (++idx[i] < d->count[i])
-				break;
-			idx[i] = 0;
-		}
-		if (i > levels)
-			return;
-	}
-}
-
-/* Strides for one side: blocks apart by a random gap, or now and then overlapping. */
-static void s_strides(const struct nicoff_strided_desc *d, u32 levels, u64 *st, u64 *seed)
-{
-	u64 block = d->count[0];
-	u32 i;
-
-	for (i = 1; i <= levels; i++) {
-		u64 r = s_rand(seed) % 16;
-
-		st[i - 1] = r == 0 ? block / 2 : block + (r < 8 ? 0 : s_rand(seed) % 300);
-		block = st[i - 1] * (d->count[i] - 1) + block;
-	}
-}
-
-/* A random shape that fits the buffers; returns its levels. */
-static u32 s_random_shape(struct nicoff_strided_desc *d, u64 *seed)
-{
-	static const u64 chunk_max[] = { 1, 8, 64, 999, 1000, 1001, 3000, 9000 };
-
-	for (;;) {
-		u32 levels = s_rand(seed) % (NICOFF_STRIDED_MAX_LEVELS + 1), i;
-
-		memset(d, 0, sizeof(*d));
-		d->count[0] = 1 + s_rand(seed) % chunk_max[s_rand(seed) % T_ARRAY_SIZE(chunk_max)];
-		for (i = 1; i <= levels; i++)
-			d->count[i] = 1 + s_rand(seed) % (levels <= 2 ? 40 : 4);
-		if (s_len(d, levels) > S_MAX_LEN)
-			continue;
-		s_strides(d, levels, d->local_stride, seed);
-		s_strides(d, levels, d->remote_stride, seed);
-		if (s_extent(d, levels, d->local_stride) <= S_MAX_EXTENT &&
-		    s_extent(d, levels, d->remote_stride) <= S_MAX_EXTENT)
-			return levels;
-	}
-}
-
 /*
  * A put (a to b) or get (b to a) of the shape in e->desc, checked against
  * the reference over the whole destination buffer.
@@ -179,21 +86,21 @@ static void s_checked_op(struct s_env *e, u8 opcode, u32 levels, u64 off, u64 ro
 	t_fill(dst, S_BIG, seed + 1);
 	memcpy(want, dst, S_BIG);
 	if (put)
-		s_ref_copy(d, levels, src, off, d->local_stride, want, roff, d->remote_stride);
+		sref_copy(d, levels, src, off, d->local_stride, want, roff, d->remote_stride);
 	else
-		s_ref_copy(d, levels, src, roff, d->remote_stride, want, off, d->local_stride);
+		sref_copy(d, levels, src, roff, d->remote_stride, want, off, d->local_stride);
 	q = s_op(e, opcode, 1, 2, e->rkey, roff, off, levels);
 	assert_int_equal(q.status, 0);
-	assert_int_equal(q.result, s_len(d, levels));
+	assert_int_equal(q.result, sref_len(d, levels));
 	assert_memory_equal(dst, want, S_BIG);
 }
 
 /* One random put and one random get of a random shape. */
 static void s_random_round(struct s_env *e, u64 *seed, u32 round)
 {
-	u32 levels = s_random_shape(e->desc, seed);
-	u64 off = s_rand(seed) % (S_BIG - S_MAX_EXTENT);
-	u64 roff = s_rand(seed) % (S_BIG - S_MAX_EXTENT);
+	u32 levels = sref_random_shape(e->desc, S_MAX_LEN, S_MAX_EXTENT, seed);
+	u64 off = sref_rand(seed) % (S_BIG - S_MAX_EXTENT);
+	u64 roff = sref_rand(seed) % (S_BIG - S_MAX_EXTENT);
 
 	s_checked_op(e, NICOFF_OP_PUT_STRIDED, levels, off, roff, 1000 + 2 * round);
 	s_checked_op(e, NICOFF_OP_GET_STRIDED, levels, off, roff, 3000 + 2 * round);
@@ -301,12 +208,12 @@ static void test_same_region(void **state)
 	s_shape(&e, 1, 100, 500, 200);
 	t_fill(e.a, S_BIG, 9);
 	memcpy(want, e.a, S_BIG);
-	s_ref_copy(e.desc, 1, e.a, 0, e.desc->local_stride, want, 100, e.desc->remote_stride);
+	sref_copy(e.desc, 1, e.a, 0, e.desc->local_stride, want, 100, e.desc->remote_stride);
 	q = s_op(&e, NICOFF_OP_PUT_STRIDED, 0, 1, e.ma_rkey, 100, 0, 1);
 	assert_int_equal(q.status, 0);
 	assert_memory_equal(e.a, want, S_BIG);
 	memcpy(want, e.a, S_BIG);
-	s_ref_copy(e.desc, 1, e.a, 100, e.desc->remote_stride, want, 0, e.desc->local_stride);
+	sref_copy(e.desc, 1, e.a, 100, e.desc->remote_stride, want, 0, e.desc->local_stride);
 	q = s_op(&e, NICOFF_OP_GET_STRIDED, 0, 1, e.ma_rkey, 100, 0, 1);
 	assert_int_equal(q.status, 0);
 	assert_memory_equal(e.a, want, S_BIG);
@@ -327,7 +234,7 @@ static void test_descriptor_rewritten(void **state)
 	t_fill(e.a, S_BIG, 10);
 	t_fill(e.b, S_BIG, 11);
 	memcpy(want, e.b, S_BIG);
-	s_ref_copy(e.desc, 2, e.a, 0, e.desc->local_stride, want, 0, e.desc->remote_stride);
+	sref_copy(e.desc, 2, e.a, 0, e.desc->local_stride, want, 0, e.desc->remote_stride);
 	memset(&c, 0, sizeof(c));
 	c.opcode = NICOFF_OP_PUT_STRIDED;
 	c.tag = 1;

@@ -177,6 +177,15 @@ inline nicoff_cmd make_ping(std::uint32_t card, std::uint32_t port, std::uint64_
     return c;
 }
 
+// A strided put or get (NICOFF_OP_PUT_STRIDED or GET_STRIDED), walked by the
+// card: see struct nicoff_op_strided.
+inline nicoff_cmd make_strided(std::uint8_t opcode, const nicoff_op_strided &op,
+                               std::uint64_t tag) noexcept {
+    nicoff_cmd c;
+    nicoff_prep_strided(&c, opcode, &op, tag);
+    return c;
+}
+
 namespace detail {
 struct FileDesc;
 class Dispatcher;

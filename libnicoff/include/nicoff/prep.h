@@ -188,6 +188,17 @@ static inline void nicoff_prep_ping(struct nicoff_cmd *c, uint32_t card, uint32_
     c->ping.dst_port = port;
 }
 
+/*
+ * NICOFF_OP_PUT_STRIDED or NICOFF_OP_GET_STRIDED as op describes it: the
+ * shape is the struct nicoff_strided_desc at op->desc_off of the local
+ * region op->desc_mr, which the card copies when it takes the command.
+ */
+static inline void nicoff_prep_strided(struct nicoff_cmd *c, uint8_t opcode,
+                                       const struct nicoff_op_strided *op, uint64_t tag) {
+    nicoff_prep_cmd(c, opcode, tag);
+    c->strided = *op;
+}
+
 #ifdef __cplusplus
 }
 #endif

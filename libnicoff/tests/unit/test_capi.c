@@ -77,6 +77,8 @@ static void test_null_port(void **state) {
     assert_int_equal(nicoff_post_nop(NULL, 1), -EINVAL);
     assert_int_equal(nicoff_post_copy(NULL, 1, 0, 2, 0, 64, 1), -EINVAL);
     assert_int_equal(nicoff_post_ping(NULL, 1, 2, 1), -EINVAL);
+    struct nicoff_op_strided sop = {0};
+    assert_int_equal(nicoff_post_strided(NULL, NICOFF_OP_PUT_STRIDED, &sop, 1), -EINVAL);
     assert_int_equal(nicoff_poll(NULL, cqe, 4), -EINVAL);
     assert_int_equal(nicoff_wait(NULL, 0), -EINVAL);
 }

@@ -1,0 +1,116 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The reference a strided transfer is checked against, by the firmware's
+ * unit test (firmware-sim/tests/test_strided.c) and by the kselftest
+ * (nicoff_strided_test.c): the shape's chunks copied one by one in message
+ * order with an odometer over the levels, and seeded random shapes.
+ */
+#ifndef NICOFF_STRIDED_REF_H
+#define NICOFF_STRIDED_REF_H
+
+#include <string.h>
+#include <uapi/nicoff.h>
+
+static inline __u64 sref_rand(__u64 *seed)
+{
+	*seed = *seed * 6364136223846793005ull + 1442695040888963407ull;
+	return *seed >> 33;
+}
+
+/* Bytes of the shape: the product of the counts. */
+static inline __u64 sref_len(const struct nicoff_strided_desc *d, __u32 levels)
+{
+	__u64 n = d->count[0];
+	__u32 i;
+
+	for (i = 1; i <= levels; i++)
+		n *= d->count[i];
+	return n;
+}
+
+/* From the first byte to past the last, with strides @st (non-empty shape). */
+static inline __u64 sref_extent(const struct nicoff_strided_desc *d, __u32 levels,
+				   const __u64 *st)
+{
+	__u64 x = d->count[0];
+	__u32 i;
+
+	for (i = 1; i <= levels; i++)
+		x += (d->count[i] - 1) * st[i - 1];
+	return x;
+}
+
+/*
+ * Copy the shape's chunks in message order (the lowest level fastest) from
+ * @src at @soff with strides @ss to @dst at @doff with strides @ds.
+ */
+static inline void sref_copy(const struct nicoff_strided_desc *d, __u32 levels,
+			     const __u8 *src, __u64 soff, const __u64 *ss, __u8 *dst,
+			     __u64 doff, const __u64 *ds)
+{
+	__u64 idx[NICOFF_STRIDED_MAX_LEVELS + 1] = { 0 };
+	__u32 i;
+
+	if (!sref_len(d, levels))
+		return;
+	for (;;) {
+		__u64 so = soff, dof = doff;
+
+		for (i = 1; i <= levels; i++) {
+			so += idx[i] * ss[i - 1];
+			dof += idx[i] * ds[i - 1];
+		}
+		memmove(dst + dof, src + so, d->count[0]);
+		for (i = 1; i <= levels; i++) {
+			if (++idx[i] < d->count[i])
+				break;
+			idx[i] = 0;
+		}
+		if (i > levels)
+			return;
+	}
+}
+
+/* Strides for one side: blocks apart by a random gap, or now and then overlapping. */
+static inline void sref_strides(const struct nicoff_strided_desc *d, __u32 levels,
+				__u64 *st, __u64 *seed)
+{
+	__u64 block = d->count[0];
+	__u32 i;
+
+	for (i = 1; i <= levels; i++) {
+		__u64 r = sref_rand(seed) % 16;
+
+		st[i - 1] = r == 0 ? block / 2 : block + (r < 8 ? 0 : sref_rand(seed) % 300);
+		block = st[i - 1] * (d->count[i] - 1) + block;
+	}
+}
+
+/*
+ * A random shape into @d of at most @max_len bytes whose sides each span
+ * at most @max_extent; returns its levels (0 to 8).
+ */
+static inline __u32 sref_random_shape(struct nicoff_strided_desc *d, __u64 max_len,
+					 __u64 max_extent, __u64 *seed)
+{
+	static const __u64 chunk_max[] = { 1, 8, 64, 999, 1000, 1001, 3000, 9000 };
+	const __u64 nchunk = sizeof(chunk_max) / sizeof(chunk_max[0]);
+
+	for (;;) {
+		__u32 levels = sref_rand(seed) % (NICOFF_STRIDED_MAX_LEVELS + 1), i;
+
+		memset(d, 0, sizeof(*d));
+		d->count[0] = 1 + sref_rand(seed) % chunk_max[sref_rand(seed) % nchunk];
+		for (i = 1; i <= levels; i++)
+			d->count[i] = 1 + sref_rand(seed) % (levels <= 2 ? 40 : 4);
+		if (sref_len(d, levels) > max_len)
+			continue;
+		sref_strides(d, levels, d->local_stride, seed);
+		sref_strides(d, levels, d->remote_stride, seed);
+		if (sref_extent(d, levels, d->local_stride) <= max_extent &&
+		    sref_extent(d, levels, d->remote_stride) <= max_extent)
+			return levels;
+	}
+}
+
+#endif

@@ -1,0 +1,291 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Strided put and get through the module (NICOFF_OP_PUT_STRIDED and
+ * GET_STRIDED, the card walking ARMCI shapes): this process holds a port
+ * on card 0, whose region a is the local side, and one on card 1, whose
+ * region b is the target.
+ *
+ * random_shapes
+ *	seeded random shapes of 0 to 8 levels, chunks of 1 byte to 9,000
+ *	bytes across pages, different strides on the two sides: each put and
+ *	get leaves both buffers exactly as the reference copy does
+ * faults
+ *	the same under 10% drop, 5% duplication and reordering, 1% corruption
+ * exact_region
+ *	a target region that ends at the shape's last byte takes it; one byte
+ *	further is refused and nothing is written
+ * descriptor_rewritten
+ *	the process rewrites its descriptor as soon as the card has taken the
+ *	command: the transfer is the one posted
+ * bad_input
+ *	too many levels, counts whose product overflows, strides that overflow
+ *	or step outside a region, missing rights, a descriptor outside its
+ *	region, an unknown card: each an error completion, no byte written on
+ *	either side, and the port goes on
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "kselftest_harness.h"
+#include "nicoff_util.h"
+#include "nicoff_strided_ref.h"
+
+#define TMO		30000		/* ms: one completion */
+#define BIG		(1u << 20)	/* each side's region */
+#define MAX_EXTENT	0x60000u	/* a random shape spans at most this */
+#define MAX_LEN		0x20000u	/* and moves at most this */
+
+FIXTURE(strided) {
+	struct nt_port pa, pb;
+	struct nt_region a, b, desc;
+	unsigned char *want;
+};
+
+FIXTURE_SETUP(strided)
+{
+	struct nicoff_query q;
+
+	self->pa.fd = -1;
+	ASSERT_EQ(0, nt_query_card(0, &q));
+	if (q.num_cards < 2)
+		SKIP(return, "needs 2 cards, the module has %u", q.num_cards);
+	ASSERT_EQ(0, nt_set_faults(0, 0, 0, 0));
+	ASSERT_EQ(0, nt_port_open(&self->pa, 0, NICOFF_PORT_ANY, 64, 64));
+	ASSERT_EQ(0, nt_port_open(&self->pb, 1, NICOFF_PORT_ANY, 64, 64));
+	ASSERT_EQ(0, nt_region_new(&self->pa, &self->a, BIG, NICOFF_ACCESS_LOCAL_WRITE, 0));
+	ASSERT_EQ(0, nt_region_new(&self->pa, &self->desc, sizeof(struct nicoff_strided_desc),
+				   0, 0));
+	ASSERT_EQ(0, nt_region_new(&self->pb, &self->b, BIG, NICOFF_ACCESS_ALL, 0));
+	self->want = malloc(BIG);
+	ASSERT_NE(NULL, self->want);
+}
+
+FIXTURE_TEARDOWN(strided)
+{
+	if (self->pa.fd < 0)
+		return;
+	EXPECT_EQ(0, nt_set_faults(0, 0, 0, 0));
+	nt_port_close(&self->pa);
+	nt_port_close(&self->pb);
+	munmap(self->a.buf, BIG);
+	munmap(self->b.buf, BIG);
+	munmap(self->desc.buf, self->desc.len);
+	free(self->want);
+}
+
+static struct nicoff_strided_desc *desc_of(FIXTURE_DATA(strided) *self)
+{
+	return (struct nicoff_strided_desc *)self->desc.buf;
+}
+
+static struct nicoff_cmd strided_cmd(FIXTURE_DATA(strided) *self, uint8_t opcode, uint32_t card,
+				     uint32_t rkey, uint64_t roff, uint64_t off, uint32_t levels)
+{
+	struct nicoff_op_strided op = {
+		.dst_card = card, .dst_port = self->pb.po.port, .rkey = rkey,
+		.mr = self->a.handle, .remote_off = roff, .off = off,
+		.desc_mr = self->desc.handle, .levels = levels,
+	};
+	struct nicoff_cmd c;
+
+	nicoff_prep_strided(&c, opcode, &op, 7);
+	return c;
+}
+
+/* Run one strided command on port a; its completion. */
+static struct nicoff_cqe strided_run(struct __test_metadata *_metadata,
+				     FIXTURE_DATA(strided) *self, uint8_t opcode, uint32_t card,
+				     uint32_t rkey, uint64_t roff, uint64_t off, uint32_t levels)
+{
+	struct nicoff_cmd c = strided_cmd(self, opcode, card, rkey, roff, off, levels);
+	struct nicoff_cqe q;
+
+	memset(&q, 0, sizeof(q));
+	EXPECT_EQ(0, nt_run_one(&self->pa, &c, &q, TMO));
+	EXPECT_EQ(opcode, q.opcode);
+	EXPECT_EQ(7, q.tag);
+	return q;
+}
+
+/* A put (a to b) or get (b to a) of the shape in the descriptor, checked whole. */
+static void checked_op(struct __test_metadata *_metadata, FIXTURE_DATA(strided) *self,
+		       uint8_t opcode, uint32_t levels, uint64_t off, uint64_t roff, uint64_t seed)
+{
+	const struct nicoff_strided_desc *d = desc_of(self);
+	int put = opcode == NICOFF_OP_PUT_STRIDED;
+	unsigned char *src = put ? self->a.buf : self->b.buf;
+	unsigned char *dst = put ? self->b.buf : self->a.buf;
+	struct nicoff_cqe q;
+
+	nt_fill_pattern(src, BIG, seed);
+	nt_fill_pattern(dst, BIG, seed + 1);
+	memcpy(self->want, dst, BIG);
+	if (put)
+		sref_copy(d, levels, src, off, d->local_stride, self->want, roff, d->remote_stride);
+	else
+		sref_copy(d, levels, src, roff, d->remote_stride, self->want, off, d->local_stride);
+	q = strided_run(_metadata, self, opcode, 1, self->b.rkey, roff, off, levels);
+	EXPECT_EQ(0, q.status);
+	EXPECT_EQ(sref_len(d, levels), q.result);
+	EXPECT_EQ(0, memcmp(dst, self->want, BIG))
+		TH_LOG("%s of %u levels, chunk %llu", put ? "put" : "get", levels,
+		       (unsigned long long)d->count[0]);
+}
+
+static void random_rounds(struct __test_metadata *_metadata, FIXTURE_DATA(strided) *self,
+			  unsigned int rounds, __u64 seed)
+{
+	unsigned int r;
+
+	for (r = 0; r < rounds; r++) {
+		__u32 levels = sref_random_shape(desc_of(self), MAX_LEN, MAX_EXTENT, &seed);
+		uint64_t off = sref_rand(&seed) % (BIG - MAX_EXTENT);
+		uint64_t roff = sref_rand(&seed) % (BIG - MAX_EXTENT);
+
+		checked_op(_metadata, self, NICOFF_OP_PUT_STRIDED, levels, off, roff, 2 * r + 1);
+		checked_op(_metadata, self, NICOFF_OP_GET_STRIDED, levels, off, roff, 2 * r + 100);
+	}
+}
+
+TEST_F(strided, random_shapes)
+{
+	random_rounds(_metadata, self, 40, 2026);
+}
+
+TEST_F(strided, faults)
+{
+	ASSERT_EQ(0, nt_set_faults(100000, 50000, 50000, 10000));
+	random_rounds(_metadata, self, 8, 1125);
+}
+
+/* A shape of @levels levels, all counts @c and strides @st, on both sides. */
+static void set_shape(FIXTURE_DATA(strided) *self, uint32_t levels, uint64_t chunk, uint64_t c,
+		      uint64_t st)
+{
+	struct nicoff_strided_desc *d = desc_of(self);
+	uint32_t i;
+
+	memset(d, 0, sizeof(*d));
+	d->count[0] = chunk;
+	for (i = 1; i <= levels && i <= NICOFF_STRIDED_MAX_LEVELS; i++) {
+		d->count[i] = c;
+		d->local_stride[i - 1] = st;
+		d->remote_stride[i - 1] = st;
+	}
+}
+
+TEST_F(strided, exact_region)
+{
+	/* One-byte chunks 97 bytes apart at two levels: 1 + 2 * 69 * 97 bytes. */
+	const uint64_t extent = 1 + 2 * 69 * 97;
+	struct nicoff_reg_mr mr = { 0 };
+	struct nicoff_cqe q;
+
+	mr.addr = (uintptr_t)(self->b.buf + 4000);
+	mr.length = extent;
+	mr.access = NICOFF_ACCESS_ALL;
+	ASSERT_EQ(0, nt_ioctl(self->pb.fd, NICOFF_IOC_REG_MR, &mr));
+	set_shape(self, 2, 1, 70, 97);
+	nt_fill_pattern(self->a.buf, BIG, 5);
+	q = strided_run(_metadata, self, NICOFF_OP_PUT_STRIDED, 1, mr.rkey, 0, 0, 2);
+	EXPECT_EQ(0, q.status);
+	EXPECT_EQ(70 * 70, q.result);
+	nt_fill_pattern(self->b.buf, BIG, 6);
+	memcpy(self->want, self->b.buf, BIG);
+	q = strided_run(_metadata, self, NICOFF_OP_PUT_STRIDED, 1, mr.rkey, 1, 0, 2);
+	EXPECT_EQ(-ERANGE, q.status);
+	EXPECT_EQ(0, memcmp(self->b.buf, self->want, BIG));
+}
+
+TEST_F(strided, descriptor_rewritten)
+{
+	const struct nicoff_strided_desc *d = desc_of(self);
+	struct nicoff_cmd c;
+	struct nicoff_cqe q;
+	uint64_t deadline;
+
+	set_shape(self, 2, 500, 30, 1000);
+	nt_fill_pattern(self->a.buf, BIG, 7);
+	nt_fill_pattern(self->b.buf, BIG, 8);
+	memcpy(self->want, self->b.buf, BIG);
+	sref_copy(d, 2, self->a.buf, 0, d->local_stride, self->want, 0, d->remote_stride);
+	c = strided_cmd(self, NICOFF_OP_PUT_STRIDED, 1, self->b.rkey, 0, 0, 2);
+	ASSERT_EQ(0, nt_submit(&self->pa, &c, 1));
+	/* The card has taken the command once its ring has none pending. */
+	deadline = nt_now_ns() + TMO * 1000000ull;
+	while (nt_cmd_pending(&self->pa) && nt_now_ns() < deadline)
+		;
+	ASSERT_EQ(0, nt_cmd_pending(&self->pa));
+	set_shape(self, 2, 4096, 4096, 1ull << 40);
+	ASSERT_EQ(1, nt_wait_cqes(&self->pa, &q, 1, TMO));
+	EXPECT_EQ(0, q.status);
+	EXPECT_EQ(500 * 30 * 30, q.result);
+	EXPECT_EQ(0, memcmp(self->b.buf, self->want, BIG));
+}
+
+TEST_F(strided, bad_input)
+{
+	static const struct {
+		uint32_t levels, card, rights;
+		uint64_t chunk, c, st, off, roff;
+		int32_t put, get;
+	} cases[] = {
+		{ 9, 1, 0, 8, 2, 8, 0, 0, -EINVAL, -EINVAL },		/* too many levels */
+		{ 8, 1, 0, 1 << 20, 256, 1, 0, 0, -EOVERFLOW, -EOVERFLOW }, /* counts overflow */
+		{ 2, 1, 0, 8, 3, 1ull << 63, 0, 0, -ERANGE, -ERANGE },	/* strides overflow */
+		{ 2, 1, 0, 100, 10, 0x10000, 0, 0, -ERANGE, -ERANGE },	/* local side outside */
+		{ 1, 1, 0, 100, 10, 0x1000, 0, BIG - 0x1000, -ERANGE, -ERANGE }, /* remote side */
+		{ 1, 1, 1, 100, 10, 200, 0, 0, -EACCES, 0 },		/* read-only target */
+		{ 1, 1, 2, 100, 10, 200, 0, 0, 0, -EACCES },		/* write-only target */
+		{ 1, 99999, 0, 100, 10, 200, 0, 0, -EINVAL, -EINVAL },	/* no such card */
+	};
+	struct nt_region ro, wo;
+	struct nicoff_cmd c;
+	struct nicoff_cqe q;
+	unsigned int i, k;
+
+	ASSERT_EQ(0, nt_region_new(&self->pb, &ro, BIG, NICOFF_ACCESS_REMOTE_READ, 0));
+	ASSERT_EQ(0, nt_region_new(&self->pb, &wo, BIG, NICOFF_ACCESS_REMOTE_WRITE, 0));
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		uint32_t rkeys[] = { self->b.rkey, ro.rkey, wo.rkey };
+
+		for (k = 0; k < 2; k++) {
+			uint8_t opcode = k ? NICOFF_OP_GET_STRIDED : NICOFF_OP_PUT_STRIDED;
+			int32_t want = cases[i].put;
+
+			if (k)
+				want = cases[i].get;
+			set_shape(self, cases[i].levels, cases[i].chunk, cases[i].c, cases[i].st);
+			nt_fill_pattern(self->a.buf, BIG, 20 + i);
+			nt_fill_pattern(self->b.buf, BIG, 40 + i);
+			q = strided_run(_metadata, self, opcode, cases[i].card,
+					rkeys[cases[i].rights], cases[i].roff, cases[i].off,
+					cases[i].levels);
+			EXPECT_EQ(want, q.status) TH_LOG("case %u, %s", i, k ? "get" : "put");
+			if (!want)
+				continue;
+			nt_fill_pattern(self->want, BIG, 20 + i);
+			EXPECT_EQ(0, memcmp(self->a.buf, self->want, BIG));
+			nt_fill_pattern(self->want, BIG, 40 + i);
+			EXPECT_EQ(0, memcmp(self->b.buf, self->want, BIG));
+		}
+	}
+	/* A descriptor that is not all inside its region. */
+	c = strided_cmd(self, NICOFF_OP_PUT_STRIDED, 1, self->b.rkey, 0, 0, 1);
+	c.strided.desc_off = 8;
+	ASSERT_EQ(0, nt_run_one(&self->pa, &c, &q, TMO));
+	EXPECT_EQ(-ERANGE, q.status);
+	c.strided.desc_off = ~0ull - 100;
+	ASSERT_EQ(0, nt_run_one(&self->pa, &c, &q, TMO));
+	EXPECT_EQ(-ERANGE, q.status);
+	/* And the port goes on. */
+	set_shape(self, 1, 64, 4, 128);
+	checked_op(_metadata, self, NICOFF_OP_PUT_STRIDED, 1, 0, 0, 77);
+	munmap(ro.buf, BIG);
+	munmap(wo.buf, BIG);
+}
+
+TEST_HARNESS_MAIN
