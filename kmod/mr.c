@@ -206,13 +206,18 @@ int nicoff_mr_deregister(struct nicoff_port *port, u32 handle, u32 rkey)
 {
 	struct nicoff_mr *mr;
 
-	/* The engine uses a region only while it holds the card lock. */
+	/*
+	 * The engine uses a region only while it holds the card lock; a COPY
+	 * under way keeps no reference to it across passes, it stops.
+	 */
 	mutex_lock(&port->card->lock);
 	mr = xa_load(&port->mrs, handle);
-	if (mr && (!rkey || mr->rkey == rkey))
+	if (mr && (!rkey || mr->rkey == rkey)) {
 		xa_erase(&port->mrs, handle);
-	else
+		nicoff_port_mr_gone(port, mr);
+	} else {
 		mr = NULL;
+	}
 	mutex_unlock(&port->card->lock);
 	if (!mr)
 		return -ENOENT;
