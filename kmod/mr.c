@@ -223,11 +223,16 @@ int nicoff_mr_deregister(struct nicoff_port *port, u32 handle)
 {
 	struct nicoff_mr *mr;
 
-	/* The engine uses a region only while it holds the card lock. */
+	/*
+	 * The engine uses a region only while it holds the card lock; a COPY
+	 * under way keeps no reference to it across passes, it stops.
+	 */
 	mutex_lock(&port->card->lock);
 	mr = xa_load(&port->mrs, handle);
-	if (mr)
+	if (mr) {
 		xa_erase(&port->mrs, handle);
+		nicoff_port_mr_gone(port, mr);
+	}
 	mutex_unlock(&port->card->lock);
 	if (!mr)
 		return -ENOENT;
@@ -277,13 +282,16 @@ int nicoff_mr_check(const struct nicoff_mr *mr, u64 off, u64 len, u32 access)
 	return 0;
 }
 
-/* Both ranges have been checked with nicoff_mr_check(). */
+/*
+ * Both ranges have been checked with nicoff_mr_check().  The card copies a
+ * slice of a COPY at a time (nicoff_copy_run()) and reschedules between
+ * passes, with the card lock let go: not here, where it holds it.
+ */
 void nicoff_mr_copy(struct nicoff_mr *dst, u64 dst_off, struct nicoff_mr *src, u64 src_off,
 		    u64 len)
 {
 	u64 dpos = dst->first_off + dst_off;
 	u64 spos = src->first_off + src_off;
-	unsigned int pages = 0;
 
 	while (len) {
 		size_t doff = offset_in_page(dpos), soff = offset_in_page(spos);
@@ -297,9 +305,6 @@ void nicoff_mr_copy(struct nicoff_mr *dst, u64 dst_off, struct nicoff_mr *src, u
 		dpos += n;
 		spos += n;
 		len -= n;
-		/* Long copies must not hold the CPU: the engine may sleep here. */
-		if (!(++pages & 63))
-			cond_resched();
 	}
 }
 

@@ -217,9 +217,17 @@ static void nicoff_cmd_fetch(struct nicoff_cmd *dst, const struct nicoff_cmd *sr
 		d[i] = READ_ONCE(s[i]);
 }
 
-static s32 nicoff_exec_copy(struct nicoff_port *port, const struct nicoff_op_copy *op,
-			    u64 *result)
+/* A COPY costs the pass's allowance one unit per KiB it copies. */
+#define NICOFF_COPY_UNIT_SHIFT	10
+
+/*
+ * Check a COPY and make it the port's COPY under way; one that fails the
+ * checks completes at once with its error.
+ */
+static s32 nicoff_exec_copy(struct nicoff_port *port, const struct nicoff_cmd *c)
 {
+	const struct nicoff_op_copy *op = &c->copy;
+	struct nicoff_port_copy *cp = &port->copy;
 	struct nicoff_mr *src, *dst;
 	int ret;
 
@@ -234,17 +242,82 @@ static s32 nicoff_exec_copy(struct nicoff_port *port, const struct nicoff_op_cop
 		ret = nicoff_mr_check(dst, op->dst_off, op->len, NICOFF_ACCESS_LOCAL_WRITE);
 	if (ret)
 		return ret;
-	nicoff_mr_copy(dst, op->dst_off, src, op->src_off, op->len);
-	*result = op->len;
+	cp->src = src;
+	cp->dst = dst;
+	cp->src_off = op->src_off;
+	cp->dst_off = op->dst_off;
+	cp->len = op->len;
+	cp->done = 0;
+	cp->tag = c->tag;
+	cp->active = true;
 	return 0;
 }
 
 /*
+ * Copy the next slice of the port's COPY under way: as many KiB as the
+ * pass's allowance @work has left (a rest under a KiB costs nothing), so
+ * that a COPY of any length holds the card lock for a bounded time.  Once
+ * it is done, or a region was deregistered, it completes into the room
+ * reserved when it was taken.  Returns whether it completed.
+ */
+static bool nicoff_copy_run(struct nicoff_port *port, u32 *work)
+{
+	struct nicoff_port_copy *cp = &port->copy;
+	struct nicoff_kring *cq = &port->cq;
+	struct nicoff_cqe *cqe;
+	s32 status = -ENOENT;
+	u64 rest, n;
+
+	if (cp->src && cp->dst) {
+		rest = cp->len - cp->done;
+		n = rest >> NICOFF_COPY_UNIT_SHIFT ?
+		    min_t(u64, rest, (u64)*work << NICOFF_COPY_UNIT_SHIFT) : rest;
+		nicoff_mr_copy(cp->dst, cp->dst_off + cp->done, cp->src, cp->src_off + cp->done,
+			       n);
+		cp->done += n;
+		*work -= n >> NICOFF_COPY_UNIT_SHIFT;
+		if (cp->done < cp->len)
+			return false;
+		status = 0;
+	}
+	cp->active = false;
+	cp->src = NULL;
+	cp->dst = NULL;
+	port->cq_pending--;
+	if (status)
+		port->bad_cmds++;
+	port->cqes++;
+	cqe = nicoff_ring_slot(cq, cq->priv++);
+	memset(cqe, 0, sizeof(*cqe));
+	cqe->tag = cp->tag;
+	cqe->status = status;
+	cqe->opcode = NICOFF_OP_COPY;
+	cqe->result = cp->done;
+	/* Release: the completion is written before the process sees it. */
+	smp_store_release(&cq->hdr->producer, cq->priv);
+	nicoff_port_wake(port);
+	return true;
+}
+
+/* Region @mr is being deregistered: a COPY using it stops where it is. */
+void nicoff_port_mr_gone(struct nicoff_port *port, struct nicoff_mr *mr)
+{
+	struct nicoff_port_copy *cp = &port->copy;
+
+	lockdep_assert_held(&port->card->lock);
+	if (cp->active && (cp->src == mr || cp->dst == mr)) {
+		cp->src = NULL;
+		cp->dst = NULL;
+	}
+}
+
+/*
  * NOP, COPY and malformed commands are the host's; every other opcode goes
- * to the firmware, whose engine table refuses those it does not know.
+ * to the firmware, whose engine table refuses those it does not know.  A
+ * valid COPY becomes the port's COPY under way (port->copy.active).
  */
 static bool nicoff_exec_local(struct nicoff_port *port, const struct nicoff_cmd *cmd,
-			      s32 *status, u64 *result)
+			      s32 *status)
 {
 	if (cmd->flags || cmd->reserved0 || cmd->reserved1) {
 		*status = -EINVAL;
@@ -255,7 +328,7 @@ static bool nicoff_exec_local(struct nicoff_port *port, const struct nicoff_cmd 
 		*status = memchr_inv(cmd->raw, 0, sizeof(cmd->raw)) ? -EINVAL : 0;
 		return true;
 	case NICOFF_OP_COPY:
-		*status = nicoff_exec_copy(port, &cmd->copy, result);
+		*status = nicoff_exec_copy(port, cmd);
 		return true;
 	default:
 		return false;
@@ -306,20 +379,16 @@ static void nicoff_port_remote_errors(struct nicoff_port *port, u32 cq_used)
 }
 
 /*
- * What a command costs the card thread beyond a cheap one, in units of
- * about one member of a GROUP_CREATE (whose table the card reads, checks
- * and sorts, and whose schedules it builds, all at once) or 1 KiB of COPY.
+ * What a command costs the card thread at once beyond a cheap one, in
+ * units of about one member of a GROUP_CREATE (whose table the card reads,
+ * checks and sorts, and whose schedules it builds, all at once).  A COPY
+ * pays per slice instead (nicoff_copy_run()).
  */
 static u32 nicoff_cmd_work(const struct nicoff_cmd *c, u64 group_limit)
 {
-	switch (c->opcode) {
-	case NICOFF_OP_GROUP_CREATE:
+	if (c->opcode == NICOFF_OP_GROUP_CREATE)
 		return c->group.size <= group_limit ? c->group.size : 0;
-	case NICOFF_OP_COPY:
-		return min_t(u64, c->copy.len >> 10, U32_MAX);
-	default:
-		return 0;
-	}
+	return 0;
 }
 
 /*
@@ -328,17 +397,27 @@ static u32 nicoff_cmd_work(const struct nicoff_cmd *c, u64 group_limit)
  * holds commands back instead of losing completions.  An expensive one is
  * taken only while the pass's allowance @work lasts (or nothing of it was
  * spent yet); otherwise it and the port's later commands wait for the next
- * pass, so no port makes a pass long for everyone.
+ * pass, so no port makes a pass long for everyone.  A COPY is copied a
+ * slice per pass, from that allowance; the port's later commands wait
+ * until it completes, so completions keep the ring's order.
  */
 unsigned int nicoff_port_service(struct nicoff_port *port, unsigned int budget, u32 *work)
 {
 	struct nicoff_kring *cmd = &port->cmd, *cq = &port->cq;
 	u64 limit = nicoff_fw_group_limit(READ_ONCE(nicoff_max_group_size));
 	u32 avail, cq_used, owed, n, i;
+	unsigned int copied = 0;
 
 	lockdep_assert_held(&port->card->lock);
 	if (port->error)
 		return 0;
+	if (port->copy.active) {
+		u64 before = port->copy.done;
+
+		if (!nicoff_copy_run(port, work))
+			return port->copy.done != before;
+		copied = 1;
+	}
 	if (unlikely(fw_port_remote_errors(port->card->fw, port->num, NULL) !=
 		     port->remote_errors_told)) {
 		/* Acquire: the process is done with the entries it handed back. */
@@ -349,7 +428,7 @@ unsigned int nicoff_port_service(struct nicoff_port *port, unsigned int budget, 
 	/* Acquire: the descriptors are read only after the tail that covers them. */
 	avail = smp_load_acquire(&cmd->hdr->producer) - cmd->priv;
 	if (!avail)
-		return 0;
+		return copied;
 	/* Acquire: the process is done reading the entries it handed back. */
 	cq_used = cq->priv - smp_load_acquire(&cq->hdr->consumer);
 	if (avail > cmd->entries || cq_used > cq->entries) {
@@ -361,12 +440,11 @@ unsigned int nicoff_port_service(struct nicoff_port *port, unsigned int budget, 
 	n = min3(avail, owed < cq->entries ? cq->entries - owed : 0, budget);
 	if (!n) {
 		port->cq_full++;
-		return 0;
+		return copied;
 	}
 	for (i = 0; i < n; i++) {
 		struct nicoff_cmd c;
 		struct nicoff_cqe *cqe;
-		u64 result = 0;
 		s32 status;
 		u32 w;
 
@@ -378,13 +456,22 @@ unsigned int nicoff_port_service(struct nicoff_port *port, unsigned int budget, 
 			*work -= min(w, *work);
 		}
 		cmd->priv++;
-		if (!nicoff_exec_local(port, &c, &status, &result)) {
+		if (!nicoff_exec_local(port, &c, &status)) {
 			port->cq_pending++;
 			port->cmds++;
 			/* An opcode nobody runs is a bad command, as the host's refusals are. */
 			if (fw_cmd(port->card->fw, port->num, &c) == -EOPNOTSUPP)
 				port->bad_cmds++;
 			continue;
+		}
+		if (port->copy.active) {
+			/* Its completion goes into room reserved now, when it is done. */
+			port->cq_pending++;
+			port->cmds++;
+			if (nicoff_copy_run(port, work))
+				continue;
+			i++;
+			break;
 		}
 		if (status)
 			port->bad_cmds++;
@@ -395,16 +482,15 @@ unsigned int nicoff_port_service(struct nicoff_port *port, unsigned int budget, 
 		cqe->tag = c.tag;
 		cqe->status = status;
 		cqe->opcode = c.opcode;
-		cqe->result = result;
 	}
 	if (!i)
-		return 0;
+		return copied;
 	/* Release: the slots are read before the process may reuse them. */
 	smp_store_release(&cmd->hdr->consumer, cmd->priv);
 	/* Release: the completions are written before the process sees them. */
 	smp_store_release(&cq->hdr->producer, cq->priv);
 	nicoff_port_wake(port);
-	return i;
+	return i + copied;
 }
 
 /* Would a pass do something?  Used before the engine sleeps. */
@@ -415,6 +501,8 @@ bool nicoff_port_has_work(struct nicoff_port *port)
 	lockdep_assert_held(&port->card->lock);
 	if (port->error)
 		return false;
+	if (port->copy.active)
+		return true;
 	avail = READ_ONCE(port->cmd.hdr->producer) - port->cmd.priv;
 	if (!avail)
 		return false;

@@ -19,6 +19,25 @@ struct nicoff_card;
 struct mm_struct;
 struct mem_cgroup;
 struct user_struct;
+struct nicoff_mr;
+
+/*
+ * The port's COPY under way, under the card lock: the card copies it a
+ * slice per pass and takes none of the port's later commands before it
+ * completes.  It holds no reference: deregistering either region clears
+ * @src and @dst (nicoff_port_mr_gone()), and the COPY then completes with
+ * ENOENT; closing the port drops it with the port.
+ */
+struct nicoff_port_copy {
+	struct nicoff_mr *src;
+	struct nicoff_mr *dst;
+	u64 src_off;
+	u64 dst_off;
+	u64 len;
+	u64 done;			/* bytes copied so far */
+	u64 tag;
+	bool active;
+};
 
 struct nicoff_port {
 	struct nicoff_card *card;
@@ -41,6 +60,7 @@ struct nicoff_port {
 	u64 cq_full;
 	u32 cq_pending;			/* completions the firmware owes */
 	u64 remote_errors_told;		/* peers' violations reported so far */
+	struct nicoff_port_copy copy;
 	atomic64_t kicks;
 };
 
@@ -62,9 +82,10 @@ void nicoff_port_stats(struct nicoff_port *port, struct nicoff_port_stats *st);
  * The expensive work a card thread may do in one pass over one card, in
  * units of about one group member's checks (nicoff_cmd_work()): under a
  * millisecond of the VM's emulated CPU, so that a NOP on any card of the
- * thread waits little (a pass over n busy cards costs n of these).  The
- * first expensive command of a card pass runs whatever its size
- * (max_group_size bounds that of a GROUP_CREATE).
+ * thread waits little (a pass over n busy cards costs n of these).  A
+ * COPY takes what is left of it, a slice at a time; the first other
+ * expensive command of a card pass runs whatever its size (max_group_size
+ * bounds that of a GROUP_CREATE).
  */
 #define NICOFF_PASS_WORK	1024u
 unsigned int nicoff_port_service(struct nicoff_port *port, unsigned int budget, u32 *work);
@@ -72,5 +93,6 @@ bool nicoff_port_has_work(struct nicoff_port *port);
 bool nicoff_port_cq_ready(struct nicoff_port *port);
 struct nicoff_cqe;
 void nicoff_port_complete_async(struct nicoff_port *port, const struct nicoff_cqe *cqe);
+void nicoff_port_mr_gone(struct nicoff_port *port, struct nicoff_mr *mr);
 
 #endif

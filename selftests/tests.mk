@@ -8,6 +8,7 @@ SELFTEST_NAMES := \
 	nicoff_unpriv_test \
 	nicoff_mmap_test \
 	nicoff_ring_test \
+	nicoff_copy_test \
 	nicoff_hostile_test \
 	nicoff_kill_test \
 	nicoff_nowake_test \
