@@ -1,6 +1,8 @@
 // The C API: thin wrappers that turn exceptions into negative errno values.
 #include "common.hpp"
 
+#include <nicoff/strided.hpp>
+
 #include <algorithm>
 #include <climits>
 #include <cstring>
@@ -555,3 +557,61 @@ void nicoff_atomic_server_destroy(nicoff_atomic_server *server) {
 }
 
 } // extern "C"
+
+struct nicoff_strided {
+    nicoff::Strided strided;
+};
+
+int nicoff_strided_create(nicoff_port *port, nicoff_strided **out) {
+    if (!port || !out)
+        return -EINVAL;
+    return guarded([&] { return make_handle(out, nicoff_strided{nicoff::Strided(port->port)}); });
+}
+
+void nicoff_strided_destroy(nicoff_strided *s) { std::unique_ptr<nicoff_strided> owned(s); }
+
+namespace {
+
+// One side of a strided command from ARMCI's arguments.
+nicoff::StridedSide strided_side(uint64_t off, const uint64_t *stride, int levels) {
+    return {off, std::span<const uint64_t>(stride, stride ? static_cast<std::size_t>(levels) : 0)};
+}
+
+bool strided_args(const nicoff_strided *s, const nicoff_mr *mr, const uint64_t *count, int levels) {
+    return s && mr && count && levels >= 0 && levels <= NICOFF_STRIDED_MAX_LEVELS;
+}
+
+// A strided put (src_mr's side is the source) or get through s.
+int strided_post(nicoff_strided *s, bool put, const nicoff_mr *mr, uint64_t off,
+                 const uint64_t *stride, uint64_t roff, const uint64_t *rstride,
+                 const uint64_t *count, int levels, const nicoff::RemoteRegion &remote,
+                 uint64_t tag) {
+    if (!strided_args(s, mr, count, levels))
+        return -EINVAL;
+    return guarded([&] {
+        const std::span<const uint64_t> c(count, static_cast<std::size_t>(levels) + 1);
+        const nicoff::StridedSide local = strided_side(off, stride, levels);
+        const nicoff::StridedSide far = strided_side(roff, rstride, levels);
+        const bool posted = put ? s->strided.try_put(mr->mr, local, remote, far, c, tag)
+                                : s->strided.try_get(remote, far, mr->mr, local, c, tag);
+        return posted ? 0 : -EAGAIN;
+    });
+}
+
+} // namespace
+
+int nicoff_put_strided(nicoff_strided *s, const nicoff_mr *src_mr, uint64_t src_off,
+                       const uint64_t *src_stride, uint64_t dst_off, const uint64_t *dst_stride,
+                       const uint64_t *count, int stride_levels, uint32_t card, uint32_t dst_port,
+                       uint32_t rkey, uint64_t tag) {
+    return strided_post(s, true, src_mr, src_off, src_stride, dst_off, dst_stride, count,
+                        stride_levels, {card, dst_port, rkey}, tag);
+}
+
+int nicoff_get_strided(nicoff_strided *s, uint64_t src_off, const uint64_t *src_stride,
+                       const nicoff_mr *dst_mr, uint64_t dst_off, const uint64_t *dst_stride,
+                       const uint64_t *count, int stride_levels, uint32_t card, uint32_t src_port,
+                       uint32_t rkey, uint64_t tag) {
+    return strided_post(s, false, dst_mr, dst_off, dst_stride, src_off, src_stride, count,
+                        stride_levels, {card, src_port, rkey}, tag);
+}

@@ -259,6 +259,32 @@ NICOFF_API int nicoff_atomic_server_serve(nicoff_atomic_server *server, const vo
 NICOFF_API int nicoff_atomic_server_serve_ready(nicoff_atomic_server *server);
 NICOFF_API void nicoff_atomic_server_destroy(nicoff_atomic_server *server); /* NULL is fine */
 
+/*
+ * Strided put and get walked by the card (ARMCI's PutS and GetS, seed 004's
+ * NIC-based method).  A nicoff_strided holds the descriptors the card reads
+ * (registered on the port); every command of the port must be posted by
+ * the same thread, as always.  The shape is ARMCI's: count[0] contiguous
+ * bytes, count[1..stride_levels] repetitions, each side's stride array in
+ * bytes; stride_levels 0 to NICOFF_STRIDED_MAX_LEVELS.  The arguments come
+ * in ARMCI's order: source, its strides, destination, its strides, count,
+ * stride_levels, then where the remote side is.  0 once posted, -EAGAIN when
+ * the command ring is full, -EINVAL, -EIO (error state).  The completion,
+ * with tag, carries the bytes moved or the card's error.
+ */
+typedef struct nicoff_strided nicoff_strided;
+NICOFF_API int nicoff_strided_create(nicoff_port *port, nicoff_strided **out);
+NICOFF_API void nicoff_strided_destroy(nicoff_strided *s); /* NULL is fine */
+NICOFF_API int nicoff_put_strided(nicoff_strided *s, const nicoff_mr *src_mr, uint64_t src_off,
+                                  const uint64_t *src_stride, uint64_t dst_off,
+                                  const uint64_t *dst_stride, const uint64_t *count,
+                                  int stride_levels, uint32_t card, uint32_t dst_port,
+                                  uint32_t rkey, uint64_t tag);
+NICOFF_API int nicoff_get_strided(nicoff_strided *s, uint64_t src_off, const uint64_t *src_stride,
+                                  const nicoff_mr *dst_mr, uint64_t dst_off,
+                                  const uint64_t *dst_stride, const uint64_t *count,
+                                  int stride_levels, uint32_t card, uint32_t src_port,
+                                  uint32_t rkey, uint64_t tag);
+
 #ifdef __cplusplus
 }
 #endif

@@ -79,6 +79,15 @@ static void test_null_port(void **state) {
     assert_int_equal(nicoff_post_ping(NULL, 1, 2, 1), -EINVAL);
     struct nicoff_op_strided sop = {0};
     assert_int_equal(nicoff_post_strided(NULL, NICOFF_OP_PUT_STRIDED, &sop, 1), -EINVAL);
+    nicoff_strided *sd = (nicoff_strided *)(uintptr_t)0x1234;
+    const uint64_t count[2] = {8, 2}, stride[1] = {16};
+    assert_int_equal(nicoff_strided_create(NULL, &sd), -EINVAL);
+    assert_ptr_equal(sd, (nicoff_strided *)(uintptr_t)0x1234);
+    nicoff_strided_destroy(NULL);
+    assert_int_equal(nicoff_put_strided(NULL, NULL, 0, stride, 0, stride, count, 1, 1, 2, 3, 4),
+                     -EINVAL);
+    assert_int_equal(nicoff_get_strided(NULL, 0, stride, NULL, 0, stride, count, 1, 1, 2, 3, 4),
+                     -EINVAL);
     assert_int_equal(nicoff_poll(NULL, cqe, 4), -EINVAL);
     assert_int_equal(nicoff_wait(NULL, 0), -EINVAL);
 }
