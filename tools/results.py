@@ -75,12 +75,20 @@ def plot(records, png):
         return False
     metrics = sorted({m for m, _ in series})
     tmp = tempfile.mkdtemp(prefix="nicoff-plot.")
-    script = [f"set terminal png size 900,{380 * len(metrics)}",
+    # noenhanced: the underscores of names are no subscripts.
+    script = [f"set terminal png noenhanced size 900,{380 * len(metrics)}",
               f"set output '{png}'", f"set multiplot layout {len(metrics)},1",
               "set key outside right", "set grid", "set logscale x 2"]
     for m in metrics:
         unit = next((r["unit"] for r in records if r["metric"] == m), "")
         script += [f"set title '{m}'", f"set xlabel '{xaxis[m]}'", f"set ylabel '{unit}'"]
+        # Sizes as 8, 4ki, 1Mi rather than long numbers running into each other.
+        script.append("set format x '%.0b%B'" if xaxis[m] == "bytes" else "set format x '% h'")
+        # Values over more than two decades (8 B to 4 MiB messages against a
+        # memcpy) need a log scale to show the small ones at all.
+        ys = [y for (metric, _), pts in series.items() if metric == m for _, y in pts]
+        wide = ys and min(ys) > 0 and max(ys) / min(ys) > 100
+        script.append("set logscale y 10" if wide else "unset logscale y")
         parts = []
         for (metric, name), pts in sorted(series.items()):
             if metric != m:

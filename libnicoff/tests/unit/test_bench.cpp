@@ -1,12 +1,23 @@
 // nicoff-bench's framework pieces that need no card: /proc/<pid>/stat
-// parsing, statistics, option parsing, JSON records with nulls.
+// parsing, statistics, option parsing, JSON records with nulls, tunables
+// set for a scope (on files of a directory standing in for sysfs).
 #include "bench.hpp"
 #include "procstat.hpp"
+#include "tunable.hpp"
 
+#include <cerrno>
 #include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <stdexcept>
 #include <string>
+#include <system_error>
+
+#include <sys/wait.h>
+#include <unistd.h>
 
 // Last: cmocka's macros (fail, ...) clash with the standard headers.
 #include "cmocka.hpp"
@@ -78,6 +89,89 @@ void test_options(void **) {
     assert_true(l.list("algs") == (std::vector<std::string>{"tree", "auto"}));
     Options none(lists, {{"ns", ","}});
     assert_true(throws_invalid_argument([&] { (void)none.u64_list("ns"); }));
+    // An item that is no unsigned integer is a usage error naming the option.
+    for (const char *bad_item : {"8,x", "8,4x", "-1", "8, 64"}) {
+        Options b(lists, {{"ns", bad_item}});
+        try {
+            (void)b.u64_list("ns");
+            fail_msg("--ns %s accepted", bad_item);
+        } catch (const std::invalid_argument &e) {
+            assert_non_null(std::strstr(e.what(), "--ns"));
+        }
+    }
+}
+
+// The errno of the std::system_error f throws, 0 if it throws none.
+template <class F>
+int system_error_of(F f) {
+    try {
+        f();
+    } catch (const std::system_error &e) {
+        return e.code().value();
+    }
+    return 0;
+}
+
+void test_tunable(void **) {
+    char tmpl[] = "/tmp/nicoff-tunable.XXXXXX";
+    const char *dir = ::mkdtemp(tmpl);
+    assert_non_null(dir);
+    const std::string path = std::string(dir) + "/fault_drop_ppm";
+    // As sysfs shows a parameter: the value and a newline.
+    std::ofstream(path) << "7\n";
+    assert_string_equal(read_tunable("fault_drop_ppm", dir).c_str(), "7");
+    {
+        const TunableOverride o("fault_drop_ppm", "1000", dir);
+        assert_string_equal(o.previous().c_str(), "7");
+        assert_string_equal(read_tunable("fault_drop_ppm", dir).c_str(), "1000");
+    }
+    assert_string_equal(read_tunable("fault_drop_ppm", dir).c_str(), "7");
+    // Put back when the scope is left by an exception too.
+    try {
+        const TunableOverride o("fault_drop_ppm", "5", dir);
+        assert_string_equal(read_tunable("fault_drop_ppm", dir).c_str(), "5");
+        throw std::runtime_error("case failed");
+    } catch (const std::runtime_error &) {
+    }
+    assert_string_equal(read_tunable("fault_drop_ppm", dir).c_str(), "7");
+    // One at a time: a second override would put back what the first one set.
+    {
+        const TunableOverride o("fault_drop_ppm", "5", dir);
+        assert_int_equal(system_error_of([&] { TunableOverride o2("fault_drop_ppm", "6", dir); }),
+                         EBUSY);
+        assert_string_equal(read_tunable("fault_drop_ppm", dir).c_str(), "5");
+    }
+    assert_string_equal(read_tunable("fault_drop_ppm", dir).c_str(), "7");
+    // Put back by a SIGTERM too, which still ends the process.
+    std::fflush(nullptr);
+    const pid_t pid = ::fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        const TunableOverride o("fault_drop_ppm", "9", dir);
+        ::kill(::getpid(), SIGTERM);
+        ::_exit(read_tunable("fault_drop_ppm", dir) == "9" ? 0 : 1); // not reached
+    }
+    int st = 0;
+    assert_int_equal(::waitpid(pid, &st, 0), pid);
+    assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGTERM);
+    assert_string_equal(read_tunable("fault_drop_ppm", dir).c_str(), "7");
+    // An ignored SIGTERM stays ignored while a tunable is overridden.
+    struct sigaction ign {
+    }, before{};
+    ign.sa_handler = SIG_IGN;
+    assert_int_equal(::sigaction(SIGTERM, &ign, &before), 0);
+    {
+        const TunableOverride o("fault_drop_ppm", "5", dir);
+        ::kill(::getpid(), SIGTERM);
+        assert_string_equal(read_tunable("fault_drop_ppm", dir).c_str(), "5");
+    }
+    assert_int_equal(::sigaction(SIGTERM, &before, nullptr), 0);
+    assert_string_equal(read_tunable("fault_drop_ppm", dir).c_str(), "7");
+    // A tunable that is not there is an error with its errno, before anything changes.
+    assert_int_equal(system_error_of([&] { TunableOverride o("no_such", "1", dir); }), ENOENT);
+    assert_int_equal(system_error_of([&] { write_tunable("no_such", "1", dir); }), ENOENT);
+    assert_int_equal(::unlink(path.c_str()), 0);
+    assert_int_equal(::rmdir(dir), 0);
 }
 
 void test_json_and_table(void **) {
@@ -107,10 +201,9 @@ void test_json_and_table(void **) {
 
 int main() {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_proc_stat),
-        cmocka_unit_test(test_summary),
-        cmocka_unit_test(test_options),
-        cmocka_unit_test(test_json_and_table),
+        cmocka_unit_test(test_proc_stat), cmocka_unit_test(test_summary),
+        cmocka_unit_test(test_options),   cmocka_unit_test(test_json_and_table),
+        cmocka_unit_test(test_tunable),
     };
     return cmocka_run_group_tests_name("nicoff-bench framework", tests, nullptr, nullptr);
 }

@@ -60,7 +60,7 @@ public:
     double number(const std::string &name) const;
     // A comma-separated option's items, empty ones skipped.
     std::vector<std::string> list(const std::string &name) const;
-    // Its items as unsigned integers; throws if there are none.
+    // Its items as unsigned integers; throws if there are none or one is not.
     std::vector<std::uint64_t> u64_list(const std::string &name) const;
 
 private:

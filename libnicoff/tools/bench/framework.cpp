@@ -65,14 +65,17 @@ const std::string &Options::str(const std::string &name) const {
     return it != given_.end() ? it->second : s.default_value;
 }
 
-std::uint64_t Options::u64(const std::string &name) const {
-    const std::string &v = str(name);
+namespace {
+std::uint64_t parse_u64(const std::string &name, const std::string &v) {
     std::uint64_t out = 0;
     auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
     if (ec != std::errc() || end != v.data() + v.size() || v.empty())
         throw std::invalid_argument("--" + name + ": not an unsigned integer: '" + v + "'");
     return out;
 }
+} // namespace
+
+std::uint64_t Options::u64(const std::string &name) const { return parse_u64(name, str(name)); }
 
 double Options::number(const std::string &name) const {
     const std::string &v = str(name);
@@ -97,7 +100,7 @@ std::vector<std::string> Options::list(const std::string &name) const {
 std::vector<std::uint64_t> Options::u64_list(const std::string &name) const {
     std::vector<std::uint64_t> v;
     for (const std::string &item : list(name))
-        v.push_back(std::stoull(item));
+        v.push_back(parse_u64(name, item));
     if (v.empty())
         throw std::invalid_argument("--" + name + ": empty list");
     return v;

@@ -8,6 +8,7 @@
 //                named nicoff/*) while an open port sits idle, in percent of
 //                one CPU, summed over the threads
 #include "bench.hpp"
+#include "nop.hpp"
 #include "procstat.hpp"
 
 #include <nicoff/nicoff.hpp>
@@ -22,60 +23,21 @@
 namespace nicoff::bench {
 namespace {
 
-constexpr std::uint64_t stall_ns = 10'000'000'000; // no progress for 10 s: give up
-
-void check_progress(const Port &port, std::uint64_t last_progress_ns, const char *what) {
-    if (port.in_error())
-        fail(EIO, std::string(what) + ": port went into the error state");
-    if (now_ns() - last_progress_ns > stall_ns)
-        fail(ETIMEDOUT, std::string(what) + ": no completion for 10 s");
-}
-
-void check_cqe(const nicoff_cqe &c, std::uint64_t tag) {
-    if (c.status != 0)
-        fail(-c.status, "NOP completed with status " + std::to_string(c.status));
-    if (c.tag != tag)
-        fail(EPROTO,
-             "completion tag " + std::to_string(c.tag) + ", expected " + std::to_string(tag));
-}
-
 void rtt(Context &ctx, const Device &dev) {
-    const std::uint64_t warmup = ctx.opts().u64("warmup");
     const std::uint64_t runs = ctx.opts().u64("runs");
     if (runs == 0)
         throw std::invalid_argument("--runs must be at least 1");
-    Port port(dev, PortConfig{NICOFF_PORT_ANY, 64, 64});
-    std::vector<double> samples;
-    samples.reserve(runs);
-    std::uint64_t kicks0 = 0;
-    for (std::uint64_t i = 0; i < warmup + runs; i++) {
-        if (i == warmup)
-            kicks0 = port.kicks();
-        nicoff_cqe cqe;
-        const std::uint64_t t0 = now_ns();
-        if (!port.try_post(make_nop(i)))
-            fail(port.in_error() ? EIO : EAGAIN, "rtt: cannot post a NOP");
-        std::uint64_t spins = 0;
-        while (port.poll(std::span(&cqe, 1)) == 0)
-            if ((++spins & 0xfffff) == 0)
-                check_progress(port, t0, "rtt");
-        const std::uint64_t t1 = now_ns();
-        check_cqe(cqe, i);
-        if (i >= warmup)
-            samples.push_back(static_cast<double>(t1 - t0) / 1000.0);
-    }
-    const double kicks = static_cast<double>(port.kicks() - kicks0);
-    const Summary s = summarize(std::move(samples));
+    const NopRtt rtt = nop_rtt(dev, ctx.opts().u64("warmup"), runs);
     auto add = [&](const char *metric, double v, const char *unit) {
         Record r = ctx.record("nop", "batch1", metric, v, unit);
         r.nodes = 1;
         r.runs = static_cast<std::int64_t>(runs);
         ctx.add(std::move(r));
     };
-    add("rtt_us", s.mean, "us");
-    add("rtt_us_median", s.median, "us");
-    add("rtt_us_p99", s.p99, "us");
-    add("rtt_kicks_per_op", kicks / static_cast<double>(runs), "kicks/op");
+    add("rtt_us", rtt.us.mean, "us");
+    add("rtt_us_median", rtt.us.median, "us");
+    add("rtt_us_p99", rtt.us.p99, "us");
+    add("rtt_kicks_per_op", rtt.kicks_per_op, "kicks/op");
 }
 
 struct ThroughputRun {
@@ -112,7 +74,7 @@ ThroughputRun throughput_once(Port &port, std::uint32_t batch, std::uint64_t ops
         }
         const std::size_t got = port.poll(cqes);
         for (std::size_t i = 0; i < got; i++)
-            check_cqe(cqes[i], done + i);
+            check_nop(cqes[i], done + i);
         done += got;
         if (progress || got) {
             last_progress = now_ns();

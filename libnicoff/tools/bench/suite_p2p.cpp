@@ -1,14 +1,29 @@
 // Suite "p2p": messages between two cards, one port on each, both driven by
 // one thread of one process (it plays both ends, so neither end waits for a
-// CPU the other one holds; the card threads have the rest).
+// CPU the other one holds; the card threads have the rest).  In the order
+// of the records:
 //
+//   nop/batch1           rtt_us, rtt_us_median: the NOP round trip through
+//                        the rings of one port (the doorbell suite's), the
+//                        yardstick of the figures below in the same boot
 //   pingpong/send_recv   latency_us: half round trip of an 8-byte message
 //                        (send, receive, send back, receive, each receive
 //                        posted again), the mean; latency_us_median,
 //                        latency_us_p99
-//   bandwidth/send_recv  mb_per_s (10^6 bytes/s) for 64 KiB .. 4 MiB
-//                        messages, --depth of them in flight, each receive
-//                        posted again as it completes
+//   bandwidth/METHOD     mb_per_s (10^6 bytes/s) for each of --sizes, the
+//                        median of --repeat runs of the same number of
+//                        messages (--bytes of them, at most --max-msgs, at
+//                        least 2 x --depth), --depth of them in flight:
+//                        send_recv  SENDs into RECVs, each receive posted
+//                                   again as it completes; timed to the
+//                                   last RECV completion
+//                        put, get   PUTs into, GETs from the other card's
+//                                   region (registered with remote read and
+//                                   write), --depth slots of it in turn;
+//                                   timed to the last completion
+//                        memcpy     the CPU copying the same blocks into
+//                                   the same --depth slots: what the card's
+//                                   data path is measured against
 //   logp/send_recv       the LogP parameters of 8-byte messages as the seed
 //                        paper (section 2, after Culler et al.) uses them,
 //                        medians of many samples:
@@ -22,14 +37,24 @@
 //                                last one, o_s + L + o_r + (n-1) max(o_s, g)
 //                                after the first post: (T(n) - T(1)) / (n-1)
 //                                measures max(o_s, g)
+//   bandwidth_drop/METHOD  mb_per_s as bandwidth, for send_recv, put and
+//                        get, with the global fault_drop_ppm tunable set to
+//                        --drop-ppm for the case and put back afterwards
+//                        (also when the case fails; cards given faults of
+//                        their own with nicoffctl keep them)
 #include "bench.hpp"
+#include "nop.hpp"
+#include "tunable.hpp"
 
 #include <nicoff/nicoff.hpp>
 
 #include <poll.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
+#include <cstring>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -43,20 +68,24 @@ constexpr std::uint64_t stall_ns = 10'000'000'000; // no progress for 10 s: give
 constexpr std::uint64_t small_msg = 8;
 constexpr std::uint64_t small_buf = 64;
 constexpr std::uint32_t ring = 1024;
+constexpr std::uint64_t max_size = 64ull << 20; // the card's largest message
+constexpr std::uint32_t rma_target_access =
+    NICOFF_ACCESS_LOCAL_WRITE | NICOFF_ACCESS_REMOTE_READ | NICOFF_ACCESS_REMOTE_WRITE;
 
 // One end: a port, a registered buffer, and what its completions said.
 struct End {
-    End(const Device &dev, std::size_t bytes)
-        : port(dev, PortConfig{NICOFF_PORT_ANY, ring, ring}), mem(bytes),
-          mr(port, mem, NICOFF_ACCESS_LOCAL_WRITE), cqes(64) {}
+    End(const Device &dev, std::size_t bytes, std::uint32_t access)
+        : port(dev, PortConfig{NICOFF_PORT_ANY, ring, ring}), mem(bytes), mr(port, mem, access),
+          cqes(64) {}
 
     Port port;
     std::vector<std::byte> mem;
     MemoryRegion mr;
     std::vector<nicoff_cqe> cqes;
-    std::uint64_t sends = 0, recvs = 0, nops = 0; // completions seen
-    std::uint64_t last_recv_ns = 0;               // when the latest RECV completion was seen
-    std::vector<std::uint64_t> recv_tags;         // RECV completions the caller has not handled
+    std::uint64_t sends = 0, recvs = 0, nops = 0, rmas = 0; // completions seen
+    std::uint64_t last_recv_ns = 0;       // when the latest RECV completion was seen
+    std::uint64_t last_rma_ns = 0;        // when the latest PUT or GET completion was seen
+    std::vector<std::uint64_t> recv_tags; // RECV completions the caller has not handled
 
     void check(const nicoff_cqe &c) {
         if (c.status != 0)
@@ -70,6 +99,9 @@ struct End {
             sends++;
         } else if (c.opcode == NICOFF_OP_NOP) {
             nops++;
+        } else if (c.opcode == NICOFF_OP_PUT || c.opcode == NICOFF_OP_GET) {
+            rmas++;
+            last_rma_ns = now_ns();
         } else {
             fail(EPROTO, "unexpected completion, opcode " + std::to_string(c.opcode));
         }
@@ -100,10 +132,12 @@ struct End {
 };
 
 // Two ends on two cards; a fresh pair per case, so that no receive posted by
-// one case is left for the next.
+// one case is left for the next.  b's region has access_b.
 struct Pair {
-    Pair(const Device &da, const Device &db, std::size_t bytes_a, std::size_t bytes_b)
-        : a(da, bytes_a), b(db, bytes_b), card_a(da.info().card), card_b(db.info().card) {}
+    Pair(const Device &da, const Device &db, std::size_t bytes_a, std::size_t bytes_b,
+         std::uint32_t access_b = NICOFF_ACCESS_LOCAL_WRITE)
+        : a(da, bytes_a, NICOFF_ACCESS_LOCAL_WRITE), b(db, bytes_b, access_b),
+          card_a(da.info().card), card_b(db.info().card) {}
     End a, b;
     std::uint32_t card_a, card_b;
 
@@ -112,6 +146,13 @@ struct Pair {
     }
     nicoff_cmd b_to_a(std::uint64_t off, std::uint64_t len, std::uint64_t tag) const {
         return make_send(card_a, a.port.number(), b.mr.handle(), off, len, tag, tag);
+    }
+    // A PUT (a's bytes at off into b's region at remote_off) or a GET (the
+    // other way round), posted by a.
+    nicoff_cmd a_rma(std::uint8_t opcode, std::uint64_t off, std::uint64_t remote_off,
+                     std::uint64_t len, std::uint64_t tag) const {
+        return make_rdma(opcode, card_b, b.port.number(), b.mr.rkey(), remote_off, a.mr.handle(),
+                         off, len, tag);
     }
 
     // Pumps both ends until done() holds, spinning or sleeping in poll(2)
@@ -147,9 +188,9 @@ struct Pair {
     }
 };
 
-Record make_record(Context &ctx, const char *case_name, const char *metric, double v,
-                   const char *unit, std::int64_t bytes, std::uint64_t runs) {
-    Record r = ctx.record(case_name, "send_recv", metric, v, unit);
+Record make_record(Context &ctx, const char *case_name, const char *method, const char *metric,
+                   double v, const char *unit, std::int64_t bytes, std::uint64_t runs) {
+    Record r = ctx.record(case_name, method, metric, v, unit);
     r.nodes = 2;
     r.bytes = bytes;
     r.runs = static_cast<std::int64_t>(runs);
@@ -226,6 +267,113 @@ double bandwidth_once(const Device &da, const Device &db, std::uint64_t size, st
     return static_cast<double>(size * count) / secs / 1e6;
 }
 
+// MB/s of `count` PUTs or GETs (opcode) of `size` bytes between a and b's
+// region, `depth` in flight, each in the next of `depth` slots on both sides.
+// A PUT completes once b has its bytes, a GET once a has them.
+double rma_once(const Device &da, const Device &db, std::uint8_t opcode, std::uint64_t size,
+                std::uint64_t depth, std::uint64_t count, bool sleep) {
+    Pair p(da, db, size * depth, size * depth, rma_target_access);
+    std::uint64_t posted = 0;
+    const std::uint64_t t0 = now_ns();
+    std::uint64_t last = t0;
+    while (p.a.rmas < count) {
+        for (; posted < count && posted - p.a.rmas < depth; posted++) {
+            const std::uint64_t off = posted % depth * size;
+            p.a.post(p.a_rma(opcode, off, off, size, posted));
+        }
+        // b has no completion of its own to take: one there (a remote access
+        // error) fails the run.
+        bool pa = p.a.pump();
+        bool pb = p.b.pump();
+        if (!pa && !pb && sleep) {
+            p.wait_any();
+            pa = p.a.pump();
+            pb = p.b.pump();
+        }
+        if (pa || pb)
+            last = now_ns();
+        else if (now_ns() - last > stall_ns)
+            fail(ETIMEDOUT, "bandwidth: no completion for 10 s");
+    }
+    const double secs = static_cast<double>(p.a.last_rma_ns - t0) / 1e9;
+    return static_cast<double>(size * count) / secs / 1e6;
+}
+
+// MB/s of the CPU copying `count` blocks of `size` bytes from one buffer into
+// the next of `depth` slots: what a SEND does between the two ends' buffers.
+double memcpy_once(std::uint64_t size, std::uint64_t depth, std::uint64_t count) {
+    std::vector<std::byte> src(size, std::byte{0x5a}), dst(size * depth);
+    const std::uint64_t t0 = now_ns();
+    for (std::uint64_t i = 0; i < count; i++) {
+        std::memcpy(dst.data() + i % depth * size, src.data(), size);
+        // The copies are what is measured: the compiler may not merge or drop
+        // them because dst is never read.
+        asm volatile("" : : "r"(dst.data()) : "memory");
+    }
+    const double secs = static_cast<double>(std::max<std::uint64_t>(now_ns() - t0, 1)) / 1e9;
+    return static_cast<double>(size * count) / secs / 1e6;
+}
+
+enum class Method { memcpy, send_recv, put, get };
+
+struct MethodName {
+    Method method;
+    const char *name; // the records' method
+};
+
+constexpr std::array<MethodName, 4> method_names = {{
+    {Method::memcpy, "memcpy"},
+    {Method::send_recv, "send_recv"},
+    {Method::put, "put"},
+    {Method::get, "get"},
+}};
+
+// What every bandwidth run of a case shares.
+struct BandwidthRuns {
+    std::vector<std::uint64_t> sizes;
+    std::uint64_t depth = 0, bytes = 0, max_msgs = 0, repeat = 0;
+    bool sleep = true;
+
+    // Messages per run of size bytes: --bytes of them within [2 x depth,
+    // max(max_msgs, 2 x depth)], so that small sizes take no longer than
+    // large ones do and every run fills the pipeline twice.
+    std::uint64_t count(std::uint64_t size) const {
+        return std::max(std::min(bytes / size, max_msgs), 2 * depth);
+    }
+};
+
+double bandwidth_of(Method m, const Device &da, const Device &db, const BandwidthRuns &bw,
+                    std::uint64_t size) {
+    const std::uint64_t n = bw.count(size);
+    switch (m) {
+    case Method::memcpy:
+        return memcpy_once(size, bw.depth, n);
+    case Method::send_recv:
+        return bandwidth_once(da, db, size, bw.depth, n, bw.sleep);
+    case Method::put:
+        return rma_once(da, db, NICOFF_OP_PUT, size, bw.depth, n, bw.sleep);
+    case Method::get:
+        return rma_once(da, db, NICOFF_OP_GET, size, bw.depth, n, bw.sleep);
+    }
+    fail(EINVAL, "bandwidth: unknown method");
+}
+
+// One record per size and method, the methods of a size measured one after
+// the other so that they see the same machine.
+void bandwidth_case(Context &ctx, const char *case_name, std::span<const Method> methods,
+                    const Device &da, const Device &db, const BandwidthRuns &bw) {
+    for (const std::uint64_t size : bw.sizes)
+        for (const MethodName &mn : method_names) {
+            if (std::find(methods.begin(), methods.end(), mn.method) == methods.end())
+                continue;
+            std::vector<double> rates;
+            for (std::uint64_t r = 0; r < bw.repeat; r++)
+                rates.push_back(bandwidth_of(mn.method, da, db, bw, size));
+            ctx.add(make_record(ctx, case_name, mn.name, "mb_per_s", summarize(rates).median,
+                                "MB/s", static_cast<std::int64_t>(size), bw.repeat));
+        }
+}
+
 struct GapRun {
     double t_ns = 0;           // first post to the last RECV completion seen
     std::vector<double> os_ns; // each post's duration
@@ -293,9 +441,17 @@ void run(Context &ctx) {
     const unsigned peer = o.str("peer").empty() ? card + 1 : static_cast<unsigned>(o.u64("peer"));
     const std::uint64_t warmup = o.u64("warmup"), runs = o.u64("runs"), depth = o.u64("depth");
     const std::uint64_t bytes = o.u64("bytes"), repeat = o.u64("repeat");
-    const std::uint64_t gap_msgs = o.u64("gap-msgs");
-    if (runs == 0 || depth == 0 || repeat == 0)
-        throw std::invalid_argument("--runs, --depth and --repeat must be at least 1");
+    const std::uint64_t gap_msgs = o.u64("gap-msgs"), nop_runs = o.u64("nop-runs");
+    const std::uint64_t drop_ppm = o.u64("drop-ppm");
+    if (runs == 0 || depth == 0 || repeat == 0 || nop_runs == 0)
+        throw std::invalid_argument("--runs, --nop-runs, --depth and --repeat must be at least 1");
+    BandwidthRuns bw{o.u64_list("sizes"), depth, bytes, o.u64("max-msgs"), repeat, true};
+    for (const std::uint64_t size : bw.sizes)
+        if (size == 0 || size > max_size)
+            throw std::invalid_argument("--sizes: " + std::to_string(size) + " is not in [1, " +
+                                        std::to_string(max_size) + "]");
+    if (drop_ppm > 1'000'000)
+        throw std::invalid_argument("--drop-ppm must be at most 1000000");
     if (depth > ring / 2 || gap_msgs < 2 || gap_msgs > ring / 2)
         throw std::invalid_argument("--depth and --gap-msgs must be at most " +
                                     std::to_string(ring / 2) + ", --gap-msgs at least 2");
@@ -305,6 +461,12 @@ void run(Context &ctx) {
     if (peer >= da.info().num_cards)
         fail(ENODEV, "card " + std::to_string(peer) + " does not exist (" +
                          std::to_string(da.info().num_cards) + " cards)");
+    // The last case changes a tunable: find out now, not after minutes of
+    // measuring, that it cannot.
+    const std::string drop_param = std::string(tunable_dir) + "/fault_drop_ppm";
+    if (drop_ppm > 0 && ::access(drop_param.c_str(), W_OK) != 0)
+        fail(errno, "bandwidth_drop needs to write " + drop_param +
+                        " (run as root, or --drop-ppm 0 to leave the case out)");
 
     auto wait_mode = [&](const char *name) {
         const std::string &w = o.str(name);
@@ -313,22 +475,29 @@ void run(Context &ctx) {
         return w == "sleep";
     };
 
+    // The NOP round trip of the same boot, a tenth of the runs as warm-up.
+    const NopRtt nop = nop_rtt(da, nop_runs / 10, nop_runs);
+    for (const auto &[metric, v] :
+         {std::pair{"rtt_us", nop.us.mean}, std::pair{"rtt_us_median", nop.us.median}}) {
+        Record r = ctx.record("nop", "batch1", metric, v, "us");
+        r.nodes = 1;
+        r.runs = static_cast<std::int64_t>(nop_runs);
+        ctx.add(std::move(r));
+    }
+
     // Ping-pong.
     const Summary pp = summarize(pingpong(da, db, warmup, runs, wait_mode("pp-wait")));
-    ctx.add(make_record(ctx, "pingpong", "latency_us", pp.mean, "us", small_msg, runs));
-    ctx.add(make_record(ctx, "pingpong", "latency_us_median", pp.median, "us", small_msg, runs));
-    ctx.add(make_record(ctx, "pingpong", "latency_us_p99", pp.p99, "us", small_msg, runs));
+    ctx.add(
+        make_record(ctx, "pingpong", "send_recv", "latency_us", pp.mean, "us", small_msg, runs));
+    ctx.add(make_record(ctx, "pingpong", "send_recv", "latency_us_median", pp.median, "us",
+                        small_msg, runs));
+    ctx.add(
+        make_record(ctx, "pingpong", "send_recv", "latency_us_p99", pp.p99, "us", small_msg, runs));
 
     // Bandwidth.
-    const bool bw_sleep = wait_mode("bw-wait");
-    for (std::uint64_t size = 64 << 10; size <= 4 << 20; size *= 4) {
-        const std::uint64_t count = std::max(bytes / size, 2 * depth);
-        std::vector<double> rates;
-        for (std::uint64_t r = 0; r < repeat; r++)
-            rates.push_back(bandwidth_once(da, db, size, depth, count, bw_sleep));
-        ctx.add(make_record(ctx, "bandwidth", "mb_per_s", summarize(rates).median, "MB/s",
-                            static_cast<std::int64_t>(size), repeat));
-    }
+    bw.sleep = wait_mode("bw-wait");
+    constexpr std::array all = {Method::memcpy, Method::send_recv, Method::put, Method::get};
+    bandwidth_case(ctx, "bandwidth", all, da, db, bw);
 
     // LogP.
     std::vector<double> os, t1, tn;
@@ -353,24 +522,39 @@ void run(Context &ctx) {
     const double g =
         (summarize(tn).median - summarize(t1).median) / static_cast<double>(gap_msgs - 1) / 1000.0;
     const double l = std::max(0.0, pp.median - o_s - o_r);
-    ctx.add(make_record(ctx, "logp", "L_us", l, "us", small_msg, runs));
-    ctx.add(make_record(ctx, "logp", "o_us", (o_s + o_r) / 2, "us", small_msg, os.size()));
-    ctx.add(make_record(ctx, "logp", "o_s_us", o_s, "us", small_msg, os.size()));
-    ctx.add(make_record(ctx, "logp", "o_r_us", o_r, "us", small_msg, orr.size()));
-    ctx.add(make_record(ctx, "logp", "g_us", g, "us", small_msg, tn.size()));
+    ctx.add(make_record(ctx, "logp", "send_recv", "L_us", l, "us", small_msg, runs));
+    ctx.add(
+        make_record(ctx, "logp", "send_recv", "o_us", (o_s + o_r) / 2, "us", small_msg, os.size()));
+    ctx.add(make_record(ctx, "logp", "send_recv", "o_s_us", o_s, "us", small_msg, os.size()));
+    ctx.add(make_record(ctx, "logp", "send_recv", "o_r_us", o_r, "us", small_msg, orr.size()));
+    ctx.add(make_record(ctx, "logp", "send_recv", "g_us", g, "us", small_msg, tn.size()));
+
+    // Bandwidth under packet loss, last: nothing else runs with it.
+    if (drop_ppm > 0) {
+        const TunableOverride drop("fault_drop_ppm", std::to_string(drop_ppm));
+        constexpr std::array lossy = {Method::send_recv, Method::put, Method::get};
+        bandwidth_case(ctx, "bandwidth_drop", lossy, da, db, bw);
+    }
 }
 
 const SuiteRegistrar registrar{{
     "p2p",
-    "messages between two cards: ping-pong latency, bandwidth, LogP parameters",
+    "messages between two cards: NOP round trip, ping-pong latency, bandwidth of send/recv, "
+    "put and get against memcpy (also under packet loss), LogP parameters",
     {
         {"peer", "the other card (default: --card + 1)", ""},
+        {"nop-runs", "measured NOP round trips (a tenth as many before, unmeasured)", "10000"},
         {"warmup", "ping-pong round trips before measuring", "200"},
         {"pp-wait", "ping-pong: wait for a completion spinning or sleeping in poll(2)", "spin"},
         {"runs", "measured ping-pong round trips", "2000"},
         {"depth", "bandwidth: messages in flight", "8"},
         {"bw-wait", "bandwidth: with nothing to do, sleep in poll(2) or spin", "sleep"},
+        {"sizes", "bandwidth: message sizes in bytes, comma-separated",
+         "8,64,512,4096,16384,65536,262144,1048576,4194304"},
         {"bytes", "bandwidth: bytes per run and size (at least 2 x depth messages)", "33554432"},
+        {"max-msgs", "bandwidth: at most this many messages per run (keeps small sizes short)",
+         "1024"},
+        {"drop-ppm", "bandwidth_drop: fault_drop_ppm for the case (0: leave the case out)", "1000"},
         {"repeat", "bandwidth runs per size, and LogP rounds / 3 (medians are reported)", "3"},
         {"gap-msgs", "LogP: messages sent back to back to measure g", "256"},
     },
