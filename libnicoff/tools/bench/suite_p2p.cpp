@@ -172,6 +172,24 @@ struct Pair {
         }
     }
 
+    // One round of a bandwidth loop: pumps both ends; with nothing done and
+    // sleep, leaves the CPU to the card threads until a completion comes, and
+    // pumps again.  Throws after 10 s without progress since last, which it
+    // moves on.
+    void round(bool sleep, std::uint64_t &last) {
+        bool pa = a.pump();
+        bool pb = b.pump();
+        if (!pa && !pb && sleep) {
+            wait_any();
+            pa = a.pump();
+            pb = b.pump();
+        }
+        if (pa || pb)
+            last = now_ns();
+        else if (now_ns() - last > stall_ns)
+            fail(ETIMEDOUT, "bandwidth: no completion for 10 s");
+    }
+
     // Sleeps in poll(2) until either end has a completion (or 10 ms pass).
     void wait_any() const {
         pollfd fds[2] = {{a.port.fd(), POLLIN, 0}, {b.port.fd(), POLLIN, 0}};
@@ -241,15 +259,7 @@ double bandwidth_once(const Device &da, const Device &db, std::uint64_t size, st
     while (p.b.recvs < count) {
         for (; sposted < count && sposted - p.a.sends < depth; sposted++)
             p.a.post(p.a_to_b(0, size, sposted));
-        bool pa = p.a.pump();
-        bool pb = p.b.pump();
-        if (!pa && !pb && sleep) {
-            // Nothing to do until a card completes something: leave the CPU
-            // to the card threads.
-            p.wait_any();
-            pa = p.a.pump();
-            pb = p.b.pump();
-        }
+        p.round(sleep, last);
         // A buffer back in use as long as more messages are to come.
         for (const std::uint64_t slot : p.b.recv_tags)
             if (rposted < count) {
@@ -257,10 +267,6 @@ double bandwidth_once(const Device &da, const Device &db, std::uint64_t size, st
                 rposted++;
             }
         p.b.recv_tags.clear();
-        if (pa || pb)
-            last = now_ns();
-        else if (now_ns() - last > stall_ns)
-            fail(ETIMEDOUT, "bandwidth: no completion for 10 s");
     }
     const double secs = static_cast<double>(p.b.last_recv_ns - t0) / 1e9;
     p.until([&] { return p.a.sends == count; }, "bandwidth");
@@ -283,17 +289,7 @@ double rma_once(const Device &da, const Device &db, std::uint8_t opcode, std::ui
         }
         // b has no completion of its own to take: one there (a remote access
         // error) fails the run.
-        bool pa = p.a.pump();
-        bool pb = p.b.pump();
-        if (!pa && !pb && sleep) {
-            p.wait_any();
-            pa = p.a.pump();
-            pb = p.b.pump();
-        }
-        if (pa || pb)
-            last = now_ns();
-        else if (now_ns() - last > stall_ns)
-            fail(ETIMEDOUT, "bandwidth: no completion for 10 s");
+        p.round(sleep, last);
     }
     const double secs = static_cast<double>(p.a.last_rma_ns - t0) / 1e9;
     return static_cast<double>(size * count) / secs / 1e6;
