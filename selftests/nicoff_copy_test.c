@@ -33,9 +33,13 @@
 /*
  * A 64 MiB COPY takes at least 64 passes (a pass copies at most its
  * allowance, 1 MiB); a neighbour keeping one NOP in flight gets one
- * served per pass while it keeps up.
+ * served per pass while it keeps up, which it does not always do: the
+ * whole COPY takes 85 ms when the guest's copies run at memory speed, and
+ * a vCPU of a busy host is descheduled for milliseconds.  A card that
+ * copied the whole at once (as before COPY was cut into slices) completes
+ * none meanwhile.
  */
-#define MIN_NOPS	16
+#define MIN_NOPS	4
 #define ATTEMPTS	5
 
 FIXTURE(copy) {
@@ -153,31 +157,6 @@ static size_t first_diff(FIXTURE_DATA(copy) *self, size_t len)
 	return i;
 }
 
-/*
- * One NOP in flight on @p: post one if none is, count the one that
- * completed.  0 or -errno.
- */
-static int nop_step(struct nt_port *p, bool *inflight, uint64_t *done)
-{
-	struct nicoff_cqe cqe;
-	int got;
-
-	if (!*inflight) {
-		got = nt_submit_nops(p, 1, *done + 1);
-		if (got)
-			return got;
-		*inflight = true;
-	}
-	got = nt_reap(p, &cqe, 1);
-	if (got <= 0)
-		return got;
-	if (cqe.opcode != NICOFF_OP_NOP || cqe.status || cqe.tag != *done + 1)
-		return -EIO;
-	*inflight = false;
-	++*done;
-	return 0;
-}
-
 TEST_F_TIMEOUT(copy, neighbours_progress, 180)
 {
 	bool fb = false, fc = false;
@@ -190,9 +169,9 @@ TEST_F_TIMEOUT(copy, neighbours_progress, 180)
 	end = t0 + TMO * 1000000ull;
 	ASSERT_EQ(0, start_copy(self, 1));
 	while (!got && nt_now_ns() < end) {
-		ASSERT_EQ(0, nop_step(&self->b, &fb, &nb));
+		ASSERT_EQ(0, nt_nop_step(&self->b, &fb, &nb));
 		if (self->have_c)
-			ASSERT_EQ(0, nop_step(&self->c, &fc, &nc));
+			ASSERT_EQ(0, nt_nop_step(&self->c, &fc, &nc));
 		got = nt_reap(&self->a, &cqe, 1);
 		ASSERT_LE(0, got);
 	}

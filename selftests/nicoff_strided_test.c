@@ -17,6 +17,10 @@
  * descriptor_rewritten
  *	the process rewrites its descriptor as soon as the card has taken the
  *	command: the transfer is the one posted
+ * long_walk
+ *	a 32 MiB strided put of 8,192 chunks runs while another port of card 0
+ *	keeps a NOP in flight: the NOPs keep completing (the card walks the
+ *	shape a window of packets at a time), and the bytes arrive
  * bad_input
  *	too many levels, counts whose product overflows, strides that overflow
  *	or step outside a region, missing rights, a descriptor outside its
@@ -224,6 +228,50 @@ TEST_F(strided, descriptor_rewritten)
 	EXPECT_EQ(0, q.status);
 	EXPECT_EQ(500 * 30 * 30, q.result);
 	EXPECT_EQ(0, memcmp(self->b.buf, self->want, BIG));
+}
+
+TEST_F_TIMEOUT(strided, long_walk, 300)
+{
+	const uint64_t chunk = 4096, n = 8192, len = chunk * n;
+	const uint64_t count[2] = { chunk, n }, stride[1] = { chunk };
+	struct nt_region src, dst;
+	struct nt_port other;
+	struct nicoff_op_strided op;
+	struct nicoff_cmd c;
+	struct nicoff_cqe q;
+	bool inflight = false;
+	uint64_t nops = 0, t0;
+	int got = 0;
+
+	ASSERT_EQ(0, nt_region_new(&self->pa, &src, len, 0, 0));
+	ASSERT_EQ(0, nt_region_new(&self->pb, &dst, len, NICOFF_ACCESS_REMOTE_WRITE, 0));
+	ASSERT_EQ(0, nt_port_open(&other, 0, NICOFF_PORT_ANY, 16, 16));
+	nt_fill_pattern(src.buf, len, 9);
+	memset(desc_of(self), 0, sizeof(struct nicoff_strided_desc));
+	memcpy(desc_of(self)->count, count, sizeof(count));
+	memcpy(desc_of(self)->local_stride, stride, sizeof(stride));
+	memcpy(desc_of(self)->remote_stride, stride, sizeof(stride));
+	op = (struct nicoff_op_strided){ .dst_card = 1, .dst_port = self->pb.po.port,
+					 .rkey = dst.rkey, .mr = src.handle,
+					 .desc_mr = self->desc.handle, .levels = 1 };
+	nicoff_prep_strided(&c, NICOFF_OP_PUT_STRIDED, &op, 5);
+	t0 = nt_now_ns();
+	ASSERT_EQ(0, nt_submit(&self->pa, &c, 1));
+	while (!got && nt_now_ns() < t0 + TMO * 1000000ull) {
+		ASSERT_EQ(0, nt_nop_step(&other, &inflight, &nops));
+		got = nt_reap(&self->pa, &q, 1);
+		ASSERT_LE(0, got);
+	}
+	ASSERT_EQ(1, got);
+	TH_LOG("32 MiB in 8,192 chunks in %.1f ms; NOPs completed meanwhile on card 0: %llu",
+	       (nt_now_ns() - t0) / 1e6, (unsigned long long)nops);
+	EXPECT_EQ(0, q.status);
+	EXPECT_EQ(len, q.result);
+	EXPECT_EQ(0, memcmp(src.buf, dst.buf, len));
+	EXPECT_LE(16, nops);
+	nt_port_close(&other);
+	munmap(src.buf, len);
+	munmap(dst.buf, len);
 }
 
 TEST_F(strided, bad_input)

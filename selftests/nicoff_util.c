@@ -550,3 +550,24 @@ int nt_region_new(struct nt_port *p, struct nt_region *r, size_t len, uint32_t a
 	r->rkey = mr.rkey;
 	return 0;
 }
+
+int nt_nop_step(struct nt_port *p, bool *inflight, uint64_t *done)
+{
+	struct nicoff_cqe cqe;
+	int got;
+
+	if (!*inflight) {
+		got = nt_submit_nops(p, 1, *done + 1);
+		if (got)
+			return got;
+		*inflight = true;
+	}
+	got = nt_reap(p, &cqe, 1);
+	if (got <= 0)
+		return got;
+	if (cqe.opcode != NICOFF_OP_NOP || cqe.status || cqe.tag != *done + 1)
+		return -EIO;
+	*inflight = false;
+	++*done;
+	return 0;
+}

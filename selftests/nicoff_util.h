@@ -174,6 +174,12 @@ void nt_fill_pattern(void *buf, size_t len, uint64_t seed);
 int nt_kmsg_open(void);
 int nt_kmsg_splat(int fd, char *line, size_t len);
 
+/*
+ * One NOP kept in flight on p: post one if none is (*inflight), count the
+ * one that completed in *done.  0 or -errno (-EIO: a wrong completion).
+ */
+int nt_nop_step(struct nt_port *p, bool *inflight, uint64_t *done);
+
 /* Anonymous memory registered on a port. */
 struct nt_region {
 	unsigned char *buf;
