@@ -66,9 +66,11 @@ enum fw_pkt_type {
 	FW_PKT_PONG = 16,
 	/*
 	 * Strided put and get (strided.c), in the go-back-N stream.  PUT_STRIDED:
-	 * one contiguous piece of a strided put, roff where it goes, offset its
-	 * place in the message; span_end ends the remote span, which the piece
-	 * at offset 0 starts (roff): the target checks it whole there.
+	 * pieces of a strided put, each contiguous on both sides: the payload
+	 * is their number (u64), a table of (region offset, length) pairs
+	 * (u64 each), then their bytes; offset is the first one's place in the
+	 * message, roff its region offset; span_end ends the remote span, which
+	 * the packet at offset 0 starts (roff): the target checks it whole there.
 	 * GET_STRIDED_REQ: a GET_REQ whose payload is the shape to read at
 	 * roff, u64 each: levels, count[0..levels], stride[0..levels - 1];
 	 * GET_RESP answers it.

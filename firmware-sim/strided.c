@@ -5,11 +5,12 @@
  * side, which the card copies from registered memory and checks whole,
  * both sides inside their regions, before the first byte moves.
  *
- * A strided PUT goes as one packet per contiguous piece (a count[0]-byte
- * chunk, cut at the MTU), each naming the region offset it goes to, so
- * the target keeps no state for it; the piece at offset 0 also names the
- * end of the remote span, which the target checks whole before it writes
- * anything.  A strided GET sends the remote shape in its request; the
+ * A strided PUT goes as packets of contiguous pieces (count[0]-byte
+ * chunks, cut where a packet is full), each packet with a table of the
+ * region offset and length of its pieces, so the target keeps no state
+ * for it and small chunks share packets; the packet at offset 0 also
+ * names the end of the remote span, which the target checks whole before
+ * it writes anything.  A strided GET sends the remote shape in its request; the
  * target checks the span, then answers as for a GET, gathering its pieces
  * into full packets, which the initiator scatters with its own shape.
  * The go-back-N window bounds what is in flight: a long walk is built a
@@ -98,33 +99,83 @@ int fw_strided_cmd(struct fw_card *card, struct fw_port *port, const struct nico
 	return 0;
 }
 
-/* The next piece of a strided PUT: contiguous on both sides, as the counts are shared. */
+/*
+ * A PUT_STRIDED packet's payload: the number of pieces, a table of where
+ * each goes and how long it is, then their bytes one after the other.  A
+ * piece is contiguous on both sides (the counts are shared, so a chunk is
+ * count[0] bytes on each), so the target writes each where it says
+ * without knowing the shape.
+ */
+struct fw_sput_piece {
+	u64 roff;
+	u64 len;
+};
+
+#define FW_SPUT_PIECES_OFF	8u
+
+/* How many pieces from the cursor's position fit @mtu payload bytes, and their bytes. */
+static u32 fw_sput_fit(const struct fw_strided_op *s, u32 mtu, u64 *data)
+{
+	const struct fw_cursor *c = &s->x.cur;
+	u64 pos = c->pos, room = mtu - FW_SPUT_PIECES_OFF, at;
+	u32 n = 0;
+
+	*data = 0;
+	while (room > sizeof(struct fw_sput_piece)) {
+		u64 m = fw_cursor_piece(c, pos, room - sizeof(struct fw_sput_piece), &at);
+
+		if (!m)
+			break;
+		n++;
+		*data += m;
+		pos += m;
+		room -= sizeof(struct fw_sput_piece) + m;
+	}
+	return n;
+}
+
+/* The next packet of a strided PUT: as many pieces as fit. */
 static int fw_strided_build_put(struct fw_card *card, struct fw_peer *peer, struct fw_op *op,
 				struct fw_pkt **out)
 {
 	struct fw_strided_op *s = fw_strided_op(op);
 	struct fw_xfer_op *x = &s->x;
-	u64 at, rat;
-	u32 n = (u32)fw_cursor_next(&x->cur, card->cfg.mtu, &at);
-	struct fw_pkt *pkt = fw_pkt_new(card, peer, FW_PKT_PUT_STRIDED, op->lport, op->dst_port, n);
-	int ret;
+	u64 data, at, first;
+	u32 n = fw_sput_fit(s, card->cfg.mtu, &data), i;
+	u32 table = FW_SPUT_PIECES_OFF + n * (u32)sizeof(struct fw_sput_piece);
+	struct fw_pkt *pkt = fw_pkt_new(card, peer, FW_PKT_PUT_STRIDED, op->lport, op->dst_port,
+					table + (u32)data);
+	struct fw_sput_piece *piece;
+	u8 *to;
+	int ret = 0;
 
 	if (!pkt)
 		return FW_BUILD_NOMEM;
-	fw_cursor_piece(&s->rcur, x->cur.pos, n, &rat);
+	fw_cursor_piece(&s->rcur, x->cur.pos, 1, &first);
 	pkt->hdr.msg_id = op->msg_id;
 	pkt->hdr.offset = x->cur.pos;
 	pkt->hdr.total = x->cur.len;
 	pkt->hdr.span_end = x->roff + s->remote.extent;
-	pkt->hdr.roff = rat;
+	pkt->hdr.roff = first;
 	pkt->hdr.rkey = x->rkey;
-	ret = n ? fwos_mem_read(card->host, op->lport, x->key, 0, at, pkt->payload, n) : 0;
+	*(u64 *)pkt->payload = n;
+	piece = (struct fw_sput_piece *)(pkt->payload + FW_SPUT_PIECES_OFF);
+	to = pkt->payload + table;
+	for (i = 0; i < n && !ret; i++) {
+		u64 m = fw_cursor_next(&x->cur, data, &at);
+
+		fw_cursor_piece(&s->rcur, x->cur.pos, m, &piece[i].roff);
+		piece[i].len = m;
+		ret = fwos_mem_read(card->host, op->lport, x->key, 0, at, to, (u32)m);
+		fw_cursor_advance(&x->cur, m);
+		to += m;
+		data -= m;
+	}
 	if (ret) {
 		fwos_pkt_free(card->host, pkt);
 		fw_op_finish(card, op, ret, 0);
 		return FW_BUILD_GONE;
 	}
-	fw_cursor_advance(&x->cur, n);
 	op->all_sent = fw_cursor_done(&x->cur);
 	*out = pkt;
 	return FW_BUILD_PKT;
@@ -163,16 +214,47 @@ int fw_strided_build(struct fw_card *card, struct fw_peer *peer, struct fw_op *o
 	return fw_strided_build_get(card, peer, op, out);
 }
 
+/*
+ * Whether a PUT_STRIDED packet's table is sound: its pieces and their
+ * bytes fill the payload exactly and stay inside the message.
+ */
+static bool fw_sput_pieces(const struct fw_pkt *pkt, u32 *n, u64 *data)
+{
+	const struct fw_pkt_hdr *h = &pkt->hdr;
+	const struct fw_sput_piece *piece;
+	u64 count, sum = 0;
+	u32 i;
+
+	if (h->len < FW_SPUT_PIECES_OFF)
+		return false;
+	count = *(const u64 *)pkt->payload;
+	if (count > (h->len - FW_SPUT_PIECES_OFF) / sizeof(*piece))
+		return false;
+	*n = (u32)count;
+	*data = h->len - FW_SPUT_PIECES_OFF - *n * sizeof(*piece);
+	piece = (const struct fw_sput_piece *)(pkt->payload + FW_SPUT_PIECES_OFF);
+	for (i = 0; i < *n; i++) {
+		if (piece[i].len > *data - sum)
+			return false;
+		sum += piece[i].len;
+	}
+	return sum == *data && *data <= h->total && h->offset <= h->total - *data;
+}
+
 int fw_strided_rx_put(struct fw_card *card, struct fw_peer *peer, struct fw_pkt *pkt)
 {
 	const u32 flags = FWOS_MEM_REMOTE | NICOFF_ACCESS_REMOTE_WRITE;
 	const struct fw_pkt_hdr *h = &pkt->hdr;
 	struct fw_port *port = fw_port_find(card, h->dst_port);
+	const struct fw_sput_piece *piece;
+	const u8 *from;
+	u64 data;
 	int err = 0;
+	u32 n, i;
 
 	if (h->msg_id == peer->err_msg_id)
 		return FW_RX_DONE;	/* refused already: the rest goes too */
-	if (h->len > h->total || h->offset > h->total - h->len)
+	if (!fw_sput_pieces(pkt, &n, &data))
 		return FW_RX_DONE;	/* malformed: ignored */
 	if (!port)
 		err = -ECONNREFUSED;
@@ -180,9 +262,13 @@ int fw_strided_rx_put(struct fw_card *card, struct fw_peer *peer, struct fw_pkt 
 		err = -ERANGE;
 	else if (!h->offset)	/* the whole span, before the first byte */
 		err = fwos_mem_write(card->host, port->id, h->rkey, flags, h->span_end, NULL, 0);
-	if (!err && h->len)
-		err = fwos_mem_write(card->host, port->id, h->rkey, flags, h->roff, pkt->payload,
-				     h->len);
+	piece = (const struct fw_sput_piece *)(pkt->payload + FW_SPUT_PIECES_OFF);
+	from = (const u8 *)(piece + n);
+	for (i = 0; i < n && !err; i++) {
+		err = fwos_mem_write(card->host, port->id, h->rkey, flags, piece[i].roff, from,
+				     (u32)piece[i].len);
+		from += piece[i].len;
+	}
 	if (err)
 		fw_rma_refuse(card, peer, port, h, err, NICOFF_OP_PUT_STRIDED);
 	return FW_RX_DONE;

@@ -5,7 +5,8 @@
  * against a reference walk; zero counts, one-byte chunks, regions ending
  * at the last byte, both sides in one region; the same under drops,
  * duplicates, reordering and corruption; and every refusal with no byte
- * written.
+ * written; PUT_STRIDED packets whose piece table does not fit their
+ * payload are ignored.
  */
 #include <stdlib.h>
 
@@ -335,6 +336,74 @@ static void test_refusals(void **state)
 	s_teardown(&e);
 }
 
+/*
+ * A PUT_STRIDED packet to card 1 port 2 as card 0 would send it, opening
+ * epoch @epoch: @n pieces (offset @roff + 100 * i, @len[i] bytes of 0xee)
+ * claiming @count pieces, at message offset @offset of @total bytes.
+ */
+static void s_inject(struct s_env *e, u32 epoch, u32 n, u64 count, const u64 *len, u64 roff,
+		     u64 offset, u64 total)
+{
+	struct fw_host *h = sim_card(e->s, 0)->host;
+	u64 data = 0, *w;
+	struct fw_pkt *pkt;
+	u32 plen, i, crc;
+
+	for (i = 0; i < n; i++)
+		data += len[i];
+	plen = 8 + 16 * n + (u32)data;
+	pkt = fwos_pkt_alloc(h, plen);
+	assert_non_null(pkt);
+	memset(pkt, 0, FW_PKT_HDR_SIZE + plen);
+	pkt->hdr.dst_node = 1;
+	pkt->hdr.src_port = 1;
+	pkt->hdr.dst_port = 2;
+	pkt->hdr.type = FW_PKT_PUT_STRIDED;
+	pkt->hdr.flags = FW_PKT_F_SYN | FW_PKT_F_ACKREQ;
+	pkt->hdr.len = plen;
+	pkt->hdr.epoch = epoch;
+	pkt->hdr.msg_id = epoch;
+	pkt->hdr.offset = offset;
+	pkt->hdr.total = total;
+	pkt->hdr.roff = roff;
+	pkt->hdr.span_end = roff + 100 * n + 100;
+	pkt->hdr.rkey = e->rkey;
+	w = (u64 *)pkt->payload;
+	w[0] = count;
+	for (i = 0; i < n; i++) {
+		w[1 + 2 * i] = roff + 100 * i;
+		w[2 + 2 * i] = len[i];
+	}
+	memset(pkt->payload + 8 + 16 * n, 0xee, data);
+	crc = fwos_crc32c(0, &pkt->hdr, FW_PKT_HDR_SIZE);
+	pkt->hdr.crc = fwos_crc32c(crc, pkt->payload, plen);
+	fwos_send(h, pkt);
+	assert_true(sim_run_idle(e->s, sim_now(e->s) + T_SEC));
+}
+
+static void test_malformed_pieces(void **state)
+{
+	const u64 len[3] = { 10, 20, 30 };
+	struct s_env e;
+
+	(void)state;
+	s_setup(&e, NULL);
+	t_fill(e.b, S_BIG, 12);
+	/* More pieces claimed than the payload holds; lengths not filling it; past the message. */
+	s_inject(&e, 77, 3, 4, len, 1000, 0, 60);
+	s_inject(&e, 78, 3, 2, len, 1000, 0, 60);
+	s_inject(&e, 79, 3, 3, len, 1000, 10, 60);
+	s_inject(&e, 80, 0, 1ull << 62, len, 1000, 0, 0);
+	assert_true(t_check(e.b, S_BIG, 12));
+	/* The same, sound: written where its table says. */
+	s_inject(&e, 81, 3, 3, len, 1000, 0, 60);
+	assert_int_equal(e.b[1000], 0xee);
+	assert_int_equal(e.b[1000 + 100 + 19], 0xee);
+	assert_int_equal(e.b[1000 + 200 + 29], 0xee);
+	assert_int_not_equal(e.b[1000 + 10], 0xee);
+	s_teardown(&e);
+}
+
 int main(void)
 {
 	const struct FWT_UNIT_TEST tests[] = {
@@ -344,6 +413,7 @@ int main(void)
 		cmocka_unit_test(test_same_region),
 		cmocka_unit_test(test_descriptor_rewritten),
 		cmocka_unit_test(test_refusals),
+		cmocka_unit_test(test_malformed_pieces),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
