@@ -27,6 +27,7 @@ enum fw_op_kind {
 	FW_OP_GET,		/* a port's GET */
 	FW_OP_GETRESP,		/* data owed to a peer's GET */
 	FW_OP_SPUT,		/* a port's strided PUT (struct fw_strided_op) */
+	FW_OP_SACC,		/* a port's strided accumulate (struct fw_strided_op) */
 	FW_OP_SGET,		/* a port's strided GET (struct fw_strided_op) */
 	FW_OP_SGETRESP,		/* data owed to a peer's strided GET (struct fw_strided_op) */
 	FW_OP_ERR,		/* one ERR packet */
@@ -119,6 +120,8 @@ struct fw_strided_op {
 	struct fw_shape local;
 	struct fw_shape remote;
 	struct fw_cursor rcur;
+	u32 acc;			/* enum nicoff_acc_type of an accumulate */
+	s64 scale;
 };
 
 static inline bool fw_op_is_xfer(const struct fw_op *op)

@@ -67,6 +67,7 @@ static const struct fw_engine_ops *const fw_opcodes[] = {
 	[NICOFF_OP_PING] = &fw_ping_engine,
 	[NICOFF_OP_PUT_STRIDED] = &fw_strided_engine,
 	[NICOFF_OP_GET_STRIDED] = &fw_strided_engine,
+	[NICOFF_OP_ACC_STRIDED] = &fw_strided_engine,
 };
 
 /* Packet types (fw_pkt.h). */
@@ -100,6 +101,8 @@ static const struct fw_op_info fw_op_infos[] = {
 	[FW_OP_GETRESP] = { FW_PKT_GET_RESP, NICOFF_OP_NOP, FW_OPF_ANSWER,
 			    sizeof(struct fw_xfer_op), fw_rma_build },
 	[FW_OP_SPUT] = { FW_PKT_PUT_STRIDED, NICOFF_OP_PUT_STRIDED, FW_OPF_PUTLIKE,
+			 sizeof(struct fw_strided_op), fw_strided_build },
+	[FW_OP_SACC] = { FW_PKT_PUT_STRIDED, NICOFF_OP_ACC_STRIDED, FW_OPF_PUTLIKE,
 			 sizeof(struct fw_strided_op), fw_strided_build },
 	[FW_OP_SGET] = { FW_PKT_GET_STRIDED_REQ, NICOFF_OP_GET_STRIDED, FW_OPF_GETLIKE,
 			 sizeof(struct fw_strided_op), fw_strided_build },

@@ -66,9 +66,10 @@ enum fw_pkt_type {
 	FW_PKT_PONG = 16,
 	/*
 	 * Strided put and get (strided.c), in the go-back-N stream.  PUT_STRIDED:
-	 * pieces of a strided put, each contiguous on both sides: the payload
-	 * is their number (u64), a table of (region offset, length) pairs
-	 * (u64 each), then their bytes; offset is the first one's place in the
+	 * pieces of a strided put or accumulate, each contiguous on both
+	 * sides: the payload is their number (u32), the accumulate's element
+	 * type (u32, 0 for a put) and scale (s64), a table of (region offset,
+	 * length) pairs (u64 each), then their bytes; offset is the first one's place in the
 	 * message, roff its region offset; span_end ends the remote span, which
 	 * the packet at offset 0 starts (roff): the target checks it whole there.
 	 * GET_STRIDED_REQ: a GET_REQ whose payload is the shape to read at

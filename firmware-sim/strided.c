@@ -5,6 +5,10 @@
  * side, which the card copies from registered memory and checks whole,
  * both sides inside their regions, before the first byte moves.
  *
+ * An accumulate (ARMCI's AccS, integers only: the card does no floating
+ * point) travels as a strided PUT whose target adds scale times each
+ * element to what is there, with elements never cut between packets.
+ *
  * A strided PUT goes as packets of contiguous pieces (count[0]-byte
  * chunks, cut where a packet is full), each packet with a table of the
  * region offset and length of its pieces, so the target keeps no state
@@ -17,6 +21,39 @@
  * window at a time and the card thread serves everything else in between.
  */
 #include "card.h"
+
+/*
+ * A PUT_STRIDED packet's payload: this head, a table of where each piece
+ * goes and how long it is, then their bytes one after the other.  A piece
+ * is contiguous on both sides (the counts are shared, so a chunk is
+ * count[0] bytes on each), so the target writes each where it says
+ * without knowing the shape.
+ */
+struct fw_sput_head {
+	u32 pieces;
+	u32 acc;		/* enum nicoff_acc_type; 0: write */
+	s64 scale;
+};
+
+/* The accumulate fields at the end of struct nicoff_strided_desc. */
+struct fw_desc_acc {
+	u32 acc;
+	u32 reserved;
+	s64 scale;
+};
+
+struct fw_sput_piece {
+	u64 roff;
+	u64 len;
+};
+
+#define FW_SPUT_PIECES_OFF	((u32)sizeof(struct fw_sput_head))
+
+/* Bytes of an accumulate's element; 1 for a put. */
+static u32 fw_acc_width(u32 acc)
+{
+	return acc == NICOFF_ACC_INT32 ? 4 : acc == NICOFF_ACC_INT64 ? 8 : 1;
+}
 
 /* The shape on the wire: levels, count[0..levels], stride[0..levels - 1]. */
 static u32 fw_shape_wire_len(u32 levels)
@@ -31,11 +68,12 @@ static u32 fw_shape_wire_len(u32 levels)
  */
 static int fw_strided_shapes(struct fw_card *card, struct fw_port *port,
 			     const struct nicoff_op_strided *d, struct fw_shape *local,
-			     struct fw_shape *remote)
+			     struct fw_shape *remote, struct fw_desc_acc *acc)
 {
 	const u32 n = NICOFF_STRIDED_MAX_LEVELS;
 	const u64 lst = offsetof(struct nicoff_strided_desc, local_stride);
 	const u64 rst = offsetof(struct nicoff_strided_desc, remote_stride);
+	const u64 ast = offsetof(struct nicoff_strided_desc, acc);
 	u64 end;
 	int ret;
 
@@ -51,6 +89,9 @@ static int fw_strided_shapes(struct fw_card *card, struct fw_port *port,
 	if (!ret)
 		ret = fwos_mem_read(card->host, port->id, d->desc_mr, 0,
 				    d->desc_off + rst, remote->stride, 8 * n);
+	if (!ret)
+		ret = fwos_mem_read(card->host, port->id, d->desc_mr, 0, d->desc_off + ast, acc,
+				    sizeof(*acc));
 	if (ret)
 		return ret;
 	local->levels = d->levels;
@@ -59,20 +100,38 @@ static int fw_strided_shapes(struct fw_card *card, struct fw_port *port,
 	return ret ? ret : fw_shape_init(remote);
 }
 
+/* Whether the accumulate fields suit @opcode: 0, -EINVAL or -EOPNOTSUPP. */
+static int fw_strided_acc_check(u8 opcode, const struct fw_desc_acc *a, const struct fw_shape *s)
+{
+	if (a->reserved)
+		return -EINVAL;
+	if (opcode != NICOFF_OP_ACC_STRIDED)
+		return a->acc || a->scale ? -EINVAL : 0;
+	if (a->acc == NICOFF_ACC_DOUBLE)
+		return -EOPNOTSUPP;	/* no floating point on the card */
+	if (a->acc != NICOFF_ACC_INT32 && a->acc != NICOFF_ACC_INT64)
+		return -EINVAL;
+	return s->count[0] % fw_acc_width(a->acc) ? -EINVAL : 0;
+}
+
 int fw_strided_cmd(struct fw_card *card, struct fw_port *port, const struct nicoff_cmd *cmd)
 {
 	const struct nicoff_op_strided *d = &cmd->strided;
-	bool put = cmd->opcode == NICOFF_OP_PUT_STRIDED;
+	bool put = cmd->opcode != NICOFF_OP_GET_STRIDED;
 	struct fw_shape local, remote;
 	struct fw_strided_op *s;
+	struct fw_desc_acc acc;
 	struct fw_cursor cur;
 	struct fw_op *op;
 	u64 span, rend;
+	u8 kind;
 	int ret;
 
 	if (d->dst_card >= card->cfg.num_nodes || d->levels > NICOFF_STRIDED_MAX_LEVELS)
 		return -EINVAL;
-	ret = fw_strided_shapes(card, port, d, &local, &remote);
+	ret = fw_strided_shapes(card, port, d, &local, &remote, &acc);
+	if (!ret)
+		ret = fw_strided_acc_check(cmd->opcode, &acc, &local);
 	if (ret)
 		return ret;
 	if (local.len > card->cfg.max_msg)
@@ -83,11 +142,14 @@ int fw_strided_cmd(struct fw_card *card, struct fw_port *port, const struct nico
 	ret = fw_rma_local_check(card, port, d->mr, span, put);
 	if (ret)
 		return ret;
-	op = fw_op_start(card, port, d->dst_card, put ? FW_OP_SPUT : FW_OP_SGET, cmd->tag);
+	kind = cmd->opcode == NICOFF_OP_ACC_STRIDED ? FW_OP_SACC : put ? FW_OP_SPUT : FW_OP_SGET;
+	op = fw_op_start(card, port, d->dst_card, kind, cmd->tag);
 	if (!op)
 		return -ENOMEM;
 	s = fw_strided_op(op);
 	op->dst_port = d->dst_port;
+	s->acc = acc.acc;
+	s->scale = acc.scale;
 	s->local = local;
 	s->remote = remote;
 	s->x.key = d->mr;
@@ -99,30 +161,18 @@ int fw_strided_cmd(struct fw_card *card, struct fw_port *port, const struct nico
 	return 0;
 }
 
-/*
- * A PUT_STRIDED packet's payload: the number of pieces, a table of where
- * each goes and how long it is, then their bytes one after the other.  A
- * piece is contiguous on both sides (the counts are shared, so a chunk is
- * count[0] bytes on each), so the target writes each where it says
- * without knowing the shape.
- */
-struct fw_sput_piece {
-	u64 roff;
-	u64 len;
-};
-
-#define FW_SPUT_PIECES_OFF	8u
-
 /* How many pieces from the cursor's position fit @mtu payload bytes, and their bytes. */
 static u32 fw_sput_fit(const struct fw_strided_op *s, u32 mtu, u64 *data)
 {
 	const struct fw_cursor *c = &s->x.cur;
+	const u32 w = fw_acc_width(s->acc);
 	u64 pos = c->pos, room = mtu - FW_SPUT_PIECES_OFF, at;
 	u32 n = 0;
 
 	*data = 0;
-	while (room > sizeof(struct fw_sput_piece)) {
-		u64 m = fw_cursor_piece(c, pos, room - sizeof(struct fw_sput_piece), &at);
+	while (room >= sizeof(struct fw_sput_piece) + w) {
+		/* Whole elements: chunks are, and so is every cut of one. */
+		u64 m = fw_cursor_piece(c, pos, room - sizeof(struct fw_sput_piece), &at) / w * w;
 
 		if (!m)
 			break;
@@ -158,7 +208,8 @@ static int fw_strided_build_put(struct fw_card *card, struct fw_peer *peer, stru
 	pkt->hdr.span_end = x->roff + s->remote.extent;
 	pkt->hdr.roff = first;
 	pkt->hdr.rkey = x->rkey;
-	*(u64 *)pkt->payload = n;
+	*(struct fw_sput_head *)pkt->payload =
+		(struct fw_sput_head){ .pieces = n, .acc = s->acc, .scale = s->scale };
 	piece = (struct fw_sput_piece *)(pkt->payload + FW_SPUT_PIECES_OFF);
 	to = pkt->payload + table;
 	for (i = 0; i < n && !ret; i++) {
@@ -209,7 +260,7 @@ static int fw_strided_build_get(struct fw_card *card, struct fw_peer *peer, stru
 int fw_strided_build(struct fw_card *card, struct fw_peer *peer, struct fw_op *op,
 		     struct fw_pkt **out)
 {
-	if (op->kind == FW_OP_SPUT)
+	if (op->kind != FW_OP_SGET)
 		return fw_strided_build_put(card, peer, op, out);
 	return fw_strided_build_get(card, peer, op, out);
 }
@@ -221,24 +272,67 @@ int fw_strided_build(struct fw_card *card, struct fw_peer *peer, struct fw_op *o
 static bool fw_sput_pieces(const struct fw_pkt *pkt, u32 *n, u64 *data)
 {
 	const struct fw_pkt_hdr *h = &pkt->hdr;
+	const struct fw_sput_head *head = (const struct fw_sput_head *)pkt->payload;
 	const struct fw_sput_piece *piece;
-	u64 count, sum = 0;
-	u32 i;
+	u64 sum = 0;
+	u32 i, w;
 
-	if (h->len < FW_SPUT_PIECES_OFF)
+	if (h->len < FW_SPUT_PIECES_OFF || head->acc > NICOFF_ACC_INT64)
 		return false;
-	count = *(const u64 *)pkt->payload;
-	if (count > (h->len - FW_SPUT_PIECES_OFF) / sizeof(*piece))
+	w = fw_acc_width(head->acc);
+	if (head->pieces > (h->len - FW_SPUT_PIECES_OFF) / sizeof(*piece))
 		return false;
-	*n = (u32)count;
+	*n = head->pieces;
 	*data = h->len - FW_SPUT_PIECES_OFF - *n * sizeof(*piece);
 	piece = (const struct fw_sput_piece *)(pkt->payload + FW_SPUT_PIECES_OFF);
 	for (i = 0; i < *n; i++) {
-		if (piece[i].len > *data - sum)
+		if (piece[i].len > *data - sum || piece[i].len % w)
 			return false;
 		sum += piece[i].len;
 	}
 	return sum == *data && *data <= h->total && h->offset <= h->total - *data;
+}
+
+/*
+ * Add @scale times the @len bytes of elements at @src to those at @roff of
+ * region @rkey, a block at a time, with wrapping integer arithmetic.
+ */
+static int fw_strided_add(struct fw_card *card, u32 port, u32 rkey, u64 roff, const u8 *src,
+			  u64 len, const struct fw_sput_head *head)
+{
+	const u32 flags = FWOS_MEM_REMOTE | NICOFF_ACCESS_REMOTE_WRITE;
+	const u32 w = fw_acc_width(head->acc);
+	u64 block[32];
+	u32 n, i;
+	int ret;
+
+	for (; len; len -= n, roff += n, src += n) {
+		n = (u32)fw_min_u64(len, sizeof(block));
+		ret = fwos_mem_read(card->host, port, rkey, flags, roff, block, n);
+		if (ret)
+			return ret;
+		for (i = 0; i < n; i += w) {
+			if (w == 4) {
+				u32 a, b;
+
+				memcpy(&a, (u8 *)block + i, 4);
+				memcpy(&b, src + i, 4);
+				a += (u32)head->scale * b;
+				memcpy((u8 *)block + i, &a, 4);
+			} else {
+				u64 a, b;
+
+				memcpy(&a, (u8 *)block + i, 8);
+				memcpy(&b, src + i, 8);
+				a += (u64)head->scale * b;
+				memcpy((u8 *)block + i, &a, 8);
+			}
+		}
+		ret = fwos_mem_write(card->host, port, rkey, flags, roff, block, n);
+		if (ret)
+			return ret;
+	}
+	return 0;
 }
 
 int fw_strided_rx_put(struct fw_card *card, struct fw_peer *peer, struct fw_pkt *pkt)
@@ -246,6 +340,7 @@ int fw_strided_rx_put(struct fw_card *card, struct fw_peer *peer, struct fw_pkt 
 	const u32 flags = FWOS_MEM_REMOTE | NICOFF_ACCESS_REMOTE_WRITE;
 	const struct fw_pkt_hdr *h = &pkt->hdr;
 	struct fw_port *port = fw_port_find(card, h->dst_port);
+	const struct fw_sput_head *head = (const struct fw_sput_head *)pkt->payload;
 	const struct fw_sput_piece *piece;
 	const u8 *from;
 	u64 data;
@@ -265,12 +360,17 @@ int fw_strided_rx_put(struct fw_card *card, struct fw_peer *peer, struct fw_pkt 
 	piece = (const struct fw_sput_piece *)(pkt->payload + FW_SPUT_PIECES_OFF);
 	from = (const u8 *)(piece + n);
 	for (i = 0; i < n && !err; i++) {
-		err = fwos_mem_write(card->host, port->id, h->rkey, flags, piece[i].roff, from,
-				     (u32)piece[i].len);
+		if (head->acc)
+			err = fw_strided_add(card, port->id, h->rkey, piece[i].roff, from,
+					     piece[i].len, head);
+		else
+			err = fwos_mem_write(card->host, port->id, h->rkey, flags, piece[i].roff,
+					     from, (u32)piece[i].len);
 		from += piece[i].len;
 	}
 	if (err)
-		fw_rma_refuse(card, peer, port, h, err, NICOFF_OP_PUT_STRIDED);
+		fw_rma_refuse(card, peer, port, h, err,
+			      head->acc ? NICOFF_OP_ACC_STRIDED : NICOFF_OP_PUT_STRIDED);
 	return FW_RX_DONE;
 }
 

@@ -41,12 +41,13 @@ static inline __u64 sref_extent(const struct nicoff_strided_desc *d, __u32 level
 }
 
 /*
- * Copy the shape's chunks in message order (the lowest level fastest) from
- * @src at @soff with strides @ss to @dst at @doff with strides @ds.
+ * Call fn(ctx, source offset, destination offset) for each chunk of the
+ * shape in message order (the lowest level fastest): an odometer over the
+ * levels, from @soff with strides @ss and @doff with strides @ds.
  */
-static inline void sref_copy(const struct nicoff_strided_desc *d, __u32 levels,
-			     const __u8 *src, __u64 soff, const __u64 *ss, __u8 *dst,
-			     __u64 doff, const __u64 *ds)
+static inline void sref_walk(const struct nicoff_strided_desc *d, __u32 levels, __u64 soff,
+			     const __u64 *ss, __u64 doff, const __u64 *ds,
+			     void (*fn)(void *ctx, __u64 so, __u64 dof), void *ctx)
 {
 	__u64 idx[NICOFF_STRIDED_MAX_LEVELS + 1] = { 0 };
 	__u32 i;
@@ -60,7 +61,7 @@ static inline void sref_copy(const struct nicoff_strided_desc *d, __u32 levels,
 			so += idx[i] * ss[i - 1];
 			dof += idx[i] * ds[i - 1];
 		}
-		memmove(dst + dof, src + so, d->count[0]);
+		fn(ctx, so, dof);
 		for (i = 1; i <= levels; i++) {
 			if (++idx[i] < d->count[i])
 				break;
@@ -69,6 +70,53 @@ static inline void sref_copy(const struct nicoff_strided_desc *d, __u32 levels,
 		if (i > levels)
 			return;
 	}
+}
+
+struct sref_move {
+	const struct nicoff_strided_desc *d;
+	const __u8 *src;
+	__u8 *dst;
+};
+
+static inline void sref_copy_chunk(void *ctx, __u64 so, __u64 dof)
+{
+	struct sref_move *m = (struct sref_move *)ctx;
+
+	memmove(m->dst + dof, m->src + so, m->d->count[0]);
+}
+
+/* Element by element: the destination's plus scale times the source's, wrapping. */
+static inline void sref_acc_chunk(void *ctx, __u64 so, __u64 dof)
+{
+	struct sref_move *m = (struct sref_move *)ctx;
+	__u32 k, w = m->d->acc == NICOFF_ACC_INT32 ? 4 : 8;
+
+	for (k = 0; k < m->d->count[0]; k += w) {
+		__u64 a = 0, b = 0;
+
+		memcpy(&a, m->dst + dof + k, w);
+		memcpy(&b, m->src + so + k, w);
+		a += (__u64)m->d->scale * b;
+		memcpy(m->dst + dof + k, &a, w);
+	}
+}
+
+/* Copy the shape's chunks from @src at @soff (strides @ss) to @dst at @doff (strides @ds). */
+static inline void sref_copy(const struct nicoff_strided_desc *d, __u32 levels, const __u8 *src,
+			     __u64 soff, const __u64 *ss, __u8 *dst, __u64 doff, const __u64 *ds)
+{
+	struct sref_move m = { d, src, dst };
+
+	sref_walk(d, levels, soff, ss, doff, ds, sref_copy_chunk, &m);
+}
+
+/* The same for an accumulate of @d->acc elements with @d->scale. */
+static inline void sref_acc(const struct nicoff_strided_desc *d, __u32 levels, const __u8 *src,
+			    __u64 soff, const __u64 *ss, __u8 *dst, __u64 doff, const __u64 *ds)
+{
+	struct sref_move m = { d, src, dst };
+
+	sref_walk(d, levels, soff, ss, doff, ds, sref_acc_chunk, &m);
 }
 
 /* Strides for one side: blocks apart by a random gap, or now and then overlapping. */

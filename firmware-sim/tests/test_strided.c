@@ -351,7 +351,7 @@ static void s_inject(struct s_env *e, u32 epoch, u32 n, u64 count, const u64 *le
 
 	for (i = 0; i < n; i++)
 		data += len[i];
-	plen = 8 + 16 * n + (u32)data;
+	plen = 16 + 16 * n + (u32)data;
 	pkt = fwos_pkt_alloc(h, plen);
 	assert_non_null(pkt);
 	memset(pkt, 0, FW_PKT_HDR_SIZE + plen);
@@ -369,12 +369,12 @@ static void s_inject(struct s_env *e, u32 epoch, u32 n, u64 count, const u64 *le
 	pkt->hdr.span_end = roff + 100 * n + 100;
 	pkt->hdr.rkey = e->rkey;
 	w = (u64 *)pkt->payload;
-	w[0] = count;
+	w[0] = count;		/* pieces, and acc 0 (a put) above them if they fit 32 bits */
 	for (i = 0; i < n; i++) {
-		w[1 + 2 * i] = roff + 100 * i;
-		w[2 + 2 * i] = len[i];
+		w[2 + 2 * i] = roff + 100 * i;
+		w[3 + 2 * i] = len[i];
 	}
-	memset(pkt->payload + 8 + 16 * n, 0xee, data);
+	memset(pkt->payload + 16 + 16 * n, 0xee, data);
 	crc = fwos_crc32c(0, &pkt->hdr, FW_PKT_HDR_SIZE);
 	pkt->hdr.crc = fwos_crc32c(crc, pkt->payload, plen);
 	fwos_send(h, pkt);
@@ -393,7 +393,9 @@ static void test_malformed_pieces(void **state)
 	s_inject(&e, 77, 3, 4, len, 1000, 0, 60);
 	s_inject(&e, 78, 3, 2, len, 1000, 0, 60);
 	s_inject(&e, 79, 3, 3, len, 1000, 10, 60);
-	s_inject(&e, 80, 0, 1ull << 62, len, 1000, 0, 0);
+	s_inject(&e, 80, 0, 1ull << 31, len, 1000, 0, 0);
+	/* An unknown element type in the high half. */
+	s_inject(&e, 82, 3, 3 | (7ull << 32), len, 1000, 0, 60);
 	assert_true(t_check(e.b, S_BIG, 12));
 	/* The same, sound: written where its table says. */
 	s_inject(&e, 81, 3, 3, len, 1000, 0, 60);
@@ -401,6 +403,105 @@ static void test_malformed_pieces(void **state)
 	assert_int_equal(e.b[1000 + 100 + 19], 0xee);
 	assert_int_equal(e.b[1000 + 200 + 29], 0xee);
 	assert_int_not_equal(e.b[1000 + 10], 0xee);
+	s_teardown(&e);
+}
+
+/* A strided accumulate of elements @acc (INT32 or INT64) with @scale, checked whole. */
+static void s_checked_acc(struct s_env *e, u32 acc, s64 scale, u32 levels, u64 off, u64 roff,
+			  u32 seed)
+{
+	static u8 want[S_BIG];
+	struct nicoff_strided_desc *d = e->desc;
+	struct nicoff_cqe q;
+
+	d->acc = acc;
+	d->scale = scale;
+	t_fill(e->a, S_BIG, seed);
+	t_fill(e->b, S_BIG, seed + 1);
+	memcpy(want, e->b, S_BIG);
+	sref_acc(d, levels, e->a, off, d->local_stride, want, roff, d->remote_stride);
+	q = s_op(e, NICOFF_OP_ACC_STRIDED, 1, 2, e->rkey, roff, off, levels);
+	assert_int_equal(q.status, 0);
+	assert_int_equal(q.result, sref_len(d, levels));
+	assert_memory_equal(e->b, want, S_BIG);
+}
+
+/* Random shapes of whole elements; under faults too, where a doubled piece would show. */
+static void s_acc_rounds(const struct fw_fault_cfg *faults, u32 rounds, u64 seed)
+{
+	struct s_env e;
+	u32 r;
+
+	s_setup(&e, faults);
+	for (r = 0; r < rounds; r++) {
+		u32 acc = r % 2 ? NICOFF_ACC_INT64 : NICOFF_ACC_INT32, w = r % 2 ? 8 : 4;
+		u32 levels = sref_random_shape(e.desc, S_MAX_LEN, S_MAX_EXTENT, &seed);
+		u64 off = sref_rand(&seed) % (S_BIG - S_MAX_EXTENT);
+		u64 roff = sref_rand(&seed) % (S_BIG - S_MAX_EXTENT);
+
+		/* Whole elements: a chunk of at least one, strides kept. */
+		e.desc->count[0] = (e.desc->count[0] + w - 1) / w * w;
+		if (sref_extent(e.desc, levels, e.desc->local_stride) > S_MAX_EXTENT ||
+		    sref_extent(e.desc, levels, e.desc->remote_stride) > S_MAX_EXTENT)
+			continue;
+		s_checked_acc(&e, acc, (s64)(sref_rand(&seed) % 7) - 3, levels, off, roff, 50 + r);
+	}
+	if (faults)
+		t_expect_lossy(e.s, 0);
+	s_teardown(&e);
+}
+
+static void test_accumulate(void **state)
+{
+	(void)state;
+	s_acc_rounds(NULL, 80, 31);
+	s_acc_rounds(&t_lossy, 20, 32);
+}
+
+/* What the card refuses to accumulate, and what a put or get may not carry. */
+static void test_accumulate_refusals(void **state)
+{
+	static const struct {
+		u8 opcode;
+		u32 acc;
+		s64 scale;
+		u64 chunk;
+		s32 want;
+	} cases[] = {
+		{ NICOFF_OP_ACC_STRIDED, NICOFF_ACC_DOUBLE, 1, 64, -EOPNOTSUPP },
+		{ NICOFF_OP_ACC_STRIDED, 9, 1, 64, -EINVAL },
+		{ NICOFF_OP_ACC_STRIDED, NICOFF_ACC_NONE, 1, 64, -EINVAL },
+		{ NICOFF_OP_ACC_STRIDED, NICOFF_ACC_INT64, 1, 12, -EINVAL },
+		{ NICOFF_OP_ACC_STRIDED, NICOFF_ACC_INT32, 1, 6, -EINVAL },
+		{ NICOFF_OP_PUT_STRIDED, NICOFF_ACC_INT32, 0, 64, -EINVAL },
+		{ NICOFF_OP_GET_STRIDED, 0, 5, 64, -EINVAL },
+	};
+	struct nicoff_cqe q;
+	struct s_env e;
+	u32 i;
+
+	(void)state;
+	s_setup(&e, NULL);
+	for (i = 0; i < T_ARRAY_SIZE(cases); i++) {
+		t_fill(e.a, S_BIG, 60 + i);
+		t_fill(e.b, S_BIG, 70 + i);
+		s_shape(&e, 1, cases[i].chunk, 10, 100);
+		e.desc->acc = cases[i].acc;
+		e.desc->scale = cases[i].scale;
+		q = s_op(&e, cases[i].opcode, 1, 2, e.rkey, 0, 0, 1);
+		assert_int_equal(q.status, cases[i].want);
+		assert_true(t_check(e.a, S_BIG, 60 + i) && t_check(e.b, S_BIG, 70 + i));
+	}
+	/* A reserved field. */
+	s_shape(&e, 1, 64, 10, 100);
+	e.desc->acc = NICOFF_ACC_INT32;
+	e.desc->reserved = 1;
+	q = s_op(&e, NICOFF_OP_ACC_STRIDED, 1, 2, e.rkey, 0, 0, 1);
+	assert_int_equal(q.status, -EINVAL);
+	/* A read-only target. */
+	e.desc->reserved = 0;
+	q = s_op(&e, NICOFF_OP_ACC_STRIDED, 1, 2, e.ro_rkey, 0, 0, 1);
+	assert_int_equal(q.status, -EACCES);
 	s_teardown(&e);
 }
 
@@ -414,6 +515,8 @@ int main(void)
 		cmocka_unit_test(test_descriptor_rewritten),
 		cmocka_unit_test(test_refusals),
 		cmocka_unit_test(test_malformed_pieces),
+		cmocka_unit_test(test_accumulate),
+		cmocka_unit_test(test_accumulate_refusals),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -165,16 +165,35 @@ struct nicoff_op_strided {
 #define NICOFF_STRIDED_MAX_LEVELS	8
 
 /*
+ * NICOFF_OP_ACC_STRIDED: a strided put that adds instead of writing (ARMCI's
+ * AccS): each element at the destination becomes itself plus scale times
+ * the source's, with wrapping two's complement arithmetic, elements of the
+ * descriptor's acc type; the card serves one at a time, so accumulates to
+ * one card do not interleave.  The peer's region needs REMOTE_WRITE.  The
+ * card does no floating point: NICOFF_ACC_DOUBLE is refused (EOPNOTSUPP).
+ */
+enum nicoff_acc_type {
+	NICOFF_ACC_NONE,	/* a put or a get */
+	NICOFF_ACC_INT32,
+	NICOFF_ACC_INT64,
+	NICOFF_ACC_DOUBLE,
+};
+
+/*
  * The shape of a strided transfer, in registered memory.  Level 0 is
  * count[0] contiguous bytes; level i (1 <= i <= levels) is count[i] level
  * i - 1 blocks, *_stride[i - 1] bytes apart.  Bytes move in that order,
  * the lowest level fastest.  Counts and strides above levels are ignored;
- * a zero count moves nothing.
+ * a zero count moves nothing.  An accumulate's count[0] is a whole number
+ * of its elements.
  */
 struct nicoff_strided_desc {
 	__u64 count[NICOFF_STRIDED_MAX_LEVELS + 1];
 	__u64 local_stride[NICOFF_STRIDED_MAX_LEVELS];
 	__u64 remote_stride[NICOFF_STRIDED_MAX_LEVELS];
+	__u32 acc;		/* ACC_STRIDED: enum nicoff_acc_type; else zero */
+	__u32 reserved;		/* zero */
+	__s64 scale;		/* ACC_STRIDED: the factor; else zero */
 };
 
 /*

@@ -581,19 +581,24 @@ bool strided_args(const nicoff_strided *s, const nicoff_mr *mr, const uint64_t *
     return s && mr && count && levels >= 0 && levels <= NICOFF_STRIDED_MAX_LEVELS;
 }
 
-// A strided put (src_mr's side is the source) or get through s.
-int strided_post(nicoff_strided *s, bool put, const nicoff_mr *mr, uint64_t off,
+// A strided put or accumulate (opcode; mr's side is the source) or get through s.
+int strided_post(nicoff_strided *s, std::uint8_t opcode, const nicoff_mr *mr, uint64_t off,
                  const uint64_t *stride, uint64_t roff, const uint64_t *rstride,
                  const uint64_t *count, int levels, const nicoff::RemoteRegion &remote,
-                 uint64_t tag) {
+                 uint64_t tag, uint32_t acc = 0, int64_t scale = 0) {
     if (!strided_args(s, mr, count, levels))
         return -EINVAL;
     return guarded([&] {
         const std::span<const uint64_t> c(count, static_cast<std::size_t>(levels) + 1);
         const nicoff::StridedSide local = strided_side(off, stride, levels);
         const nicoff::StridedSide far = strided_side(roff, rstride, levels);
-        const bool posted = put ? s->strided.try_put(mr->mr, local, remote, far, c, tag)
-                                : s->strided.try_get(remote, far, mr->mr, local, c, tag);
+        bool posted;
+        if (opcode == NICOFF_OP_GET_STRIDED)
+            posted = s->strided.try_get(remote, far, mr->mr, local, c, tag);
+        else if (opcode == NICOFF_OP_ACC_STRIDED)
+            posted = s->strided.try_acc(acc, scale, mr->mr, local, remote, far, c, tag);
+        else
+            posted = s->strided.try_put(mr->mr, local, remote, far, c, tag);
         return posted ? 0 : -EAGAIN;
     });
 }
@@ -604,14 +609,22 @@ int nicoff_put_strided(nicoff_strided *s, const nicoff_mr *src_mr, uint64_t src_
                        const uint64_t *src_stride, uint64_t dst_off, const uint64_t *dst_stride,
                        const uint64_t *count, int stride_levels, uint32_t card, uint32_t dst_port,
                        uint32_t rkey, uint64_t tag) {
-    return strided_post(s, true, src_mr, src_off, src_stride, dst_off, dst_stride, count,
-                        stride_levels, {card, dst_port, rkey}, tag);
+    return strided_post(s, NICOFF_OP_PUT_STRIDED, src_mr, src_off, src_stride, dst_off, dst_stride,
+                        count, stride_levels, {card, dst_port, rkey}, tag);
 }
 
 int nicoff_get_strided(nicoff_strided *s, uint64_t src_off, const uint64_t *src_stride,
                        const nicoff_mr *dst_mr, uint64_t dst_off, const uint64_t *dst_stride,
                        const uint64_t *count, int stride_levels, uint32_t card, uint32_t src_port,
                        uint32_t rkey, uint64_t tag) {
-    return strided_post(s, false, dst_mr, dst_off, dst_stride, src_off, src_stride, count,
-                        stride_levels, {card, src_port, rkey}, tag);
+    return strided_post(s, NICOFF_OP_GET_STRIDED, dst_mr, dst_off, dst_stride, src_off, src_stride,
+                        count, stride_levels, {card, src_port, rkey}, tag);
+}
+
+int nicoff_acc_strided(nicoff_strided *s, uint32_t acc, int64_t scale, const nicoff_mr *src_mr,
+                       uint64_t src_off, const uint64_t *src_stride, uint64_t dst_off,
+                       const uint64_t *dst_stride, const uint64_t *count, int stride_levels,
+                       uint32_t card, uint32_t dst_port, uint32_t rkey, uint64_t tag) {
+    return strided_post(s, NICOFF_OP_ACC_STRIDED, src_mr, src_off, src_stride, dst_off, dst_stride,
+                        count, stride_levels, {card, dst_port, rkey}, tag, acc, scale);
 }

@@ -58,7 +58,8 @@ Strided::~Strided() = default;
 
 bool Strided::post(std::uint8_t opcode, const MemoryRegion &local, const StridedSide &local_side,
                    const RemoteRegion &remote, const StridedSide &remote_side,
-                   std::span<const std::uint64_t> count, std::uint64_t tag) {
+                   std::span<const std::uint64_t> count, std::uint64_t tag, std::uint32_t acc,
+                   std::int64_t scale) {
     check_shape(count, local_side, remote_side);
     const auto levels = static_cast<std::uint32_t>(count.size() - 1);
     const std::size_t slot = next_;
@@ -70,6 +71,8 @@ bool Strided::post(std::uint8_t opcode, const MemoryRegion &local, const Strided
         d.local_stride[i] = local_side.stride[i];
         d.remote_stride[i] = remote_side.stride[i];
     }
+    d.acc = acc;
+    d.scale = scale;
     const nicoff_op_strided op = {
         .dst_card = remote.card,
         .dst_port = remote.port,
@@ -100,6 +103,12 @@ bool Strided::try_get(const RemoteRegion &remote, const StridedSide &src, const 
                       const StridedSide &dst, std::span<const std::uint64_t> count,
                       std::uint64_t tag) {
     return post(NICOFF_OP_GET_STRIDED, local, dst, remote, src, count, tag);
+}
+
+bool Strided::try_acc(std::uint32_t acc, std::int64_t scale, const MemoryRegion &local,
+                      const StridedSide &src, const RemoteRegion &remote, const StridedSide &dst,
+                      std::span<const std::uint64_t> count, std::uint64_t tag) {
+    return post(NICOFF_OP_ACC_STRIDED, local, src, remote, dst, count, tag, acc, scale);
 }
 
 } // namespace nicoff

@@ -279,6 +279,13 @@ NICOFF_API int nicoff_put_strided(nicoff_strided *s, const nicoff_mr *src_mr, ui
                                   const uint64_t *dst_stride, const uint64_t *count,
                                   int stride_levels, uint32_t card, uint32_t dst_port,
                                   uint32_t rkey, uint64_t tag);
+/* ARMCI's AccS on integers (acc NICOFF_ACC_INT32 or INT64): dst += scale * src. */
+NICOFF_API int nicoff_acc_strided(nicoff_strided *s, uint32_t acc, int64_t scale,
+                                  const nicoff_mr *src_mr, uint64_t src_off,
+                                  const uint64_t *src_stride, uint64_t dst_off,
+                                  const uint64_t *dst_stride, const uint64_t *count,
+                                  int stride_levels, uint32_t card, uint32_t dst_port,
+                                  uint32_t rkey, uint64_t tag);
 NICOFF_API int nicoff_get_strided(nicoff_strided *s, uint64_t src_off, const uint64_t *src_stride,
                                   const nicoff_mr *dst_mr, uint64_t dst_off,
                                   const uint64_t *dst_stride, const uint64_t *count,

@@ -60,11 +60,18 @@ public:
                  const StridedSide &dst, std::span<const std::uint64_t> count, std::uint64_t tag);
     bool try_get(const RemoteRegion &remote, const StridedSide &src, const MemoryRegion &local,
                  const StridedSide &dst, std::span<const std::uint64_t> count, std::uint64_t tag);
+    // ARMCI's AccS on integers: each destination element plus scale times the
+    // source's (acc NICOFF_ACC_INT32 or INT64; count[0] whole elements); the
+    // card refuses NICOFF_ACC_DOUBLE (it does no floating point).
+    bool try_acc(std::uint32_t acc, std::int64_t scale, const MemoryRegion &local,
+                 const StridedSide &src, const RemoteRegion &remote, const StridedSide &dst,
+                 std::span<const std::uint64_t> count, std::uint64_t tag);
 
 private:
     bool post(std::uint8_t opcode, const MemoryRegion &local, const StridedSide &local_side,
               const RemoteRegion &remote, const StridedSide &remote_side,
-              std::span<const std::uint64_t> count, std::uint64_t tag);
+              std::span<const std::uint64_t> count, std::uint64_t tag, std::uint32_t acc = 0,
+              std::int64_t scale = 0);
     Port *port_;
     std::vector<nicoff_strided_desc> slots_;
     MemoryRegion mr_;

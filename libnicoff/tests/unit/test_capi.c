@@ -88,6 +88,9 @@ static void test_null_port(void **state) {
                      -EINVAL);
     assert_int_equal(nicoff_get_strided(NULL, 0, stride, NULL, 0, stride, count, 1, 1, 2, 3, 4),
                      -EINVAL);
+    assert_int_equal(nicoff_acc_strided(NULL, NICOFF_ACC_INT64, 2, NULL, 0, stride, 0, stride,
+                                        count, 1, 1, 2, 3, 4),
+                     -EINVAL);
     assert_int_equal(nicoff_poll(NULL, cqe, 4), -EINVAL);
     assert_int_equal(nicoff_wait(NULL, 0), -EINVAL);
 }
