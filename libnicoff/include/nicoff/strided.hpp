@@ -33,9 +33,10 @@ struct StridedSide {
 // NICOFF_STRIDED_MAX_LEVELS.  Calls fn(local_offset, remote_offset, bytes)
 // for each chunk in message order (the lowest level fastest).  EINVAL for
 // too many levels or a stride array shorter than the levels.
-void for_each_chunk(std::span<const std::uint64_t> count, const StridedSide &local,
-                    const StridedSide &remote,
-                    const std::function<void(std::uint64_t, std::uint64_t, std::uint64_t)> &fn);
+NICOFF_API void
+for_each_chunk(std::span<const std::uint64_t> count, const StridedSide &local,
+               const StridedSide &remote,
+               const std::function<void(std::uint64_t, std::uint64_t, std::uint64_t)> &fn);
 
 // Posts strided puts and gets on one port.  The card reads each command's
 // shape from memory this object registers on the port: one descriptor slot

@@ -195,6 +195,20 @@ void test_json_and_table(void **) {
     const std::string table = format_table(ctx.records());
     assert_non_null(std::strstr(table.c_str(), "suite     case  method"));
     assert_non_null(std::strstr(table.c_str(), "rtt_us"));
+    assert_null(std::strstr(table.c_str(), "chunk"));
+    // A suite's extra field comes last, in the JSON and in the table.
+    Record s = ctx.record("square2d", "nic", "mb_per_s", 2.5, "MB/s");
+    s.bytes = 512;
+    s.chunk = 64;
+    assert_string_equal(format_json({s}).c_str(),
+                        "[\n"
+                        " {\"suite\":\"doorbell\",\"case\":\"square2d\",\"method\":\"nic\","
+                        "\"nodes\":null,\"bytes\":512,\"metric\":\"mb_per_s\",\"value\":2.5,"
+                        "\"unit\":\"MB/s\",\"runs\":null,\"chunk\":64}\n"
+                        "]\n");
+    const std::string with_chunk = format_table({s});
+    assert_non_null(std::strstr(with_chunk.c_str(), "runs  chunk\n"));
+    assert_non_null(std::strstr(with_chunk.c_str(), "-     64\n"));
 }
 
 } // namespace

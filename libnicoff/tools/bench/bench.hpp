@@ -11,7 +11,8 @@
 //   }};
 //
 // and produces records {"suite","case","method","nodes","bytes","metric",
-// "value","unit","runs"} (absent fields are JSON null).  The framework
+// "value","unit","runs"} (absent fields are JSON null), and "chunk" where
+// a suite sets it.  The framework
 // parses the options, prints an aligned table on stdout and writes the
 // records as a JSON array to --json FILE.  The build links every .cpp of
 // this directory into nicoff-bench, so a new suite needs no other change.
@@ -42,6 +43,10 @@ struct Record {
     double value = 0;
     std::string unit;
     std::optional<std::int64_t> runs;
+    // A suite's extra field: the contiguous chunk of a strided transfer
+    // (count[0], in bytes).  Absent from the JSON unless set, so that the
+    // other suites' records keep their nine fields.
+    std::optional<std::int64_t> chunk;
 };
 
 struct OptionSpec {

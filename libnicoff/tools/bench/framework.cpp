@@ -144,20 +144,30 @@ void Context::add(Record r) {
 }
 
 std::string format_table(const std::vector<Record> &records) {
-    const std::vector<std::string> head = {"suite",  "case",  "method", "nodes", "bytes",
-                                           "metric", "value", "unit",   "runs"};
+    // A chunk column only where a record has one.
+    const bool chunks =
+        std::any_of(records.begin(), records.end(), [](const Record &r) { return r.chunk; });
+    std::vector<std::string> head = {"suite",  "case",  "method", "nodes", "bytes",
+                                     "metric", "value", "unit",   "runs"};
+    // Numbers right-aligned, words left-aligned.
+    std::vector<bool> right = {false, false, false, true, true, false, true, false, true};
+    if (chunks) {
+        head.push_back("chunk");
+        right.push_back(true);
+    }
     std::vector<std::vector<std::string>> rows;
     rows.push_back(head);
-    for (const auto &r : records)
+    for (const auto &r : records) {
         rows.push_back({r.suite, r.case_name, r.method.value_or("-"), opt_str(r.nodes),
                         opt_str(r.bytes), r.metric, format_value(r.value), r.unit,
                         opt_str(r.runs)});
+        if (chunks)
+            rows.back().push_back(opt_str(r.chunk));
+    }
     std::vector<std::size_t> width(head.size(), 0);
     for (const auto &row : rows)
         for (std::size_t i = 0; i < row.size(); i++)
             width[i] = std::max(width[i], row[i].size());
-    // Numbers right-aligned, words left-aligned.
-    const std::vector<bool> right = {false, false, false, true, true, false, true, false, true};
     std::string out;
     for (const auto &row : rows) {
         std::string line;
@@ -188,12 +198,13 @@ Json json_opt(const std::optional<T> &v) {
 
 } // namespace
 
-// One record a line, its fields in a fixed order (tools/results.py reads them).
+// One record a line, its fields in a fixed order (tools/results.py reads them),
+// a suite's extra field last.
 std::string format_json(const std::vector<Record> &records) {
     std::string out = "[";
     for (std::size_t i = 0; i < records.size(); i++) {
         const Record &r = records[i];
-        const Json j = {
+        Json j = {
             {"suite", r.suite},
             {"case", r.case_name},
             {"method", json_opt(r.method)},
@@ -204,6 +215,8 @@ std::string format_json(const std::vector<Record> &records) {
             {"unit", r.unit},
             {"runs", json_opt(r.runs)},
         };
+        if (r.chunk)
+            j["chunk"] = *r.chunk;
         out += (i ? ",\n " : "\n ") + j.dump();
     }
     out += records.empty() ? "]\n" : "\n]\n";

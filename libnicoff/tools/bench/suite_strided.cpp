@@ -1,0 +1,413 @@
+// Suite "strided": seed 004's Fig. 6, the bandwidth of a put of a 2-D square
+// sub-block of doubles between two cards, one port on each, both driven by
+// one process.  For each side s of --sides the source array has s rows of
+// s + --src-extra doubles and the destination array s rows of
+// s + --dst-extra, the block in the middle of each row: the shape is
+// count = {8s, s} with stride s + extra doubles on each side.  Records
+// square2d/METHOD, mb_per_s (10^6 bytes/s), bytes = 8 s^2 the block,
+// chunk = 8 s (count[0]), the median of --repeat runs of the same number of
+// blocks (--bytes worth, at least one, at most --max-ops), methods in turn,
+// each with as many operations in flight as the command ring (1024
+// entries) takes; --depth caps the blocks in flight of nic and contig:
+//
+//   nic     one NICOFF_OP_PUT_STRIDED per block through nicoff::Strided:
+//           the card walks the shape
+//   naive   one contiguous PUT per chunk, the chunks named by
+//           nicoff::for_each_chunk (walked once before timing)
+//   contig  one contiguous PUT of the block's bytes per block: what the
+//           data path does without a shape
+//   memcpy  the CPU copying the block row by row between the same arrays
+//
+// Each method's first block of each size is not timed: its destination is
+// checked byte for byte (the block's rows where they belong, every other
+// byte untouched) and the suite fails on a difference.
+#include "bench.hpp"
+
+#include <nicoff/nicoff.hpp>
+#include <nicoff/strided.hpp>
+
+#include <poll.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <functional>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <system_error>
+#include <vector>
+
+namespace nicoff::bench {
+namespace {
+
+constexpr std::uint64_t stall_ns = 10'000'000'000; // no progress for 10 s: give up
+constexpr std::uint32_t ring = 1024;
+constexpr std::uint64_t max_size = 64ull << 20; // the card's largest message
+constexpr std::uint64_t dbl = sizeof(double);
+constexpr std::byte untouched{0xa5}; // what the destination holds before a checked block
+
+enum class Method { nic, naive, contig, memcpy };
+
+struct MethodName {
+    Method method;
+    const char *name; // the records' method and --methods' word
+};
+
+constexpr std::array<MethodName, 4> method_names = {{
+    {Method::nic, "nic"},
+    {Method::naive, "naive"},
+    {Method::contig, "contig"},
+    {Method::memcpy, "memcpy"},
+}};
+
+// The block of one size in both arrays, in bytes.
+struct Square {
+    std::uint64_t side = 0;               // doubles per row and rows
+    std::uint64_t src_ld = 0, dst_ld = 0; // row lengths of the full arrays
+    std::uint64_t src_off = 0, dst_off = 0;
+
+    Square(std::uint64_t s, std::uint64_t src_extra, std::uint64_t dst_extra)
+        : side(s), src_ld((s + src_extra) * dbl), dst_ld((s + dst_extra) * dbl),
+          src_off(src_extra / 2 * dbl), dst_off(dst_extra / 2 * dbl) {}
+    std::uint64_t chunk() const { return side * dbl; }
+    std::uint64_t bytes() const { return side * side * dbl; }
+    std::uint64_t src_bytes() const { return side * src_ld; }
+    std::uint64_t dst_bytes() const { return side * dst_ld; }
+};
+
+// One end: a port and what its completions said.  Only PUTs and strided
+// PUTs are posted: anything else completing, or an error, fails the run.
+struct End {
+    explicit End(const Device &dev)
+        : port(dev, PortConfig{NICOFF_PORT_ANY, ring, ring}), cqes(64) {}
+
+    Port port;
+    std::vector<nicoff_cqe> cqes;
+    std::uint64_t done = 0;    // completions seen
+    std::uint64_t moved = 0;   // bytes they reported
+    std::uint64_t last_ns = 0; // when the latest was seen
+
+    bool pump() {
+        const std::size_t n = port.poll(cqes);
+        if (n == 0 && port.in_error())
+            fail(EIO, "port went into the error state");
+        for (std::size_t i = 0; i < n; i++) {
+            const nicoff_cqe &c = cqes[i];
+            if (c.status != 0)
+                fail(-c.status, "opcode " + std::to_string(c.opcode) + " completed with status " +
+                                    std::to_string(c.status));
+            if (c.opcode != NICOFF_OP_PUT && c.opcode != NICOFF_OP_PUT_STRIDED)
+                fail(EPROTO, "unexpected completion, opcode " + std::to_string(c.opcode));
+            done++;
+            moved += c.result;
+        }
+        if (n)
+            last_ns = now_ns();
+        return n != 0;
+    }
+
+    bool sleep = true; // wait() sleeps, or returns at once (spinning)
+
+    // Sleeps in poll(2) until a completion is there (or 10 ms pass): on two
+    // vCPUs a spinning process takes the CPU the card threads need.
+    void wait() const {
+        if (!sleep)
+            return;
+        pollfd fd = {port.fd(), POLLIN, 0};
+        if (::poll(&fd, 1, 10) < 0 && errno != EINTR)
+            fail(errno, "poll");
+    }
+
+    // Pumps until `want` completions were seen in all; throws after 10 s
+    // without one.
+    void until(std::uint64_t want, const char *what) {
+        std::uint64_t last = now_ns();
+        while (done < want) {
+            if (pump())
+                last = now_ns();
+            else if (now_ns() - last > stall_ns)
+                fail(ETIMEDOUT, std::string(what) + ": no completion for 10 s");
+            else
+                wait();
+        }
+    }
+};
+
+// The arrays of one size: the source registered on a's port, the
+// destination on b's with remote write.
+struct Arrays {
+    Arrays(End &a, End &b, const Square &sq)
+        : src(sq.src_bytes()), dst(sq.dst_bytes()), src_mr(a.port, src, NICOFF_ACCESS_LOCAL_WRITE),
+          dst_mr(b.port, dst, NICOFF_ACCESS_LOCAL_WRITE | NICOFF_ACCESS_REMOTE_WRITE) {
+        // A pattern that differs from row to row and from size to size, so
+        // that a chunk in the wrong place shows.
+        std::uint64_t x = 0x9e3779b97f4a7c15ull ^ sq.side;
+        for (std::byte &v : src) {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            v = static_cast<std::byte>(x >> 32);
+        }
+    }
+    std::vector<std::byte> src, dst;
+    MemoryRegion src_mr, dst_mr;
+};
+
+// What every run of a size shares.
+struct Run {
+    End &a;
+    End &b;
+    Strided &strided;
+    const Square &sq;
+    Arrays &arr;
+    std::uint64_t depth = 0;
+
+    RemoteRegion remote() const { return {b.port.card(), b.port.number(), arr.dst_mr.rkey()}; }
+};
+
+// n blocks, each posted by post(i) (which returns false on a full ring),
+// at most depth in flight; returns the seconds from the first post to the
+// last completion.
+double pipelined(Run &r, std::uint64_t n, const std::function<bool(std::uint64_t)> &post,
+                 const char *what) {
+    const std::uint64_t base = r.a.done;
+    std::uint64_t posted = 0;
+    const std::uint64_t t0 = now_ns();
+    std::uint64_t last = t0;
+    while (r.a.done - base < n) {
+        while (posted < n && posted - (r.a.done - base) < r.depth && post(posted))
+            posted++;
+        if (r.a.pump())
+            last = now_ns();
+        else if (now_ns() - last > stall_ns)
+            fail(ETIMEDOUT, std::string(what) + ": no completion for 10 s");
+        else
+            r.a.wait();
+    }
+    return static_cast<double>(r.a.last_ns - t0) / 1e9;
+}
+
+double nic_run(Run &r, std::uint64_t n) {
+    const std::array<std::uint64_t, 2> count = {r.sq.chunk(), r.sq.side};
+    const std::array<std::uint64_t, 1> ss = {r.sq.src_ld}, ds = {r.sq.dst_ld};
+    const RemoteRegion rem = r.remote();
+    return pipelined(
+        r, n,
+        [&](std::uint64_t i) {
+            return r.strided.try_put(r.arr.src_mr, StridedSide{r.sq.src_off, ss}, rem,
+                                     StridedSide{r.sq.dst_off, ds}, count, i);
+        },
+        "nic");
+}
+
+double contig_run(Run &r, std::uint64_t n) {
+    return pipelined(
+        r, n,
+        [&](std::uint64_t i) {
+            return r.a.port.try_post(make_rdma(NICOFF_OP_PUT, r.b.port.card(), r.b.port.number(),
+                                               r.arr.dst_mr.rkey(), 0, r.arr.src_mr.handle(), 0,
+                                               r.sq.bytes(), i));
+        },
+        "contig");
+}
+
+// n blocks of one PUT per chunk, as many in flight as the ring takes.
+double naive_run(Run &r, std::uint64_t n) {
+    const std::array<std::uint64_t, 2> count = {r.sq.chunk(), r.sq.side};
+    const std::array<std::uint64_t, 1> ss = {r.sq.src_ld}, ds = {r.sq.dst_ld};
+    std::vector<nicoff_cmd> cmds;
+    cmds.reserve(r.sq.side);
+    for_each_chunk(count, StridedSide{r.sq.src_off, ss}, StridedSide{r.sq.dst_off, ds},
+                   [&](std::uint64_t l, std::uint64_t rem, std::uint64_t len) {
+                       cmds.push_back(make_rdma(NICOFF_OP_PUT, r.b.port.card(), r.b.port.number(),
+                                                r.arr.dst_mr.rkey(), rem, r.arr.src_mr.handle(), l,
+                                                len, cmds.size()));
+                   });
+    const std::uint64_t total = n * cmds.size(), base = r.a.done;
+    std::uint64_t posted = 0;
+    const std::uint64_t t0 = now_ns();
+    std::uint64_t last = t0;
+    while (r.a.done - base < total) {
+        // The rest of the current block's chunks, as many as fit.
+        while (posted < total) {
+            const std::size_t at = posted % cmds.size();
+            const std::size_t k = r.a.port.try_post_batch(std::span(cmds).subspan(
+                at, std::min<std::uint64_t>(cmds.size() - at, total - posted)));
+            posted += k;
+            if (k == 0)
+                break;
+        }
+        if (r.a.port.in_error())
+            fail(EIO, "naive: port went into the error state");
+        if (r.a.pump())
+            last = now_ns();
+        else if (now_ns() - last > stall_ns)
+            fail(ETIMEDOUT, "naive: no completion for 10 s");
+        else
+            r.a.wait();
+    }
+    return static_cast<double>(r.a.last_ns - t0) / 1e9;
+}
+
+// n blocks copied by the CPU, row by row.
+double memcpy_run(Run &r, std::uint64_t n) {
+    const std::uint64_t t0 = now_ns();
+    for (std::uint64_t i = 0; i < n; i++) {
+        for (std::uint64_t row = 0; row < r.sq.side; row++)
+            std::memcpy(r.arr.dst.data() + r.sq.dst_off + row * r.sq.dst_ld,
+                        r.arr.src.data() + r.sq.src_off + row * r.sq.src_ld, r.sq.chunk());
+        // The copies are what is measured: the compiler may not merge or drop
+        // them because dst is not read here.
+        asm volatile("" : : "r"(r.arr.dst.data()) : "memory");
+    }
+    return static_cast<double>(std::max<std::uint64_t>(now_ns() - t0, 1)) / 1e9;
+}
+
+double run_method(Method m, Run &r, std::uint64_t n) {
+    switch (m) {
+    case Method::nic:
+        return nic_run(r, n);
+    case Method::naive:
+        return naive_run(r, n);
+    case Method::contig:
+        return contig_run(r, n);
+    case Method::memcpy:
+        return memcpy_run(r, n);
+    }
+    fail(EINVAL, "strided: unknown method");
+}
+
+bool all_are(std::span<const std::byte> s, std::byte v) {
+    return std::all_of(s.begin(), s.end(), [v](std::byte b) { return b == v; });
+}
+
+// The destination after one block of method m on an `untouched` array:
+// contig has the source's first bytes() bytes at the start, the others the
+// block's rows each at its place; every other byte is untouched.
+void check(Method m, const char *name, const Square &sq, const Arrays &arr) {
+    const std::span<const std::byte> src(arr.src), dst(arr.dst);
+    const std::string where = std::string("square2d/") + name + ", side " + std::to_string(sq.side);
+    if (m == Method::contig) {
+        if (!std::equal(dst.begin(), dst.begin() + static_cast<std::ptrdiff_t>(sq.bytes()),
+                        src.begin()) ||
+            !all_are(dst.subspan(sq.bytes()), untouched))
+            fail(EIO, where + ": the destination differs from the source");
+        return;
+    }
+    for (std::uint64_t row = 0; row < sq.side; row++) {
+        const auto line = dst.subspan(row * sq.dst_ld, sq.dst_ld);
+        const auto want = src.subspan(row * sq.src_ld + sq.src_off, sq.chunk());
+        const auto got = line.subspan(sq.dst_off, sq.chunk());
+        if (!std::equal(got.begin(), got.end(), want.begin()))
+            fail(EIO, where + ": row " + std::to_string(row) + " of the block differs");
+        if (!all_are(line.first(sq.dst_off), untouched) ||
+            !all_are(line.subspan(sq.dst_off + sq.chunk()), untouched))
+            fail(EIO,
+                 where + ": a byte outside the block was written in row " + std::to_string(row));
+    }
+}
+
+void run(Context &ctx) {
+    const Options &o = ctx.opts();
+    const auto card = static_cast<unsigned>(o.u64("card"));
+    const unsigned peer = o.str("peer").empty() ? card + 1 : static_cast<unsigned>(o.u64("peer"));
+    const std::vector<std::uint64_t> sides = o.u64_list("sides");
+    const std::uint64_t src_extra = o.u64("src-extra"), dst_extra = o.u64("dst-extra");
+    const std::uint64_t depth = o.u64("depth"), bytes = o.u64("bytes");
+    const std::uint64_t max_ops = o.u64("max-ops"), repeat = o.u64("repeat");
+    std::vector<const MethodName *> methods;
+    for (const std::string &w : o.list("methods")) {
+        const auto it = std::find_if(method_names.begin(), method_names.end(),
+                                     [&](const MethodName &mn) { return w == mn.name; });
+        if (it == method_names.end())
+            throw std::invalid_argument("--methods: unknown method '" + w +
+                                        "' (nic, naive, contig, memcpy)");
+        methods.push_back(&*it);
+    }
+    if (methods.empty())
+        throw std::invalid_argument("--methods: empty list");
+    if (depth == 0 || depth > ring || max_ops == 0 || repeat == 0)
+        throw std::invalid_argument("--max-ops and --repeat must be at least 1, --depth in [1, " +
+                                    std::to_string(ring) + "]");
+    for (const std::uint64_t s : sides)
+        if (s == 0 || s > max_size / dbl / s)
+            throw std::invalid_argument("--sides: " + std::to_string(s) +
+                                        " doubles squared is not in [8 B, 64 MiB]");
+    if (src_extra > max_size / dbl || dst_extra > max_size / dbl)
+        throw std::invalid_argument("--src-extra and --dst-extra: at most " +
+                                    std::to_string(max_size / dbl));
+    if (peer == card)
+        throw std::invalid_argument("--peer must be another card than --card");
+    const Device da(card), db(peer);
+    if (peer >= da.info().num_cards)
+        fail(ENODEV, "card " + std::to_string(peer) + " does not exist (" +
+                         std::to_string(da.info().num_cards) + " cards)");
+
+    const std::string &w = o.str("wait");
+    if (w != "sleep" && w != "spin")
+        throw std::invalid_argument("--wait must be sleep or spin");
+    End a(da), b(db);
+    a.sleep = w == "sleep";
+    Strided strided(a.port);
+    for (const std::uint64_t side : sides) {
+        const Square sq(side, src_extra, dst_extra);
+        Arrays arr(a, b, sq);
+        Run r{a, b, strided, sq, arr, depth};
+        const std::uint64_t n = std::clamp<std::uint64_t>(bytes / sq.bytes(), 1, max_ops);
+
+        // One block per method, checked; also the warm-up.
+        for (const MethodName *mn : methods) {
+            std::fill(arr.dst.begin(), arr.dst.end(), untouched);
+            const std::uint64_t moved = a.moved;
+            run_method(mn->method, r, 1);
+            const std::uint64_t want = mn->method == Method::memcpy ? 0 : sq.bytes();
+            if (a.moved - moved != want)
+                fail(EIO, std::string("square2d/") + mn->name + ": the completions report " +
+                              std::to_string(a.moved - moved) + " bytes, not " +
+                              std::to_string(want));
+            check(mn->method, mn->name, sq, arr);
+        }
+
+        // The methods in turn, so that each sees the same machine.
+        std::vector<std::vector<double>> rates(methods.size());
+        for (std::uint64_t rep = 0; rep < repeat; rep++)
+            for (std::size_t i = 0; i < methods.size(); i++) {
+                const double secs = run_method(methods[i]->method, r, n);
+                rates[i].push_back(static_cast<double>(n * sq.bytes()) / secs / 1e6);
+            }
+        for (std::size_t i = 0; i < methods.size(); i++) {
+            Record rec = ctx.record("square2d", methods[i]->name, "mb_per_s",
+                                    summarize(rates[i]).median, "MB/s");
+            rec.nodes = 2;
+            rec.bytes = static_cast<std::int64_t>(sq.bytes());
+            rec.chunk = static_cast<std::int64_t>(sq.chunk());
+            rec.runs = static_cast<std::int64_t>(repeat);
+            ctx.add(std::move(rec));
+        }
+    }
+}
+
+const SuiteRegistrar registrar{{
+    "strided",
+    "put of a 2-D square block of doubles out of a larger array between two cards (seed 004 "
+    "Fig. 6): the card walking the shape, a PUT per row, a contiguous PUT and memcpy",
+    {
+        {"peer", "the other card (default: --card + 1)", ""},
+        {"sides", "block sides in doubles, comma-separated", "8,16,32,64,128,256,512,1024,2048"},
+        {"src-extra", "doubles each source row has beyond the block (the block in the middle)",
+         "128"},
+        {"dst-extra", "doubles each destination row has beyond the block", "64"},
+        {"methods", "comma-separated: nic, naive, contig, memcpy", "nic,naive,contig,memcpy"},
+        {"depth", "nic and contig: at most this many blocks in flight", "1024"},
+        {"bytes", "bytes per run and size (at least one block)", "16777216"},
+        {"max-ops", "at most this many blocks per run (keeps small sides short)", "256"},
+        {"repeat", "runs per size and method (the median is reported)", "3"},
+        {"wait", "with nothing to do, sleep in poll(2) or spin", "sleep"},
+    },
+    run,
+}};
+
+} // namespace
+} // namespace nicoff::bench
