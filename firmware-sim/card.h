@@ -224,6 +224,8 @@ struct fw_peer {
 	bool ooo_pending;		/* dropped one out of order: say so (FW_PKT_F_OOO) */
 	bool fr_active;			/* resent everything from fr_una already */
 	u32 fr_una;
+	u64 tlp_at;			/* tail-loss probe due, FW_NEVER if none */
+	bool tlp_sent;			/* one since the last progress */
 
 	/* Receiver not ready (msg.c). */
 	struct fw_list rnrq;		/* our SENDs refused or held: runs per port pair */

@@ -83,6 +83,7 @@ struct fw_peer *fw_peer_get(struct fw_card *card, u32 node)
 	p->syn = true;
 	p->rto = card->cfg.rto_ns;
 	p->rto_at = FW_NEVER;
+	p->tlp_at = FW_NEVER;
 	fw_list_init(&p->txq);
 	fw_list_init(&p->pending);
 	fw_list_init(&p->ops);

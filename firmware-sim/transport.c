@@ -20,6 +20,17 @@
  * that drops a packet out of order says so on its next acknowledgment
  * (FW_PKT_F_OOO); the sender then resends from the hole at once, so that
  * a loss costs a round trip, not a timeout, however long that has grown.
+ * A loss with nothing sent after it (the last packets of a burst, or the
+ * acknowledgment of them) has no later packet to report it: a learnt round
+ * trip (srtt + 4 rttvar, at least 2 srtt, without the floor rto_ns or the
+ * backoff) plus ack_delay_ns after the last send or progress, if that comes
+ * before the timeout, the sender resends its
+ * last packet with ACKREQ once (a tail-loss probe, after RFC 8985), and
+ * restarts the timeout.  The receiver answers it at once: as a duplicate
+ * if only the acknowledgment was lost, out of order if a hole is left (a
+ * fast retransmit follows), in order if it was the one lost.  A probe
+ * also fires first when the card itself ran late (its host did not
+ * schedule it): one packet resent, rather than the window and a backoff.
  *
  * Error replies (ERR) are reliable packets of the reverse stream, so one
  * may arrive after the acknowledgment of the packet it is about.  Every
@@ -314,6 +325,28 @@ int fw_ctrl_build(struct fw_card *card, struct fw_peer *peer, struct fw_op *op,
 	return FW_BUILD_PKT;
 }
 
+/*
+ * Time the tail-loss probe from @now, while packets are unacknowledged and
+ * none was probed since the last progress: the round trip as learnt, with
+ * its variation (srtt + 4 rttvar, at least 2 srtt) and the receiver's ack
+ * delay, but not the floor rto_ns nor the backoff, if that is before the
+ * timeout.  Not before an RTT is known (nor with rto_fixed): the timeout
+ * alone, as before.
+ */
+static void fw_tlp_arm(struct fw_card *card, struct fw_peer *peer, u64 now)
+{
+	u64 pto;
+
+	peer->tlp_at = FW_NEVER;
+	if (!peer->rtt_valid || peer->tlp_sent || peer->snd_una == peer->snd_nxt)
+		return;
+	pto = peer->rttvar > FW_U64_MAX >> 2 ? FW_U64_MAX : peer->rttvar << 2;
+	pto = fw_max_u64(fw_add_sat(peer->srtt, pto), fw_add_sat(peer->srtt, peer->srtt));
+	pto = fw_add_sat(pto, card->cfg.ack_delay_ns);
+	if (fw_add_sat(now, pto) < peer->rto_at)
+		peer->tlp_at = fw_add_sat(now, pto);
+}
+
 /* Build and send packets while the window has room. */
 void fw_tx_flush(struct fw_card *card, struct fw_peer *peer)
 {
@@ -383,6 +416,8 @@ void fw_tx_flush(struct fw_card *card, struct fw_peer *peer)
 		fw_xmit(card, peer, rec, flags);
 		if (peer->rto_at == FW_NEVER)
 			peer->rto_at = fw_add_sat(now, peer->rto);
+		/* The tail moved: a probe is about the new last packet. */
+		fw_tlp_arm(card, peer, now);
 	}
 }
 
@@ -491,6 +526,32 @@ static void fw_fast_retransmit(struct fw_card *card, struct fw_peer *peer,
 	card->stats.fast_retransmits++;
 	fw_resend_all(card, peer, now);
 	peer->rto_at = fw_add_sat(now, peer->rto);
+	fw_tlp_arm(card, peer, now);
+}
+
+/*
+ * Nothing acknowledged for a probe's time: resend the last packet asking
+ * for an ack at once.  Whatever was lost, the answer tells (see the top of
+ * the file); its report is about what the peer has now, so a hole it names
+ * gets a fast retransmit even where one was made already.  The timeout
+ * restarts: the probe is the packet it now waits for.
+ */
+static void fw_tail_probe(struct fw_card *card, struct fw_peer *peer, u64 now)
+{
+	u32 seq = peer->snd_nxt - 1;
+	struct fw_srec *rec = fw_rec_at(peer, seq);
+
+	peer->tlp_at = FW_NEVER;
+	peer->tlp_sent = true;
+	if (peer->rtt_timing && peer->rtt_seq == seq)
+		peer->rtt_timing = false;	/* Karn */
+	peer->fr_active = false;
+	rec->ts = now;
+	rec->tries++;
+	card->stats.retransmits++;
+	card->stats.tail_probes++;
+	fw_xmit(card, peer, rec, FW_PKT_F_ACKREQ);
+	peer->rto_at = fw_add_sat(now, peer->rto);
 }
 
 static void fw_ack_rx(struct fw_card *card, struct fw_peer *peer, const struct fw_pkt_hdr *h,
@@ -530,6 +591,8 @@ static void fw_ack_rx(struct fw_card *card, struct fw_peer *peer, const struct f
 	peer->retries = 0;
 	peer->rto = peer->rto_base;
 	peer->rto_at = peer->snd_una == peer->snd_nxt ? FW_NEVER : fw_add_sat(now, peer->rto);
+	peer->tlp_sent = false;
+	fw_tlp_arm(card, peer, now);
 	fw_fast_retransmit(card, peer, h, now);
 }
 
@@ -750,6 +813,8 @@ static void fw_peer_fail(struct fw_card *card, struct fw_peer *peer, s32 status)
 	peer->ackreq_out = false;
 	peer->rto = card->cfg.rto_ns;
 	peer->rto_at = FW_NEVER;
+	peer->tlp_at = FW_NEVER;
+	peer->tlp_sent = false;
 	peer->rto_base = card->cfg.rto_ns;
 	peer->rtt_timing = false;
 	peer->rtt_valid = false;
@@ -787,11 +852,12 @@ static void fw_peer_rto(struct fw_card *card, struct fw_peer *peer, u64 now)
 	peer->rto = fw_backoff(&card->cfg, peer->rto);
 	fw_resend_all(card, peer, now);
 	peer->rto_at = fw_add_sat(now, peer->rto);
+	peer->tlp_at = FW_NEVER;	/* the probe did not help: timeouts until progress */
 }
 
 void fw_peer_rearm(struct fw_card *card, struct fw_peer *peer)
 {
-	u64 d = peer->rto_at;
+	u64 d = fw_min_u64(peer->rto_at, peer->tlp_at);
 
 	if (peer->ack_pending)
 		d = fw_min_u64(d, peer->ack_at);
@@ -803,6 +869,13 @@ void fw_peer_rearm(struct fw_card *card, struct fw_peer *peer)
 
 void fw_peer_timer(struct fw_card *card, struct fw_peer *peer, u64 now)
 {
+	/* Before the timeout, which it restarts: a card that ran late probes first. */
+	if (peer->tlp_at <= now) {
+		if (peer->snd_una != peer->snd_nxt)
+			fw_tail_probe(card, peer, now);
+		else
+			peer->tlp_at = FW_NEVER;
+	}
 	if (peer->rto_at <= now) {
 		if (peer->snd_una != peer->snd_nxt) {
 			fw_peer_rto(card, peer, now);

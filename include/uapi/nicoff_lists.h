@@ -57,6 +57,7 @@ NICOFF_NL_STAT_FW(BAD_OPCODES, bad_opcodes)		/* commands of no engine's opcode *
 NICOFF_NL_STAT_FW(BAD_PACKETS, bad_packets)		/* packets of no engine's type */
 NICOFF_NL_STAT_FW(PING_TIMEOUTS, ping_timeouts)		/* this card's pings given up */
 NICOFF_NL_STAT_FW(PING_STRAYS, ping_strays)		/* pongs for no ping waiting */
+NICOFF_NL_STAT_FW(TAIL_PROBES, tail_probes)		/* last packets resent to ask for an ack */
 #endif
 
 /*
