@@ -8,6 +8,8 @@
 /* Beyond this a retry budget is meaningless; it also bounds a loop below. */
 #define FW_MAX_RETRIES_LIMIT	1000u
 #define FW_MTU_LIMIT		FW_BIT(24)
+/* Room for a strided put's head, one table entry and one 8-byte element. */
+#define FW_MTU_MIN		64u
 #define FW_WINDOW_LIMIT		FW_BIT(16)
 #define FW_ATOMIC_TABLE_LIMIT	FW_BIT(20)
 #define FW_BARRIER_ROUNDS_LIMIT	1000u
@@ -108,7 +110,7 @@ int fw_set_config(struct fw_card *card, enum fw_config_key key, u64 value)
 static bool fw_config_valid(const struct fw_config *cfg)
 {
 	return cfg->num_nodes && cfg->node < cfg->num_nodes &&
-	       cfg->mtu && cfg->mtu <= FW_MTU_LIMIT &&
+	       cfg->mtu >= FW_MTU_MIN && cfg->mtu <= FW_MTU_LIMIT &&
 	       cfg->window && cfg->window <= FW_WINDOW_LIMIT &&
 	       cfg->rto_ns && cfg->rto_max_ns >= cfg->rto_ns &&
 	       cfg->max_retries <= FW_MAX_RETRIES_LIMIT &&

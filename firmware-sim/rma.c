@@ -131,7 +131,10 @@ static int fw_rma_build_data(struct fw_card *card, struct fw_peer *peer, struct 
 		fwos_pkt_free(card->host, pkt);
 		if (!put) {
 			/* Deregistered under the answer: the initiator gets the error. */
-			fw_rma_count(card, op->port, peer->node, op->dst_port, ret, NICOFF_OP_GET);
+			u32 opcode = op->kind == FW_OP_SGETRESP ? NICOFF_OP_GET_STRIDED :
+								  NICOFF_OP_GET;
+
+			fw_rma_count(card, op->port, peer->node, op->dst_port, ret, opcode);
 			fw_tx_queue_ctrl(card, peer, FW_OP_ERR, op->lport, op->dst_port,
 					 op->msg_id, ret, &op->q_node);
 		}

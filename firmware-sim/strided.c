@@ -286,7 +286,9 @@ static bool fw_sput_pieces(const struct fw_pkt *pkt, u32 *n, u64 *data)
 	*data = h->len - FW_SPUT_PIECES_OFF - *n * sizeof(*piece);
 	piece = (const struct fw_sput_piece *)(pkt->payload + FW_SPUT_PIECES_OFF);
 	for (i = 0; i < *n; i++) {
-		if (piece[i].len > *data - sum || piece[i].len % w)
+		/* Inside the span the message announced (checked whole at its start). */
+		if (piece[i].len > *data - sum || piece[i].len % w ||
+		    piece[i].roff > h->span_end || piece[i].len > h->span_end - piece[i].roff)
 			return false;
 		sum += piece[i].len;
 	}

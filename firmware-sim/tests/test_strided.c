@@ -152,6 +152,7 @@ static void s_shape(struct s_env *e, u32 levels, u64 chunk, u64 c, u64 st)
 /* Zero counts, one-byte chunks, a region ending at the shape's last byte. */
 static void test_edges(void **state)
 {
+	static u8 want[S_BIG];
 	u32 exact, exact_rkey, opcode;
 	struct nicoff_cqe q;
 	struct s_env e;
@@ -183,11 +184,18 @@ static void test_edges(void **state)
 	exact = t_port_mr(e.s, 1, 2, e.b + 4000, 1 + 69 * 97 + 69 * 97, NICOFF_ACCESS_ALL,
 			  &exact_rkey);
 	t_fill(e.a, S_BIG, 7);
+	t_fill(e.b, S_BIG, 17);
+	memcpy(want, e.b, S_BIG);
+	sref_copy(e.desc, 2, e.a, 0, e.desc->local_stride, want, 4000, e.desc->remote_stride);
 	q = s_op(&e, NICOFF_OP_PUT_STRIDED, 1, 2, exact_rkey, 0, 0, 2);
 	assert_int_equal(q.status, 0);
 	assert_int_equal(q.result, 70 * 70);
+	assert_memory_equal(e.b, want, S_BIG);
+	memcpy(want, e.a, S_BIG);
+	sref_copy(e.desc, 2, e.b, 4000, e.desc->remote_stride, want, 50, e.desc->local_stride);
 	q = s_op(&e, NICOFF_OP_GET_STRIDED, 1, 2, exact_rkey, 0, 50, 2);
 	assert_int_equal(q.status, 0);
+	assert_memory_equal(e.a, want, S_BIG);
 	/* One byte further is outside it: refused, nothing written. */
 	t_fill(e.b, S_BIG, 8);
 	q = s_op(&e, NICOFF_OP_PUT_STRIDED, 1, 2, exact_rkey, 1, 0, 2);
@@ -383,20 +391,29 @@ static void s_inject(struct s_env *e, u32 epoch, u32 n, u64 count, const u64 *le
 
 static void test_malformed_pieces(void **state)
 {
-	const u64 len[3] = { 10, 20, 30 };
+	const u64 len[3] = { 10, 20, 30 }, beyond[3] = { 10, 20, 250 };
+	struct fw_stats st0, st;
 	struct s_env e;
 
 	(void)state;
 	s_setup(&e, NULL);
 	t_fill(e.b, S_BIG, 12);
+	fw_get_stats(sim_card(e.s, 1), &st0);
 	/* More pieces claimed than the payload holds; lengths not filling it; past the message. */
 	s_inject(&e, 77, 3, 4, len, 1000, 0, 60);
 	s_inject(&e, 78, 3, 2, len, 1000, 0, 60);
 	s_inject(&e, 79, 3, 3, len, 1000, 10, 60);
 	s_inject(&e, 80, 0, 1ull << 31, len, 1000, 0, 0);
-	/* An unknown element type in the high half. */
+	/* An unknown element type, and int32 elements cut (10 bytes), in the high half. */
 	s_inject(&e, 82, 3, 3 | (7ull << 32), len, 1000, 0, 60);
+	s_inject(&e, 83, 3, 3 | ((u64)NICOFF_ACC_INT32 << 32), len, 1000, 0, 60);
+	/* A piece past the span the packet announces. */
+	s_inject(&e, 84, 3, 3, beyond, 1000, 0, 280);
 	assert_true(t_check(e.b, S_BIG, 12));
+	/* They reached the card, sound on the wire, and were refused there. */
+	fw_get_stats(sim_card(e.s, 1), &st);
+	assert_int_equal(st.rx_pkts - st0.rx_pkts, 7);
+	assert_int_equal(st.crc_errors, st0.crc_errors);
 	/* The same, sound: written where its table says. */
 	s_inject(&e, 81, 3, 3, len, 1000, 0, 60);
 	assert_int_equal(e.b[1000], 0xee);
@@ -498,10 +515,12 @@ static void test_accumulate_refusals(void **state)
 	e.desc->reserved = 1;
 	q = s_op(&e, NICOFF_OP_ACC_STRIDED, 1, 2, e.rkey, 0, 0, 1);
 	assert_int_equal(q.status, -EINVAL);
-	/* A read-only target. */
+	/* A read-only target: nothing written. */
 	e.desc->reserved = 0;
+	t_fill(e.b, S_BIG, 90);
 	q = s_op(&e, NICOFF_OP_ACC_STRIDED, 1, 2, e.ro_rkey, 0, 0, 1);
 	assert_int_equal(q.status, -EACCES);
+	assert_true(t_check(e.b, S_BIG, 90));
 	s_teardown(&e);
 }
 

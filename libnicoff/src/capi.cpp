@@ -239,7 +239,8 @@ int nicoff_post_ping(nicoff_port *port, uint32_t card, uint32_t dst_port, uint64
 
 int nicoff_post_strided(nicoff_port *port, uint8_t opcode, const struct nicoff_op_strided *op,
                         uint64_t tag) {
-    if (!op || (opcode != NICOFF_OP_PUT_STRIDED && opcode != NICOFF_OP_GET_STRIDED))
+    if (!op || (opcode != NICOFF_OP_PUT_STRIDED && opcode != NICOFF_OP_GET_STRIDED &&
+                opcode != NICOFF_OP_ACC_STRIDED))
         return -EINVAL;
     const nicoff_cmd c = nicoff::make_strided(opcode, *op, tag);
     return nicoff_post(port, &c);

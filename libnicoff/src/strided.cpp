@@ -61,6 +61,10 @@ bool Strided::post(std::uint8_t opcode, const MemoryRegion &local, const Strided
                    std::span<const std::uint64_t> count, std::uint64_t tag, std::uint32_t acc,
                    std::int64_t scale) {
     check_shape(count, local_side, remote_side);
+    if (slots_.empty())
+        throw_errno(EINVAL, "strided: a moved-from object");
+    if (!local.belongs_to(*port_))
+        throw_errno(EINVAL, "strided: the local region is not this port's");
     const auto levels = static_cast<std::uint32_t>(count.size() - 1);
     const std::size_t slot = next_;
     nicoff_strided_desc &d = slots_[slot];

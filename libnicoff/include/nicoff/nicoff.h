@@ -124,7 +124,7 @@ NICOFF_API int nicoff_post_compare_swap(nicoff_port *port, uint32_t card, uint32
 
 /* A round trip to (card, dst_port) answered by that card alone; the result is its ns. */
 NICOFF_API int nicoff_post_ping(nicoff_port *port, uint32_t card, uint32_t dst_port, uint64_t tag);
-/* NICOFF_OP_PUT_STRIDED or NICOFF_OP_GET_STRIDED (else -EINVAL) as op says. */
+/* NICOFF_OP_PUT_STRIDED, GET_STRIDED or ACC_STRIDED (else -EINVAL) as op says. */
 NICOFF_API int nicoff_post_strided(nicoff_port *port, uint8_t opcode,
                                    const struct nicoff_op_strided *op, uint64_t tag);
 
