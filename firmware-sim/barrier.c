@@ -576,7 +576,9 @@ static int fw_grp_check(struct fw_card *card, u32 port, const struct nicoff_op_g
 	u32 i, live = 0;
 	int ret;
 
-	if (op->reserved[0] || op->reserved[1])
+	if (op->reserved || (op->bcast_flags & ~NICOFF_BCAST_F_ALL) ||
+	    (op->bcast_channels && (op->bcast_channels < NICOFF_BCAST_MIN_CHANNELS ||
+				    op->bcast_channels > NICOFF_BCAST_MAX_CHANNELS)))
 		return -EINVAL;
 	*alg = op->algorithm == NICOFF_BARRIER_DEFAULT ? card->cfg.barrier_alg : op->algorithm;
 	if (*alg >= NICOFF_BARRIER_MAX)

@@ -37,6 +37,8 @@ void fw_config_default(struct fw_config *cfg, u32 node, u32 num_nodes)
 	cfg->barrier_alg = NICOFF_BARRIER_AUTO;
 	cfg->barrier_rounds = 16;
 	cfg->group_create_ms = 30000;
+	cfg->bcast_channels = 16;
+	cfg->bcast_hw = 1;
 }
 
 /* The run-time tunables: where each is in struct fw_config, and its range. */
@@ -57,6 +59,9 @@ static const struct fw_tunable {
 				 NICOFF_BARRIER_MAX - 1 },
 	[FW_CFG_GROUP_CREATE_MS] = { offsetof(struct fw_config, group_create_ms), 4, 1,
 				     FW_GROUP_CREATE_MS_MAX },
+	[FW_CFG_BCAST_CHANNELS] = { offsetof(struct fw_config, bcast_channels), 4,
+				    NICOFF_BCAST_MIN_CHANNELS, NICOFF_BCAST_MAX_CHANNELS },
+	[FW_CFG_BCAST_HW] = { offsetof(struct fw_config, bcast_hw), 4, 0, 1 },
 };
 
 static u64 fw_tunable_get(const struct fw_config *cfg, const struct fw_tunable *t)

@@ -61,6 +61,9 @@ struct fw_config {
 	u32 barrier_rounds;	/* auto: timed barriers per candidate */
 	u32 group_create_ms;	/* creation (and auto's trials) must end by then */
 	u32 rto_fixed;		/* 1: no RTT estimate, every first timeout is rto_ns */
+	/* Broadcast (bcast.c). */
+	u32 bcast_channels;	/* of groups created with bcast_channels 0 */
+	u32 bcast_hw;		/* 1: the fabric's multicast; 0: the point-to-point tree */
 };
 
 /* The largest group any card takes: the simulator's million nodes. */
@@ -87,6 +90,8 @@ enum fw_config_key {
 	FW_CFG_CARD_GROUP_MEMBERS,	/* card_group_members */
 	FW_CFG_BARRIER_ALG,		/* barrier_alg: < NICOFF_BARRIER_MAX */
 	FW_CFG_GROUP_CREATE_MS,		/* group_create_ms: 1-FW_GROUP_CREATE_MS_MAX */
+	FW_CFG_BCAST_CHANNELS,		/* bcast_channels: NICOFF_BCAST_MIN-MAX_CHANNELS */
+	FW_CFG_BCAST_HW,		/* bcast_hw: 0 or 1 */
 	FW_CFG_NUM_KEYS,
 };
 

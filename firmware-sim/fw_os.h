@@ -31,6 +31,15 @@ u64 fwos_now(struct fw_host *h);
 struct fw_pkt *fwos_pkt_alloc(struct fw_host *h, u32 payload);
 void fwos_pkt_free(struct fw_host *h, struct fw_pkt *pkt);
 void fwos_send(struct fw_host *h, struct fw_pkt *pkt);
+/*
+ * The fabric's multicast (a switch that replicates, as Quadrics' did):
+ * one copy of @pkt, which it takes, to every node of [@first, @last] but
+ * the sender, each copy with its own fate.  The header's dst_node is left
+ * as the firmware set it.  Returns the copies the fabric took, or a
+ * negative errno with the packet freed: -EINVAL for a range past the last
+ * node or holding only the sender.
+ */
+int fwos_send_range(struct fw_host *h, struct fw_pkt *pkt, u32 first, u32 last);
 
 /*
  * Registered host memory of a port of this card.  @key is a local handle,

@@ -104,14 +104,10 @@ static const struct fw_switch_ops nicoff_switch_ops = {
 	.deliver = nicoff_fabric_queue,
 };
 
-/*
- * Runs in the sending card's context, under its lock, which makes its
- * link and fault generator its own.  The links have no gap and a time per
- * byte of 8000 / link_mbps ns.
- */
-void nicoff_fabric_send(struct nicoff_card *src, struct fw_pkt *pkt)
+/* The switch as the cards' clock and tunables have it now. */
+static void nicoff_fabric_switch(struct fw_switch *sw)
 {
-	struct fw_switch sw = {
+	*sw = (struct fw_switch){
 		.cfg = {
 			.nodes = nicoff_num_cards,
 			.latency_ns = READ_ONCE(nicoff_link_latency_ns),
@@ -120,6 +116,16 @@ void nicoff_fabric_send(struct nicoff_card *src, struct fw_pkt *pkt)
 		},
 		.ops = &nicoff_switch_ops,
 	};
+}
+
+/*
+ * Runs in the sending card's context, under its lock, which makes its
+ * link and fault generator its own.  The links have no gap and a time per
+ * byte of 8000 / link_mbps ns.
+ */
+void nicoff_fabric_send(struct nicoff_card *src, struct fw_pkt *pkt)
+{
+	struct fw_switch sw;
 	struct fw_fault_cfg cfg;
 	struct fw_switch_src from = {
 		.node = src->id,
@@ -130,10 +136,30 @@ void nicoff_fabric_send(struct nicoff_card *src, struct fw_pkt *pkt)
 	};
 
 	lockdep_assert_held(&src->lock);
+	nicoff_fabric_switch(&sw);
 	nicoff_fault_config(src, &cfg);
 	/* No such node: the switch drops it, as real hardware would. */
 	if (fw_switch_send(&sw, &from, pkt, ktime_get_ns()) == FW_SWITCH_NO_ROUTE)
 		src->fabric_stats.no_route++;
+}
+
+/* The multicast: as nicoff_fabric_send(), the switch replicating. */
+int nicoff_fabric_send_range(struct nicoff_card *src, struct fw_pkt *pkt, u32 first, u32 last)
+{
+	struct fw_switch sw;
+	struct fw_fault_cfg cfg;
+	struct fw_switch_src from = {
+		.node = src->id,
+		.host = &src->host,
+		.link = &src->link,
+		.faults = &src->faults,
+		.fault_cfg = &cfg,
+	};
+
+	lockdep_assert_held(&src->lock);
+	nicoff_fabric_switch(&sw);
+	nicoff_fault_config(src, &cfg);
+	return fw_switch_replicate(&sw, &from, pkt, first, last, ktime_get_ns());
 }
 
 /* The faults in force on a card: its own, or the global tunables. */

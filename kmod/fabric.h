@@ -40,6 +40,7 @@ void nicoff_rxq_purge(struct nicoff_rxq *q);
 struct fw_pkt *nicoff_pkt_alloc(u32 payload);
 void nicoff_pkt_free(struct fw_pkt *pkt);
 void nicoff_fabric_send(struct nicoff_card *src, struct fw_pkt *pkt);
+int nicoff_fabric_send_range(struct nicoff_card *src, struct fw_pkt *pkt, u32 first, u32 last);
 unsigned int nicoff_fabric_deliver(struct nicoff_card *card, u64 now);
 u64 nicoff_fabric_next_due(struct nicoff_card *card);
 

@@ -38,6 +38,12 @@ void fwos_send(struct fw_host *h, struct fw_pkt *pkt)
 	nicoff_fabric_send(h->card, pkt);
 }
 
+int fwos_send_range(struct fw_host *h, struct fw_pkt *pkt, u32 first, u32 last)
+{
+	lockdep_assert_held(&h->card->lock);
+	return nicoff_fabric_send_range(h->card, pkt, first, last);
+}
+
 static struct nicoff_mr *nicoff_host_mr(struct fw_host *h, u32 port_num, u32 key, u32 flags,
 					u64 off, u32 len, int *err)
 {

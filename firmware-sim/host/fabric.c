@@ -95,6 +95,31 @@ void fwos_send(struct fw_host *h, struct fw_pkt *pkt)
 		s->stats.dead++;
 }
 
+/* The multicast: one o and one link time for all the copies. */
+int fwos_send_range(struct fw_host *h, struct fw_pkt *pkt, u32 first, u32 last)
+{
+	struct sim *s = h->sim;
+	struct fw_switch_src src = {
+		.node = h->node,
+		.host = h,
+		.link = &h->link,
+		.faults = &h->faults,
+		.fault_cfg = &s->cfg.faults,
+	};
+	int n;
+
+	s->stats.sent++;
+	if (h->dead) {
+		s->stats.dead++;
+		fwos_pkt_free(h, pkt);
+		return 0;
+	}
+	n = fw_switch_replicate(&s->sw, &src, pkt, first, last, h->busy + s->cfg.overhead_ns);
+	if (n >= 0)
+		h->busy += s->cfg.overhead_ns;
+	return n;
+}
+
 /* A packet's last byte reached its card: the link, then the processor. */
 void sim_arrive(struct sim *s, const struct sim_ev *ev)
 {

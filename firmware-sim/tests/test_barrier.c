@@ -741,7 +741,7 @@ static void test_bad_input(void **state)
 	assert_int_equal(b_create_status(s, 0, 1, 1, 0, 8, mr, 8, 2, 0), -ERANGE);
 	assert_int_equal(b_create_status(s, 0, 1, 1, 0, 4, mr, ~0ull - 7, 2, 0), -ERANGE);
 	c = t_group(NICOFF_OP_GROUP_CREATE, 77, 1, 0, 1, mr, 2, 0);
-	c.group.reserved[1] = 1;
+	c.group.reserved = 1;
 	sim_post(s, 0, 1, &c);
 	assert_int_equal(t_cqe(s, 0, 1, sim_now(s) + T_SEC).status, -EINVAL);
 

@@ -252,6 +252,45 @@ struct nicoff_op_group {
 	__u64 off;
 	__u32 algorithm;	/* enum nicoff_barrier_alg */
 	__u32 param;		/* tree degree or combining fan-in; 0: default */
+	__u32 bcast_channels;	/* NICOFF_BCAST_MIN/MAX_CHANNELS; 0: the card's default */
+	__u32 bcast_flags;	/* NICOFF_BCAST_F_* */
+	__u64 reserved;
+};
+
+/*
+ * Broadcast (seed 002).  A group's broadcasts are numbered in the order
+ * its members post them: every member posts the same sequence, each with
+ * the same root and length.  Data up to NICOFF_BCAST_EAGER_MAX bytes
+ * travels in one of the group's channels (card memory on every member)
+ * and the root's command completes once it is sent; larger data goes
+ * straight into the receivers' posted buffers and the root's command
+ * completes once every member holds it.  Members do not acknowledge
+ * each broadcast: when the channels run out (or after a large one) the
+ * group synchronises once.  See Documentation/broadcast.md.
+ */
+#define NICOFF_BCAST_MIN_CHANNELS	2
+#define NICOFF_BCAST_MAX_CHANNELS	64
+#define NICOFF_BCAST_EAGER_MAX		16384
+/* GROUP_CREATE's bcast_flags. */
+#define NICOFF_BCAST_F_NOCRC	0x1u	/* no CRC over broadcast payloads (measure its cost) */
+#define NICOFF_BCAST_F_P2P	0x2u	/* never the fabric's multicast: the point-to-point tree */
+#define NICOFF_BCAST_F_ALL	0x3u
+
+/*
+ * NICOFF_OP_BCAST: broadcast @len bytes from member @root of group
+ * @group_id.  The root sends region @mr at @off; every other member
+ * receives into its region @mr at @off (LOCAL_WRITE).  Completes with
+ * @len; a member whose @len differs from the root's gets -EMSGSIZE and
+ * the group fails (every member's broadcasts then complete with
+ * -ECONNRESET).
+ */
+struct nicoff_op_bcast {
+	__u32 group_id;
+	__u32 root;
+	__u32 mr;
+	__u32 reserved0;
+	__u64 off;
+	__u64 len;
 	__u64 reserved[2];
 };
 
@@ -285,6 +324,7 @@ struct nicoff_cmd {
 		struct nicoff_op_group group;
 		struct nicoff_op_ping ping;
 		struct nicoff_op_strided strided;
+		struct nicoff_op_bcast bcast;
 		__u64 raw[6];
 	};
 };
