@@ -454,8 +454,7 @@ static void fw_bc_send_eager(struct fw_card *card, struct fw_bgrp *g, u32 c)
 
 static void fw_bc_rearm(struct fw_card *card, struct fw_bgrp *g);
 static void fw_bc_resend_round(struct fw_card *card, struct fw_bgrp *g);
-static void fw_bc_check(struct fw_card *card, struct fw_bgrp *g, u64 now);
-static void fw_bc_take(struct fw_card *card, struct fw_bgrp *g, u64 now);
+static void fw_bc_progress(struct fw_card *card, struct fw_bgrp *g, u64 now);
 
 static void fw_bc_finish(struct fw_bop *op, s32 status)
 {
@@ -527,8 +526,12 @@ static void fw_bc_fail(struct fw_card *card, struct fw_bgrp *g, s32 err, bool qu
 	fw_bc_rearm(card, g);
 }
 
-/* The round ends: channels free, large roots done, the next round opens. */
-static void fw_bc_release(struct fw_card *card, struct fw_bgrp *g, u64 now)
+/*
+ * The round ends: channels free, large roots done, the next round opens
+ * (fw_bc_progress() takes what waits for it: never from here, so that a
+ * long queue of rounds that end at once is a loop, not a recursion).
+ */
+static void fw_bc_release(struct fw_card *card, struct fw_bgrp *g)
 {
 	struct fw_list *n;
 	u32 i;
@@ -553,9 +556,6 @@ static void fw_bc_release(struct fw_card *card, struct fw_bgrp *g, u64 now)
 	g->query_at = FW_NEVER;
 	for (i = 0; i < g->nchan; i++)
 		fw_bc_chan_clear(card, &g->chans[i]);
-	fw_bc_complete_ready(card, g);
-	fw_bc_flush(card, g);
-	fw_bc_take(card, g, now);
 }
 
 /*
@@ -590,11 +590,11 @@ static u32 fw_bc_all_children(const struct fw_bgrp *g)
 }
 
 /* Rank 0 tells all the verdict of the round: 0 (release) or -EAGAIN (send again). */
-static void fw_bc_verdict(struct fw_card *card, struct fw_bgrp *g, s32 verdict, u64 now)
+static void fw_bc_verdict(struct fw_card *card, struct fw_bgrp *g, s32 verdict)
 {
 	fw_bc_ctrl(card, g, FW_PKT_BCAST_VERDICT, FW_BC_ANY, g->round, verdict, 0);
 	if (!verdict)
-		fw_bc_release(card, g, now);
+		fw_bc_release(card, g);
 	else
 		fw_bc_resend_round(card, g);
 }
@@ -614,17 +614,18 @@ static void fw_bc_resend_round(struct fw_card *card, struct fw_bgrp *g)
 }
 
 /*
- * The round's synchronisation moves on as far as it can: once closed and
- * held here and by every child, report up (rank 0: decide).  A member that
- * still lacks data two intervals after closing reports a NACK.
+ * The round's synchronisation moves on a step: once closed and held here
+ * and by every child, report up (rank 0: decide).  A member that still
+ * lacks data two intervals after closing reports a NACK.  True if the
+ * round ended.
  */
-static void fw_bc_check(struct fw_card *card, struct fw_bgrp *g, u64 now)
+static bool fw_bc_sync_step(struct fw_card *card, struct fw_bgrp *g, u64 now)
 {
 	bool held, lost;
 	u32 i;
 
 	if (g->err || !g->closed || g->sync == FW_BC_SENT)
-		goto out;
+		return false;
 	if (g->sync == FW_BC_OPEN) {
 		g->sync = FW_BC_WAIT;
 		g->wait_since = now;
@@ -640,23 +641,22 @@ static void fw_bc_check(struct fw_card *card, struct fw_bgrp *g, u64 now)
 				fw_bc_ctrl(card, g, FW_PKT_BCAST_SYNC,
 					   (g->rank - 1) / FW_BC_TREE_DEGREE, g->round, -EAGAIN, 0);
 			else
-				fw_bc_verdict(card, g, -EAGAIN, now);
+				fw_bc_verdict(card, g, -EAGAIN);
 		}
-		goto out;
+		return false;
 	}
 	if (g->child_ok != fw_bc_all_children(g))
-		goto out;
+		return false;
 	if (!g->rank) {
-		fw_bc_verdict(card, g, 0, now);
-		return;
+		fw_bc_verdict(card, g, 0);
+		return true;
 	}
 	fw_bc_ctrl(card, g, FW_PKT_BCAST_SYNC, (g->rank - 1) / FW_BC_TREE_DEGREE, g->round, 0, 0);
 	g->sync = FW_BC_SENT;
 	g->poll_at = FW_NEVER;
 	g->heard_mgr = now;
 	g->query_at = fw_add_sat(now, fw_bc_ivl(card));
-out:
-	fw_bc_rearm(card, g);
+	return false;
 }
 
 /* A receiver has broadcast @op's bytes in its channel: deliver them. */
@@ -744,9 +744,17 @@ static void fw_bc_take(struct fw_card *card, struct fw_bgrp *g, u64 now)
 			fw_bc_deliver(card, g, op, ch);
 		}
 	}
+}
+
+/* Everything that can move does: rounds taken, synchronised, ended, in a loop. */
+static void fw_bc_progress(struct fw_card *card, struct fw_bgrp *g, u64 now)
+{
+	do
+		fw_bc_take(card, g, now);
+	while (fw_bc_sync_step(card, g, now));
 	fw_bc_complete_ready(card, g);
 	fw_bc_flush(card, g);
-	fw_bc_check(card, g, now);
+	fw_bc_rearm(card, g);
 }
 
 /* A large root sends its broadcast's fragments a burst per pass. */
@@ -780,7 +788,7 @@ static void fw_bc_send_large(struct fw_card *card, struct fw_bgrp *g, u64 now)
 		if (op->sent < op->nfrag)
 			g->send_at = now;
 	}
-	fw_bc_check(card, g, now);
+	fw_bc_progress(card, g, now);
 }
 
 /* A receiver asks its root for the fragments it lacks, from @op->ask on. */
@@ -902,7 +910,7 @@ static void fw_bc_timer(struct fw_card *card, struct fw_timer *t, u64 now)
 			fw_bc_ctrl(card, g, FW_PKT_BCAST_SYNC, g->rank * FW_BC_TREE_DEGREE + 1 + i,
 				   g->round, 0, FW_PKT_F_ACKREQ);
 		}
-		fw_bc_check(card, g, now);
+		fw_bc_progress(card, g, now);
 	}
 	if (g->sync == FW_BC_SENT && g->query_at <= now) {
 		if (now - g->heard_mgr > card->dead_ns) {
@@ -1115,7 +1123,7 @@ int fw_bcast_cmd(struct fw_card *card, struct fw_port *port, const struct nicoff
 	op->root_op = b->root == g->rank;
 	op->state = FW_BC_QUEUED;
 	fw_list_add_tail(&op->node, &g->ops);
-	fw_bc_take(card, g, fwos_now(card->host));
+	fw_bc_progress(card, g, fwos_now(card->host));
 	return 0;
 }
 
@@ -1137,7 +1145,8 @@ static void fw_bc_rx_data(struct fw_card *card, struct fw_bgrp *g, struct fw_pkt
 		return;
 	if (rnd == ((mine + 1) & FW_BC_ROUND_MASK) && g->sync == FW_BC_SENT) {
 		/* Its root had the verdict: ours was lost. */
-		fw_bc_release(card, g, now);
+		fw_bc_release(card, g);
+		fw_bc_progress(card, g, now);
 		mine = (u32)(g->round & FW_BC_ROUND_MASK);
 	}
 	if (rnd != mine || b->seq != g->rstart + chan)
@@ -1180,7 +1189,7 @@ static void fw_bc_rx_data(struct fw_card *card, struct fw_bgrp *g, struct fw_pkt
 		if (++op->got == op->nfrag) {
 			fw_bc_finish(op, 0);
 			fw_bc_complete_ready(card, g);
-			fw_bc_check(card, g, now);
+			fw_bc_progress(card, g, now);
 		} else if (!(pkt->hdr.flags & FW_PKT_F_TREE) && pkt->hdr.dst_node != FW_NODE_ANY &&
 			   i >= op->ask) {
 			/* A resend: once the window it asked for is in, ask for the next. */
@@ -1221,7 +1230,7 @@ static void fw_bc_rx_data(struct fw_card *card, struct fw_bgrp *g, struct fw_pkt
 		}
 		fw_bc_deliver(card, g, op, ch);
 		fw_bc_complete_ready(card, g);
-		fw_bc_check(card, g, now);
+		fw_bc_progress(card, g, now);
 	}
 }
 
@@ -1297,13 +1306,13 @@ static void fw_bc_rx_sync(struct fw_card *card, struct fw_bgrp *g, struct fw_pkt
 	g->child_heard[child] = now;
 	if (rnd == g->round + 1 && g->sync == FW_BC_SENT && !pkt->hdr.err) {
 		/* It had the verdict of ours: ours was lost. */
-		fw_bc_release(card, g, now);
+		fw_bc_release(card, g);
 	}
 	if (rnd != g->round || g->err)
 		return;
 	if (pkt->hdr.err == -EAGAIN) {
 		if (!g->rank)
-			fw_bc_verdict(card, g, -EAGAIN, now);
+			fw_bc_verdict(card, g, -EAGAIN);
 		else
 			fw_bc_ctrl(card, g, FW_PKT_BCAST_SYNC, (g->rank - 1) / FW_BC_TREE_DEGREE,
 				   g->round, -EAGAIN, 0);
@@ -1312,7 +1321,7 @@ static void fw_bc_rx_sync(struct fw_card *card, struct fw_bgrp *g, struct fw_pkt
 	if (pkt->hdr.err)
 		return;
 	g->child_ok |= 1u << child;
-	fw_bc_check(card, g, now);
+	fw_bc_progress(card, g, now);
 }
 
 static void fw_bc_rx_verdict(struct fw_card *card, struct fw_bgrp *g, struct fw_pkt *pkt,
@@ -1348,7 +1357,7 @@ static void fw_bc_rx_verdict(struct fw_card *card, struct fw_bgrp *g, struct fw_
 		return;
 	}
 	if (!pkt->hdr.err && g->sync == FW_BC_SENT)
-		fw_bc_release(card, g, now);
+		fw_bc_release(card, g);
 }
 
 static void fw_bc_rx_state(struct fw_card *card, struct fw_bgrp *g, struct fw_pkt *pkt,
@@ -1415,8 +1424,7 @@ static void fw_bc_rx_one(struct fw_card *card, struct fw_bgrp *g, struct fw_pkt 
 		fw_bc_rx_state(card, g, pkt, from, now);
 		break;
 	}
-	fw_bc_flush(card, g);
-	fw_bc_rearm(card, g);
+	fw_bc_progress(card, g, now);
 }
 
 void fw_bcast_rx(struct fw_card *card, struct fw_pkt *pkt)

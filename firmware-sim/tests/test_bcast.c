@@ -564,6 +564,23 @@ static void test_back_to_back(void **state)
 	c_destroy_free(r);
 }
 
+/* A member alone: 10,000 broadcasts through two channels, a round ended every two. */
+static void test_deep_queue(void **state)
+{
+	struct c_run *r = c_new(1, 1, NULL, 10000, 16, NULL, 9);
+	struct fw_stats st;
+	u32 k;
+
+	(void)state;
+	for (k = 0; k < r->k; k++)
+		r->len[k] = 16;
+	c_create(r, 2, 0);
+	c_expect_all(r, 0, 0, 10 * T_SEC);
+	t_stats_sum(r->s, &st);
+	assert_int_equal(st.bcast_syncs, r->k / 2);
+	c_destroy_free(r);
+}
+
 int main(void)
 {
 	const struct FWT_UNIT_TEST tests[] = {
@@ -575,6 +592,7 @@ int main(void)
 		cmocka_unit_test(test_member_dies),
 		cmocka_unit_test(test_bad_input),
 		cmocka_unit_test(test_back_to_back),
+		cmocka_unit_test(test_deep_queue),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
