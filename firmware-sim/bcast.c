@@ -515,7 +515,7 @@ static void fw_bc_fail(struct fw_card *card, struct fw_bgrp *g, s32 err, bool qu
 	g->err = err;
 	card->stats.bcast_failures++;
 	for (n = g->ops.next; n != &g->ops; n = n->next)
-		fw_bc_finish(fw_list_entry(n, struct fw_bop, node), -ECONNRESET);
+		fw_bc_finish(fw_list_entry(n, struct fw_bop, node), err);
 	fw_bc_complete_ready(card, g);
 	fw_bc_flush(card, g);
 	if (!quiet && g->members)
