@@ -1234,6 +1234,17 @@ static void fw_bc_rx_data(struct fw_card *card, struct fw_bgrp *g, struct fw_pkt
 	}
 }
 
+/*
+ * The answer to a question about what this member has not done yet:
+ * -EAGAIN (alive, later), or -ECONNRESET from a destroyed or detached
+ * member that never will (@sync: unless its round is closed, so that its
+ * synchronisation can still end).
+ */
+static s32 fw_bc_later(const struct fw_bgrp *g, bool sync)
+{
+	return g->zombie && !(sync && g->closed) ? -ECONNRESET : -EAGAIN;
+}
+
 /* A member lacks fragments of a broadcast this member rooted. */
 static void fw_bc_rx_nack(struct fw_card *card, struct fw_bgrp *g, struct fw_pkt *pkt, u32 from)
 {
@@ -1254,7 +1265,7 @@ static void fw_bc_rx_nack(struct fw_card *card, struct fw_bgrp *g, struct fw_pkt
 	}
 	if (chan >= g->rcount) {
 		/* Not posted here yet: alive. */
-		fw_bc_ctrl(card, g, FW_PKT_BCAST_STATE, from, b->seq, -EAGAIN, 0);
+		fw_bc_ctrl(card, g, FW_PKT_BCAST_STATE, from, b->seq, fw_bc_later(g, false), 0);
 		return;
 	}
 	ch = &g->chans[chan];
@@ -1297,7 +1308,7 @@ static void fw_bc_rx_sync(struct fw_card *card, struct fw_bgrp *g, struct fw_pkt
 		else if (g->round > rnd || (g->round == rnd && g->sync == FW_BC_SENT))
 			fw_bc_ctrl(card, g, FW_PKT_BCAST_SYNC, from, rnd, 0, 0);
 		else
-			fw_bc_ctrl(card, g, FW_PKT_BCAST_STATE, from, rnd, -EAGAIN, 0);
+			fw_bc_ctrl(card, g, FW_PKT_BCAST_STATE, from, rnd, fw_bc_later(g, true), 0);
 		return;
 	}
 	if (from == 0 || (from - 1) / FW_BC_TREE_DEGREE != g->rank)
@@ -1338,7 +1349,7 @@ static void fw_bc_rx_verdict(struct fw_card *card, struct fw_bgrp *g, struct fw_
 		else if (g->round > rnd)
 			fw_bc_ctrl(card, g, FW_PKT_BCAST_VERDICT, from, rnd, 0, 0);
 		else
-			fw_bc_ctrl(card, g, FW_PKT_BCAST_STATE, from, rnd, -EAGAIN, 0);
+			fw_bc_ctrl(card, g, FW_PKT_BCAST_STATE, from, rnd, fw_bc_later(g, true), 0);
 		return;
 	}
 	if (from != 0 || g->err)

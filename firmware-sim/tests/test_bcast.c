@@ -462,33 +462,52 @@ static void test_len_mismatch(void **state)
 	c_destroy_free(r);
 }
 
-/* A member's card dies: the others' broadcasts end in errors, in bounded time. */
-static void test_member_dies(void **state)
+static void c_detach_4(struct c_run *r)
+{
+	sim_detach(r->s, r->m[4].card, r->m[4].port);
+}
+
+/*
+ * A member's card dies, or its process goes (its port detached mid-run):
+ * the others' broadcasts end, the later ones in errors, in bounded time.
+ */
+static void c_dies(bool card)
 {
 	struct c_run *r = c_new(6, 6, NULL, 40, 100, NULL, 6);
+	struct c_event ev = { 0, c_detach_4 };
 	struct fw_card *c0;
+	u64 t0;
 	u32 i, k;
 
-	(void)state;
 	for (k = 0; k < r->k; k++) {
 		r->root[k] = k % 6;
 		r->len[k] = 64;
 	}
 	c_create(r, 2, 0);
-	sim_set_dead(r->s, 4, true);
+	t0 = sim_now(r->s);
+	ev.at = t0 + 5 * 10000;
+	if (card)
+		sim_set_dead(r->s, 4, true);
 	c0 = sim_card(r->s, 0);
-	c_drive(r, 10000, 0, 1000 * T_SEC, NULL);
+	c_drive(r, 10000, 0, 1000 * T_SEC, card ? NULL : &ev);
 	assert_int_equal(r->bad, 0);
 	for (i = 0; i < 6; i++) {
 		if (i == 4)
 			continue;
 		assert_true(r->m[i].errors > 0);
 		assert_true(r->m[i].first_err == -ETIMEDOUT || r->m[i].first_err == -ECONNRESET);
-		assert_true(r->m[i].err_t < 10 * c0->dead_ns + 100 * T_MS);
+		assert_true(r->m[i].err_t - t0 < r->k * 10000 + 4 * c0->dead_ns);
 		assert_int_equal(r->m[i].done + r->m[i].errors, r->k);
 	}
 	sim_set_dead(r->s, 4, false);
 	c_destroy_free(r);
+}
+
+static void test_member_dies(void **state)
+{
+	(void)state;
+	c_dies(true);
+	c_dies(false);
 }
 
 static s32 c_status(struct c_run *r, u32 i, struct nicoff_cmd c)
