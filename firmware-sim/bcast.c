@@ -54,7 +54,7 @@
 #define FW_BC_TREE_DEGREE	4u	/* of the synchronisation tree */
 #define FW_BC_NACK_WINDOW	64u	/* fragments one NACK asks for */
 #define FW_BC_BURST		32u	/* fragments of a large broadcast per pass */
-#define FW_BC_HW_TRIES		3u	/* retransmission rounds before the tree */
+#define FW_BC_HW_TRIES		8u	/* retransmission verdicts in a round before the tree */
 #define FW_BC_ANY		0xffffu	/* body.to of a multicast */
 #define FW_BC_ROUND_MASK	0xffffffu
 
@@ -89,6 +89,7 @@ struct fw_bop {
 	bool root_late;		/* receiver: its root said it has not posted it yet */
 	s32 status;
 	u64 nack_at;		/* receiver: when it asks its root again */
+	u64 wait;		/* receiver: its interval, longer while the root is late */
 	u64 heard;		/* receiver: the root's last sign of life */
 	u64 *bits;		/* large receiver: fragments written */
 };
@@ -138,8 +139,10 @@ struct fw_bgrp {
 	u64 child_heard[FW_BC_TREE_DEGREE];
 	u64 poll_at;		/* parent waiting: polls children, or rank 0 repairs */
 	u64 query_at;		/* SENT: asks rank 0 for the verdict */
+	u64 query_ivl;		/* SENT: longer while rank 0 is not there yet */
 	u64 heard_mgr;		/* SENT: rank 0's last sign of life */
 	u64 wait_since;		/* closed: since when */
+	u64 nack_up_at;		/* a NACK went up (rank 0: out) then */
 	u64 send_at;		/* a large root has fragments to send */
 	struct fw_bchan *chans;
 	struct fw_pkt_hdr tmpl;
@@ -614,6 +617,23 @@ static void fw_bc_resend_round(struct fw_card *card, struct fw_bgrp *g)
 }
 
 /*
+ * A NACK of the round goes up the tree (rank 0: out to all), at most once
+ * an interval however many members report one: the roots' retransmission
+ * serves them all.
+ */
+static void fw_bc_nack_up(struct fw_card *card, struct fw_bgrp *g, u64 now)
+{
+	if (g->nack_up_at && now - g->nack_up_at < fw_bc_ivl(card))
+		return;
+	g->nack_up_at = now;
+	if (g->rank)
+		fw_bc_ctrl(card, g, FW_PKT_BCAST_SYNC, (g->rank - 1) / FW_BC_TREE_DEGREE, g->round,
+			   -EAGAIN, 0);
+	else
+		fw_bc_verdict(card, g, -EAGAIN);
+}
+
+/*
  * The round's synchronisation moves on a step: once closed and held here
  * and by every child, report up (rank 0: decide).  A member that still
  * lacks data two intervals after closing reports a NACK.  True if the
@@ -637,11 +657,7 @@ static bool fw_bc_sync_step(struct fw_card *card, struct fw_bgrp *g, u64 now)
 	if (!held) {
 		if (lost && !g->nacked && now - g->wait_since >= 2 * fw_bc_ivl(card)) {
 			g->nacked = true;
-			if (g->rank)
-				fw_bc_ctrl(card, g, FW_PKT_BCAST_SYNC,
-					   (g->rank - 1) / FW_BC_TREE_DEGREE, g->round, -EAGAIN, 0);
-			else
-				fw_bc_verdict(card, g, -EAGAIN);
+			fw_bc_nack_up(card, g, now);
 		}
 		return false;
 	}
@@ -655,7 +671,8 @@ static bool fw_bc_sync_step(struct fw_card *card, struct fw_bgrp *g, u64 now)
 	g->sync = FW_BC_SENT;
 	g->poll_at = FW_NEVER;
 	g->heard_mgr = now;
-	g->query_at = fw_add_sat(now, fw_bc_ivl(card));
+	g->query_ivl = fw_bc_ivl(card);
+	g->query_at = fw_add_sat(now, g->query_ivl);
 	return false;
 }
 
@@ -732,7 +749,8 @@ static void fw_bc_take(struct fw_card *card, struct fw_bgrp *g, u64 now)
 			fw_bc_finish(op, 0);
 			continue;
 		}
-		op->nack_at = fw_add_sat(now, fw_bc_ivl(card));
+		op->wait = fw_bc_ivl(card);
+		op->nack_at = fw_add_sat(now, op->wait);
 		if (op->large) {
 			op->bits = fwos_zalloc(card->host, ((op->nfrag + 63) / 64) * sizeof(u64));
 			if (!op->bits) {
@@ -828,7 +846,7 @@ static void fw_bc_nack(struct fw_card *card, struct fw_bgrp *g, struct fw_bop *o
 		}
 	}
 	op->ask = first;
-	op->nack_at = fw_add_sat(now, fw_bc_ivl(card));
+	op->nack_at = fw_add_sat(now, op->wait);
 	pkt = fw_bc_pkt(card, g, FW_PKT_BCAST_NACK, 0);
 	if (!pkt)
 		return;
@@ -917,7 +935,7 @@ static void fw_bc_timer(struct fw_card *card, struct fw_timer *t, u64 now)
 			fw_bc_fail(card, g, -ETIMEDOUT, false);
 			goto out;
 		}
-		g->query_at = fw_add_sat(now, ivl);
+		g->query_at = fw_add_sat(now, g->query_ivl);
 		fw_bc_ctrl(card, g, FW_PKT_BCAST_VERDICT, 0, g->round, 0, FW_PKT_F_ACKREQ);
 	}
 out:
@@ -1185,7 +1203,8 @@ static void fw_bc_rx_data(struct fw_card *card, struct fw_bgrp *g, struct fw_pkt
 			return;
 		}
 		op->bits[i / 64] |= 1ull << (i % 64);
-		op->nack_at = fw_add_sat(now, fw_bc_ivl(card));
+		op->wait = fw_bc_ivl(card);
+		op->nack_at = fw_add_sat(now, op->wait);
 		if (++op->got == op->nfrag) {
 			fw_bc_finish(op, 0);
 			fw_bc_complete_ready(card, g);
@@ -1217,8 +1236,10 @@ static void fw_bc_rx_data(struct fw_card *card, struct fw_bgrp *g, struct fw_pkt
 		return;
 	memcpy(ch->buf + b->offset, pkt->payload, pkt->hdr.len);
 	ch->bits[i / 64] |= 1ull << (i % 64);
-	if (op)
-		op->nack_at = fw_add_sat(now, fw_bc_ivl(card));
+	if (op) {
+		op->wait = fw_bc_ivl(card);
+		op->nack_at = fw_add_sat(now, op->wait);
+	}
 	if (++ch->got < ch->nfrag)
 		return;
 	ch->full = true;
@@ -1322,11 +1343,7 @@ static void fw_bc_rx_sync(struct fw_card *card, struct fw_bgrp *g, struct fw_pkt
 	if (rnd != g->round || g->err)
 		return;
 	if (pkt->hdr.err == -EAGAIN) {
-		if (!g->rank)
-			fw_bc_verdict(card, g, -EAGAIN);
-		else
-			fw_bc_ctrl(card, g, FW_PKT_BCAST_SYNC, (g->rank - 1) / FW_BC_TREE_DEGREE,
-				   g->round, -EAGAIN, 0);
+		fw_bc_nack_up(card, g, now);
 		return;
 	}
 	if (pkt->hdr.err)
@@ -1382,9 +1399,15 @@ static void fw_bc_rx_state(struct fw_card *card, struct fw_bgrp *g, struct fw_pk
 			fw_bc_fail(card, g, -ECONNRESET, true);
 		return;
 	}
-	/* Alive: whoever waits on it waits on. */
-	if (from == 0)
+	/*
+	 * Alive: whoever waits on it waits on, asking less often (hundreds of
+	 * members asking a slow root or rank 0 every interval would swamp it).
+	 */
+	if (from == 0 && g->sync == FW_BC_SENT) {
 		g->heard_mgr = now;
+		g->query_ivl = fw_backoff(&card->cfg, g->query_ivl);
+		g->query_at = fw_add_sat(now, g->query_ivl);
+	}
 	if (from && (from - 1) / FW_BC_TREE_DEGREE == g->rank) {
 		child = (from - 1) % FW_BC_TREE_DEGREE;
 		g->child_heard[child] = now;
@@ -1394,9 +1417,11 @@ static void fw_bc_rx_state(struct fw_card *card, struct fw_bgrp *g, struct fw_pk
 
 		if (op->state == FW_BC_QUEUED)
 			break;
-		if (op->root == from) {
+		if (op->root == from && op->state == FW_BC_TAKEN) {
 			op->heard = now;
 			op->root_late = true;
+			op->wait = fw_backoff(&card->cfg, op->wait);
+			op->nack_at = fw_add_sat(now, op->wait);
 		}
 	}
 }

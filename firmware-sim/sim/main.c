@@ -18,7 +18,8 @@
 enum {
 	OPT_L = 256, OPT_O, OPT_GAP, OPT_BYTE, OPT_SIZE, OPT_ITERS, OPT_WARMUP, OPT_FANOUT,
 	OPT_DROP, OPT_DUP, OPT_CORRUPT, OPT_REORDER, OPT_DELAY, OPT_DELAY_NS, OPT_SEED,
-	OPT_JSON, OPT_VERIFY, OPT_LIMIT, OPT_RTO, OPT_ACK_DELAY, OPT_WINDOW, OPT_MTU, OPT_QUIET,
+	OPT_JSON, OPT_VERIFY, OPT_LIMIT, OPT_RTO, OPT_ACK_DELAY, OPT_WINDOW, OPT_MTU, OPT_CHANNELS,
+	OPT_QUIET,
 	OPT_LIST, OPT_HELP, OPT_VERSION,
 };
 
@@ -47,6 +48,7 @@ static const struct option nsim_opts[] = {
 	{ "ack-delay-ns", required_argument, NULL, OPT_ACK_DELAY },
 	{ "window", required_argument, NULL, OPT_WINDOW },
 	{ "mtu", required_argument, NULL, OPT_MTU },
+	{ "channels", required_argument, NULL, OPT_CHANNELS },
 	{ "quiet", no_argument, NULL, OPT_QUIET },
 	{ "list", no_argument, NULL, OPT_LIST },
 	{ "help", no_argument, NULL, OPT_HELP },
@@ -65,13 +67,14 @@ static void nsim_usage(FILE *f)
 		"         [--fanout F] [--drop PPM] [--dup PPM] [--corrupt PPM]\n"
 		"         [--reorder PPM] [--delay PPM] [--delay-ns NS] [--seed S]\n"
 		"         [--rto-ns NS] [--ack-delay-ns NS] [--window PKTS] [--mtu BYTES]\n"
-		"         [--limit-us US] [--verify] [--json FILE] [--quiet] [--list]\n"
+		"         [--channels 2-64] [--limit-us US] [--verify] [--json FILE] [--quiet] [--list]\n"
 		"       nicoff-sim --help | --version\n"
 		"defaults: --nodes 4096 --workload ring --size 8 --iters 10 --warmup 1\n"
 		"          --fanout 4 --L %llu --o %u --g %u --G %.3f --rto-ns %llu\n"
-		"          --ack-delay-ns %u --window %u --mtu %u --seed 1\n",
+		"          --ack-delay-ns %u --window %u --mtu %u --channels %u --seed 1\n",
 		(unsigned long long)d.latency_ns, d.overhead_ns, d.gap_ns, d.byte_ps / 1000.0,
-		(unsigned long long)d.fw.rto_ns, d.fw.ack_delay_ns, d.fw.window, d.fw.mtu);
+		(unsigned long long)d.fw.rto_ns, d.fw.ack_delay_ns, d.fw.window, d.fw.mtu,
+		d.fw.bcast_channels);
 }
 
 static bool nsim_num(const char *arg, const char *name, u64 max, u64 *out)
@@ -169,6 +172,7 @@ static int nsim_parse(int argc, char **argv, struct nsim_params *p, const char *
 		{ OPT_ACK_DELAY, 0xffffffffu, .u32 = &c->fw.ack_delay_ns },
 		{ OPT_WINDOW, 65536, .u32 = &c->fw.window },
 		{ OPT_MTU, 1u << 24, .u32 = &c->fw.mtu },
+		{ OPT_CHANNELS, NICOFF_BCAST_MAX_CHANNELS, .u32 = &c->fw.bcast_channels },
 	};
 	u64 v;
 	int o;

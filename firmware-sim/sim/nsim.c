@@ -26,6 +26,9 @@ const struct nsim_workload *const nsim_workloads[] = {
 	&nsim_wl_barrier_combining,
 	&nsim_wl_barrier_tournament,
 	&nsim_wl_barrier_auto,
+	&nsim_wl_bcast,
+	&nsim_wl_bcast_p2p,
+	&nsim_wl_bcast_nocrc,
 	NULL,
 };
 

@@ -112,6 +112,10 @@ extern const struct nsim_workload nsim_wl_barrier_central;
 extern const struct nsim_workload nsim_wl_barrier_combining;
 extern const struct nsim_workload nsim_wl_barrier_tournament;
 extern const struct nsim_workload nsim_wl_barrier_auto;
+/* wl_bcast.c: broadcasts run by the cards. */
+extern const struct nsim_workload nsim_wl_bcast;
+extern const struct nsim_workload nsim_wl_bcast_p2p;
+extern const struct nsim_workload nsim_wl_bcast_nocrc;
 extern const struct nsim_workload *const nsim_workloads[];
 
 const struct nsim_workload *nsim_find(const char *name);

@@ -271,6 +271,34 @@ static void test_workloads(void **state)
 		}
 }
 
+/*
+ * Broadcasts run by the cards: one data packet per 8-byte broadcast,
+ * multicast once (one run of cards: all) or sent down the tree (none
+ * multicast), one synchronisation per 16 (the default channels).
+ */
+static void test_bcast(void **state)
+{
+	static const char *const names[] = { "bcast", "bcast-p2p", "bcast-nocrc" };
+	unsigned int i;
+
+	(void)state;
+	for (i = 0; i < T_ARRAY_SIZE(names); i++) {
+		struct nsim_params p;
+		struct nsim *ns;
+
+		s_params(&p, names[i], 13);
+		p.iters = 160;
+		p.warmup = 16;
+		ns = s_run(&p);
+		assert_true(s_metric(ns, "bcast_pkts_per_bcast") == 1);
+		/* And rank 0's verdict, one per round. */
+		assert_true(s_metric(ns, "bcast_mcasts_per_bcast") == (i == 1 ? 0 : 1 + 1.0 / 16));
+		assert_true(s_metric(ns, "syncs_per_bcast") == 1.0 / 16);
+		assert_true(s_metric(ns, "bcast_resends") == 0);
+		free(ns);
+	}
+}
+
 static void test_refuses(void **state)
 {
 	struct nsim_params p;
@@ -358,6 +386,7 @@ int main(void)
 		cmocka_unit_test(test_determinism),
 		cmocka_unit_test(test_ring_4096),
 		cmocka_unit_test(test_workloads),
+		cmocka_unit_test(test_bcast),
 		cmocka_unit_test(test_refuses),
 		cmocka_unit_test(test_measures),
 	};
