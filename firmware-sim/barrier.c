@@ -260,6 +260,9 @@ static void fw_grp_complete(struct fw_card *card, struct fw_group *g, s32 status
 	g->host_op = false;
 	if (g->zombie)
 		return;
+	/* Broadcasts wait for the group to be usable everywhere (bcast.c). */
+	if (g->cmd_opcode == NICOFF_OP_GROUP_CREATE)
+		fw_bcast_group_ready(card, g->port, g->id, status);
 	fw_complete(card, g->port, g->cmd_tag, g->cmd_opcode, status, result);
 }
 
@@ -704,10 +707,14 @@ fail:
 	return ret;
 }
 
-/* Make the group a zombie: it answers NACKs until dead_ns from now. */
-static void fw_grp_bury(struct fw_card *card, struct fw_group *g)
+/*
+ * Make the group a zombie: it answers NACKs until dead_ns from now.  Its
+ * broadcasts end too, completing (@complete: a GROUP_DESTROY) or not (the
+ * port detaches).
+ */
+static void fw_grp_bury(struct fw_card *card, struct fw_group *g, bool complete)
 {
-	fw_bcast_group_bury(card, g->port, g->id);
+	fw_bcast_group_bury(card, g->port, g->id, complete);
 	g->zombie = true;
 	g->running = false;
 	fw_grp_arm(card, g, fw_add_sat(fwos_now(card->host), card->dead_ns));
@@ -737,7 +744,7 @@ int fw_barrier_cmd(struct fw_card *card, struct fw_port *port, const struct nico
 		return -ENOENT;
 	if (cmd->opcode == NICOFF_OP_GROUP_DESTROY) {
 		fw_grp_complete(card, g, -ECANCELED, 0);
-		fw_grp_bury(card, g);
+		fw_grp_bury(card, g, true);
 		fw_complete(card, port->id, cmd->tag, cmd->opcode, 0, 0);
 		return 0;
 	}
@@ -763,7 +770,7 @@ void fw_barrier_port_detach(struct fw_card *card, u32 port)
 		for (g = card->bar->hash[i]; g; g = g->hnext) {
 			if (g->port == port && !g->zombie) {
 				g->host_op = false;
-				fw_grp_bury(card, g);
+				fw_grp_bury(card, g, false);
 			}
 		}
 	}
@@ -843,6 +850,16 @@ static void fw_bar_rx_nack(struct fw_card *card, struct fw_group *g, const struc
 
 	if (e + 1 < g->epoch || e > g->epoch + 1)
 		return;		/* stale, or impossible */
+	if (g->zombie && !e) {
+		/*
+		 * A creation asks a destroyed group: most likely a new incarnation
+		 * of the id, which must wait for this port's own new one, not be
+		 * completed by the old one's message (broadcasts would then reach
+		 * the old one's data).
+		 */
+		fw_bar_send(card, g, FW_PKT_BARRIER_STATE, who, e, 0, -EAGAIN);
+		return;
+	}
 	s = fw_grp_sched(g, e);
 	m = s ? fw_bsched_send_to(s, who) : NULL;
 	if (s && !m)

@@ -87,6 +87,7 @@ struct fw_bop {
 	bool large;
 	bool root_op;
 	bool root_late;		/* receiver: its root said it has not posted it yet */
+	bool posted;		/* its completion went to the port */
 	s32 status;
 	u64 nack_at;		/* receiver: when it asks its root again */
 	u64 wait;		/* receiver: its interval, longer while the root is late */
@@ -116,7 +117,10 @@ struct fw_bgrp {
 	u32 nchan;
 	u32 flags;		/* NICOFF_BCAST_F_* */
 	bool zombie;
+	bool ready;		/* created on every member: broadcasts may be taken */
 	bool hw_failed;		/* fell back to the tree for good */
+	u32 cookie;		/* in every packet: a hash of id, members, channels, flags */
+	u64 resend_at;		/* the last retransmission of the round's channels */
 	s32 err;		/* failed: what posted broadcasts complete with */
 	u64 bury_at;		/* zombie: freed then */
 	struct nicoff_member *members;
@@ -176,6 +180,15 @@ static struct fw_bgrp *fw_bc_find(struct fw_card *card, u32 port, u32 id, bool z
 static u32 fw_bc_nfrag(const struct fw_card *card, u64 len)
 {
 	return len ? (u32)((len + card->cfg.mtu - 1) / card->cfg.mtu) : 1;
+}
+
+/*
+ * Time from @t to @now, 0 if @t is later: a host's timer may run with a
+ * time taken before the fwos_now() a packet's arrival recorded.
+ */
+static u64 fw_bc_since(u64 now, u64 t)
+{
+	return now > t ? now - t : 0;
 }
 
 static u64 fw_bc_ivl(const struct fw_card *card)
@@ -281,6 +294,14 @@ static u32 fw_bc_tree_children(const struct fw_bgrp *g, u32 root, u32 *out)
 		if (rel + mask < g->size)
 			out[n++] = (rel + mask + root) % g->size;
 	return n;
+}
+
+/* This member's parent in the binomial tree of @root (itself if the root). */
+static u32 fw_bc_tree_parent(const struct fw_bgrp *g, u32 root)
+{
+	u32 rel = (g->rank + g->size - root) % g->size;
+
+	return ((rel & (rel - 1)) + root) % g->size;
 }
 
 static void fw_bc_fall_back(struct fw_card *card, struct fw_bgrp *g)
@@ -478,7 +499,7 @@ static void fw_bc_flush(struct fw_card *card, struct fw_bgrp *g)
 		/* Taken ops stay until their round ends: NACKs name them. */
 		if (op->seq >= g->rstart && op->seq && !g->err && !op->status)
 			break;
-		if (!g->zombie && op->tag != FW_U64_MAX)
+		if (!g->zombie && !op->posted)
 			fw_complete(card, g->port, op->tag, NICOFF_OP_BCAST, op->status,
 				    op->status ? 0 : op->len);
 		fw_bop_free(card, op);
@@ -495,12 +516,12 @@ static void fw_bc_complete_ready(struct fw_card *card, struct fw_bgrp *g)
 
 		if (op->state != FW_BC_FINISHED)
 			break;
-		if (op->tag == FW_U64_MAX)
-			continue;	/* posted already */
+		if (op->posted)
+			continue;
 		if (!g->zombie)
 			fw_complete(card, g->port, op->tag, NICOFF_OP_BCAST, op->status,
 				    op->status ? 0 : op->len);
-		op->tag = FW_U64_MAX;
+		op->posted = true;
 	}
 }
 
@@ -623,7 +644,7 @@ static void fw_bc_resend_round(struct fw_card *card, struct fw_bgrp *g)
  */
 static void fw_bc_nack_up(struct fw_card *card, struct fw_bgrp *g, u64 now)
 {
-	if (g->nack_up_at && now - g->nack_up_at < fw_bc_ivl(card))
+	if (g->nack_up_at && fw_bc_since(now, g->nack_up_at) < fw_bc_ivl(card))
 		return;
 	g->nack_up_at = now;
 	if (g->rank)
@@ -655,7 +676,7 @@ static bool fw_bc_sync_step(struct fw_card *card, struct fw_bgrp *g, u64 now)
 	}
 	held = fw_bc_round_held(g, &lost);
 	if (!held) {
-		if (lost && !g->nacked && now - g->wait_since >= 2 * fw_bc_ivl(card)) {
+		if (lost && !g->nacked && fw_bc_since(now, g->wait_since) >= 2 * fw_bc_ivl(card)) {
 			g->nacked = true;
 			fw_bc_nack_up(card, g, now);
 		}
@@ -702,7 +723,7 @@ static void fw_bc_take(struct fw_card *card, struct fw_bgrp *g, u64 now)
 {
 	struct fw_list *n;
 
-	for (n = g->ops.next; n != &g->ops && !g->closed && !g->err; n = n->next) {
+	for (n = g->ops.next; n != &g->ops && g->ready && !g->closed && !g->err; n = n->next) {
 		struct fw_bop *op = fw_list_entry(n, struct fw_bop, node);
 		u32 c = g->rcount;
 		struct fw_bchan *ch = &g->chans[c];
@@ -760,6 +781,8 @@ static void fw_bc_take(struct fw_card *card, struct fw_bgrp *g, u64 now)
 			}
 		} else if (ch->seq == op->seq && ch->full) {
 			fw_bc_deliver(card, g, op, ch);
+			if (g->err)
+				break;	/* the ops, @op too, may be gone */
 		}
 	}
 }
@@ -812,38 +835,22 @@ static void fw_bc_send_large(struct fw_card *card, struct fw_bgrp *g, u64 now)
 /* A receiver asks its root for the fragments it lacks, from @op->ask on. */
 static void fw_bc_nack(struct fw_card *card, struct fw_bgrp *g, struct fw_bop *op, u64 now)
 {
-	struct fw_pkt *pkt;
+	struct fw_bchan *ch = op->large ? NULL : &g->chans[op->seq - g->rstart];
+	const u64 *bits = op->large ? op->bits : ch->bits;
+	u32 i, first = 0, nfrag = op->nfrag;
 	struct fw_bcast_body *b;
-	u64 mask = 0;
-	u32 i, first = op->nfrag;
+	struct fw_pkt *pkt;
+	u64 mask = ~0ull;
 
-	if (op->large) {
-		for (i = 0; i < op->nfrag; i++) {
-			if (!(op->bits[i / 64] >> (i % 64) & 1)) {
-				first = i;
-				break;
-			}
-		}
-		for (i = first; i < op->nfrag && i - first < FW_BC_NACK_WINDOW; i++)
-			if (!(op->bits[i / 64] >> (i % 64) & 1))
+	/* The first 64 fragments from the first one missing (all, if none came). */
+	if (op->large || ch->seq == op->seq) {
+		if (ch)
+			nfrag = ch->nfrag;
+		for (first = 0; first < nfrag && bits[first / 64] >> (first % 64) & 1; first++)
+			;
+		for (mask = 0, i = first; i < nfrag && i - first < FW_BC_NACK_WINDOW; i++)
+			if (!(bits[i / 64] >> (i % 64) & 1))
 				mask |= 1ull << (i - first);
-	} else {
-		struct fw_bchan *ch = &g->chans[op->seq - g->rstart];
-
-		first = 0;
-		if (ch->seq != op->seq) {
-			mask = ~0ull;
-		} else {
-			for (i = 0; i < ch->nfrag && i < FW_BC_NACK_WINDOW; i++)
-				if (!(ch->bits[i / 64] >> (i % 64) & 1))
-					mask |= 1ull << i;
-			for (i = 0; !mask && i < ch->nfrag; i++) {
-				if (!(ch->bits[i / 64] >> (i % 64) & 1)) {
-					first = i;
-					mask = 1;
-				}
-			}
-		}
 	}
 	op->ask = first;
 	op->nack_at = fw_add_sat(now, op->wait);
@@ -908,7 +915,7 @@ static void fw_bc_timer(struct fw_card *card, struct fw_timer *t, u64 now)
 			break;
 		if (op->state != FW_BC_TAKEN || op->root_op || op->nack_at > now)
 			continue;
-		if (now - op->heard > card->dead_ns) {
+		if (fw_bc_since(now, op->heard) > card->dead_ns) {
 			fw_bc_fail(card, g, -ETIMEDOUT, false);
 			break;
 		}
@@ -921,7 +928,7 @@ static void fw_bc_timer(struct fw_card *card, struct fw_timer *t, u64 now)
 		for (i = 0; i < g->nchild; i++) {
 			if (g->child_ok & (1u << i))
 				continue;
-			if (now - g->child_heard[i] > card->dead_ns) {
+			if (fw_bc_since(now, g->child_heard[i]) > card->dead_ns) {
 				fw_bc_fail(card, g, -ETIMEDOUT, false);
 				goto out;
 			}
@@ -931,7 +938,7 @@ static void fw_bc_timer(struct fw_card *card, struct fw_timer *t, u64 now)
 		fw_bc_progress(card, g, now);
 	}
 	if (g->sync == FW_BC_SENT && g->query_at <= now) {
-		if (now - g->heard_mgr > card->dead_ns) {
+		if (fw_bc_since(now, g->heard_mgr) > card->dead_ns) {
 			fw_bc_fail(card, g, -ETIMEDOUT, false);
 			goto out;
 		}
@@ -991,6 +998,30 @@ static int fw_bc_topology(struct fw_card *card, struct fw_bgrp *g)
 	return 0;
 }
 
+/*
+ * What every packet of the group carries and every receiver checks: FNV-1a
+ * over the id, the settings and the member table, so that a group of
+ * another table (another job's, or a port that names a member's root in
+ * its own group of the same id), or of other settings (channels from
+ * cards configured differently), never takes the group's packets.
+ */
+static u32 fw_bc_cookie(const struct fw_bgrp *g)
+{
+	u32 h = 2166136261u, i, j;
+	u32 head[4] = { g->id, g->size, g->nchan, g->flags };
+
+	for (i = 0; i < 4; i++)
+		for (j = 0; j < 4; j++)
+			h = (h ^ (u8)(head[i] >> (8 * j))) * 16777619u;
+	for (i = 0; i < g->size; i++) {
+		u64 m = (u64)g->members[i].card << 32 | g->members[i].port;
+
+		for (j = 0; j < 8; j++)
+			h = (h ^ (u8)(m >> (8 * j))) * 16777619u;
+	}
+	return h;
+}
+
 int fw_bcast_group_create(struct fw_card *card, u32 port, const struct nicoff_op_group *op)
 {
 	struct fw_bgrp *g, *z;
@@ -1028,6 +1059,7 @@ int fw_bcast_group_create(struct fw_card *card, u32 port, const struct nicoff_op
 		ret = fw_bc_topology(card, g);
 		if (ret)
 			goto fail;
+		g->cookie = fw_bc_cookie(g);
 		h = g->rank * FW_BC_TREE_DEGREE + 1;
 		g->nchild = h >= g->size ? 0 : fw_min_u32(FW_BC_TREE_DEGREE, g->size - h);
 	}
@@ -1037,6 +1069,7 @@ int fw_bcast_group_create(struct fw_card *card, u32 port, const struct nicoff_op
 	fw_bc_body((struct fw_pkt *)&g->tmpl)->group = g->id;
 	fw_bc_body((struct fw_pkt *)&g->tmpl)->size_lo = (u16)g->size;
 	fw_bc_body((struct fw_pkt *)&g->tmpl)->from = (u16)g->rank;
+	fw_bc_body((struct fw_pkt *)&g->tmpl)->cookie = g->cookie;
 
 	z = fw_bc_find(card, port, g->id, true);
 	if (z)
@@ -1068,12 +1101,26 @@ static void fw_bc_bury(struct fw_card *card, struct fw_bgrp *g, bool complete)
 	fw_bc_rearm(card, g);
 }
 
-void fw_bcast_group_bury(struct fw_card *card, u32 port, u32 id)
+void fw_bcast_group_bury(struct fw_card *card, u32 port, u32 id, bool complete)
 {
 	struct fw_bgrp *g = fw_bc_find(card, port, id, false);
 
 	if (g)
-		fw_bc_bury(card, g, true);
+		fw_bc_bury(card, g, complete);
+}
+
+void fw_bcast_group_ready(struct fw_card *card, u32 port, u32 id, s32 status)
+{
+	struct fw_bgrp *g = fw_bc_find(card, port, id, false);
+
+	if (!g)
+		return;
+	if (status) {
+		fw_bc_fail(card, g, status, true);
+		return;
+	}
+	g->ready = true;
+	fw_bc_progress(card, g, fwos_now(card->host));
 }
 
 void fw_bcast_port_detach(struct fw_card *card, u32 port)
@@ -1157,11 +1204,13 @@ static void fw_bc_rx_data(struct fw_card *card, struct fw_bgrp *g, struct fw_pkt
 	struct fw_bchan *ch;
 	struct fw_bop *op;
 
-	if (b->root >= g->size || b->root == g->rank || chan >= g->nchan ||
+	if (((pkt->hdr.flags & FW_PKT_F_NOCRC) && !(g->flags & NICOFF_BCAST_F_NOCRC)) ||
+	    b->root >= g->size || b->root == g->rank || chan >= g->nchan ||
 	    b->offset % frag || b->offset >= fw_max_u64(b->total, 1) ||
 	    pkt->hdr.len != fw_min_u64(frag, b->total - b->offset))
 		return;
-	if (rnd == ((mine + 1) & FW_BC_ROUND_MASK) && g->sync == FW_BC_SENT) {
+	if (rnd == ((mine + 1) & FW_BC_ROUND_MASK) && g->sync == FW_BC_SENT &&
+	    b->seq == g->rstart + g->rcount + chan) {
 		/* Its root had the verdict: ours was lost. */
 		fw_bc_release(card, g);
 		fw_bc_progress(card, g, now);
@@ -1209,8 +1258,7 @@ static void fw_bc_rx_data(struct fw_card *card, struct fw_bgrp *g, struct fw_pkt
 			fw_bc_finish(op, 0);
 			fw_bc_complete_ready(card, g);
 			fw_bc_progress(card, g, now);
-		} else if (!(pkt->hdr.flags & FW_PKT_F_TREE) && pkt->hdr.dst_node != FW_NODE_ANY &&
-			   i >= op->ask) {
+		} else if ((pkt->hdr.flags & FW_PKT_F_RESEND) && i >= op->ask) {
 			/* A resend: once the window it asked for is in, ask for the next. */
 			u32 j, end = fw_min_u32(op->nfrag, op->ask + FW_BC_NACK_WINDOW);
 
@@ -1309,7 +1357,7 @@ static void fw_bc_rx_nack(struct fw_card *card, struct fw_bgrp *g, struct fw_pkt
 		if (!r)
 			break;
 		card->stats.bcast_resends++;
-		r->hdr.flags &= ~FW_PKT_F_TREE;
+		r->hdr.flags = (r->hdr.flags & ~FW_PKT_F_TREE) | FW_PKT_F_RESEND;
 		fw_bc_unicast(card, g, r, from);
 	}
 }
@@ -1369,7 +1417,7 @@ static void fw_bc_rx_verdict(struct fw_card *card, struct fw_bgrp *g, struct fw_
 			fw_bc_ctrl(card, g, FW_PKT_BCAST_STATE, from, rnd, fw_bc_later(g, true), 0);
 		return;
 	}
-	if (from != 0 || g->err)
+	if (g->err || from != (pkt->hdr.flags & FW_PKT_F_TREE ? fw_bc_tree_parent(g, 0) : 0))
 		return;
 	if (pkt->hdr.flags & FW_PKT_F_TREE) {
 		struct fw_pkt *c = fw_bc_copy(card, pkt);
@@ -1381,7 +1429,11 @@ static void fw_bc_rx_verdict(struct fw_card *card, struct fw_bgrp *g, struct fw_
 	if (rnd != g->round)
 		return;
 	if (pkt->hdr.err == -EAGAIN) {
-		fw_bc_resend_round(card, g);
+		/* Once an interval: a duplicated verdict is not another loss. */
+		if (!g->resend_at || fw_bc_since(now, g->resend_at) >= fw_bc_ivl(card)) {
+			g->resend_at = now;
+			fw_bc_resend_round(card, g);
+		}
 		return;
 	}
 	if (!pkt->hdr.err && g->sync == FW_BC_SENT)
@@ -1431,7 +1483,8 @@ static bool fw_bc_from_member(const struct fw_bgrp *g, const struct fw_pkt *pkt)
 {
 	const struct fw_bcast_body *b = (const struct fw_bcast_body *)&pkt->hdr.msg_id;
 
-	return b->size_lo == (u16)g->size && b->from < g->size && b->from != g->rank &&
+	return b->cookie == g->cookie && b->size_lo == (u16)g->size && b->from < g->size &&
+	       b->from != g->rank &&
 	       g->members[b->from].card == pkt->hdr.src_node &&
 	       g->members[b->from].port == pkt->hdr.src_port;
 }
@@ -1471,7 +1524,7 @@ void fw_bcast_rx(struct fw_card *card, struct fw_pkt *pkt)
 
 	card->stats.rx_pkts++;
 	card->stats.rx_bytes += fw_pkt_size(pkt);
-	if (b->reserved || !card->bcast || (pkt->hdr.type != FW_PKT_BCAST && pkt->hdr.len))
+	if (!card->bcast || (pkt->hdr.type != FW_PKT_BCAST && pkt->hdr.len))
 		goto out;
 	if (pkt->hdr.dst_node != FW_NODE_ANY) {
 		g = fw_bc_find(card, pkt->hdr.dst_port, b->group, true);

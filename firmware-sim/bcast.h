@@ -30,14 +30,19 @@ struct fw_bcast_body {
 	u16 root;		/* BCAST, NACK: the broadcast's root */
 	u16 from;		/* the sender's rank */
 	u16 to;			/* the receiver's rank (multicast: 0xffff) */
-	u32 reserved;		/* zero */
+	u32 cookie;		/* the group's: a hash of its id, members and settings */
 };
 
 FW_STATIC_ASSERT(FW_BCAST_MAX_SIZE <= 0xffffu, "ranks of a broadcasting group fit 16 bits");
 
 int fw_bcast_group_create(struct fw_card *card, u32 port, const struct nicoff_op_group *op);
-/* The group is destroyed or its port detached: its broadcasts end. */
-void fw_bcast_group_bury(struct fw_card *card, u32 port, u32 id);
+/* The group's creation ended with @status: broadcasts may start (or fail). */
+void fw_bcast_group_ready(struct fw_card *card, u32 port, u32 id, s32 status);
+/*
+ * The group is destroyed or its port detached: its broadcasts end,
+ * completing with -ECANCELED if @complete.
+ */
+void fw_bcast_group_bury(struct fw_card *card, u32 port, u32 id, bool complete);
 
 int fw_bcast_cmd(struct fw_card *card, struct fw_port *port, const struct nicoff_cmd *cmd);
 void fw_bcast_rx(struct fw_card *card, struct fw_pkt *pkt);

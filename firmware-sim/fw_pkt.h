@@ -112,6 +112,8 @@ enum fw_pkt_type {
 #define FW_PKT_F_NOCRC		FW_BIT(3)
 /* A broadcast packet on the point-to-point tree: the receiver forwards it. */
 #define FW_PKT_F_TREE		FW_BIT(4)
+/* A broadcast fragment sent again for a NACK (its receiver asks for more on). */
+#define FW_PKT_F_RESEND		FW_BIT(5)
 
 /* dst_node of a packet the fabric multicast: every card of a range takes it. */
 #define FW_NODE_ANY		0xffffffffu

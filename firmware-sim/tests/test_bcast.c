@@ -600,6 +600,223 @@ static void test_deep_queue(void **state)
 	c_destroy_free(r);
 }
 
+/* A receiver posts an eager broadcast late, with another length: refused, nothing freed in use. */
+static void test_late_len_mismatch(void **state)
+{
+	struct c_run *r = c_new(3, 3, NULL, 1, 200, NULL, 21);
+	struct nicoff_cmd c;
+	struct nicoff_cqe q;
+	u32 i;
+
+	(void)state;
+	c_create(r, 0, 0);
+	sim_set_hooks(r->s, NULL);
+	t_fill(r->m[0].buf, 100, c_seed(0));
+	for (i = 0; i < 2; i++) {
+		c = c_bcast(0, 0, r->m[i].mr, 0, 100);
+		sim_post(r->s, r->m[i].card, r->m[i].port, &c);
+	}
+	sim_run_until(r->s, sim_now(r->s) + T_MS);	/* the data is in member 2's channel */
+	c = c_bcast(0, 0, r->m[2].mr, 0, 108);
+	sim_post(r->s, r->m[2].card, r->m[2].port, &c);	/* delivered from fw_bc_take */
+	q = t_cqe(r->s, r->m[2].card, r->m[2].port, sim_now(r->s) + T_SEC);
+	assert_int_equal(q.status, -EMSGSIZE);
+	c_destroy_free(r);
+}
+
+/* Every tag comes back, all ones too. */
+static void test_tag_all_ones(void **state)
+{
+	struct c_run *r = c_new(1, 1, NULL, 1, 64, NULL, 22);
+	struct nicoff_cqe q;
+
+	(void)state;
+	c_create(r, 0, 0);
+	sim_set_hooks(r->s, NULL);
+	{
+		struct nicoff_cmd c = c_bcast(~0ull, 0, r->m[0].mr, 0, 16);
+
+		sim_post(r->s, 0, 1, &c);
+	}
+	assert_true(sim_wait_cqe(r->s, 0, 1, &q, sim_now(r->s) + T_SEC));
+	assert_true(q.tag == ~0ull);
+	c_destroy_free(r);
+}
+
+/* The point-to-point tree without loss: forwarded verdicts arrive, nobody asks rank 0. */
+static void test_tree_verdict(void **state)
+{
+	u32 mode;
+	u64 polls[2];
+
+	(void)state;
+	for (mode = 0; mode < 2; mode++) {
+		struct c_run *r = c_new(13, 13, NULL, 40, 200, NULL, 23);
+		struct fw_stats st;
+		u32 k;
+
+		for (k = 0; k < r->k; k++) {
+			r->root[k] = k % 13;
+			r->len[k] = 100;
+		}
+		c_create(r, 2, mode ? NICOFF_BCAST_F_P2P : 0);
+		c_expect_all(r, 0, 0, 100 * T_SEC);
+		t_stats_sum(r->s, &st);
+		polls[mode] = st.bcast_nacks;
+		c_destroy_free(r);
+	}
+	/* No loss: nobody should need to ask rank 0 for a verdict. */
+	assert_int_equal(polls[1], 0);
+}
+
+/*
+ * A group destroyed and created again under its id: broadcasts wait for the
+ * new creation to end everywhere, so the old incarnation's lingering data
+ * never answers them.
+ */
+static void test_incarnation(void **state)
+{
+	struct c_run *r = c_new(2, 2, NULL, 2, 200, NULL, 24);
+	struct nicoff_cmd c;
+	struct nicoff_cqe q;
+	u32 i;
+
+	(void)state;
+	r->root[0] = 1;
+	r->len[0] = 100;
+	r->root[1] = 1;
+	r->len[1] = 100;
+	c_create(r, 0, 0);
+	r->k = 1;			/* one broadcast in the first incarnation */
+	c_expect_all(r, 0, 0, 10 * T_SEC);
+	r->k = 2;
+	sim_set_hooks(r->s, NULL);
+	for (i = 0; i < 2; i++) {
+		c = t_group(NICOFF_OP_GROUP_DESTROY, C_TAG_DESTROY, C_GID, 0, 0, 0, 0, 0);
+		sim_post(r->s, r->m[i].card, r->m[i].port, &c);
+		t_expect(r->s, r->m[i].card, r->m[i].port, C_TAG_DESTROY, 0);
+	}
+	/* Member 0 re-creates at once and posts broadcast 1 of the new group (root 1 is slow). */
+	c = t_group(NICOFF_OP_GROUP_CREATE, C_TAG_CREATE, C_GID, 0, 2, r->m[0].tab_mr,
+		    NICOFF_BARRIER_DISSEMINATION, 0);
+	sim_post(r->s, 0, 1, &c);
+	memset(r->m[0].buf + 200, 0xee, 100);
+	c = c_bcast(77, 1, r->m[0].mr, 200, 100);
+	sim_post(r->s, 0, 1, &c);
+	/* Root 1 never posts it; member 0 must not complete with success. */
+	while (sim_wait_cqe(r->s, 0, 1, &q, sim_now(r->s) + 50 * T_MS)) {
+		if (q.tag != 77)
+			continue;
+		assert_true(q.status != 0);
+	}
+	c_destroy_free(r);
+}
+
+/*
+ * Cards configured with different channel counts: their packets never
+ * match (the cookie covers the channels), so the group ends in errors,
+ * not in a hang.
+ */
+static void test_chan_default(void **state)
+{
+	struct c_run *r = c_new(3, 3, NULL, 12, 200, NULL, 25);
+	u32 k;
+
+	(void)state;
+	assert_int_equal(fw_set_config(sim_card(r->s, 2), FW_CFG_BCAST_CHANNELS, 4), 0);
+	for (k = 0; k < r->k; k++) {
+		r->root[k] = k % 2;
+		r->len[k] = 100;
+	}
+	c_create(r, 0, 0);
+	c_drive(r, 0, 0, 100 * T_SEC, NULL);
+	for (k = 0; k < 3; k++)
+		assert_int_equal(r->m[k].done + r->m[k].errors, r->k);
+	/* The odd one out hears nobody; the two alike never needed it (no round ended). */
+	assert_int_equal(r->m[2].errors, r->k);
+	assert_int_equal(r->m[2].first_err, -ETIMEDOUT);
+	c_destroy_free(r);
+}
+
+/*
+ * Another port on a member's card creates a group of the same id that names
+ * the victim's root: the victim's multicast is not its to read.
+ */
+static void test_snoop(void **state)
+{
+	struct c_run *r = c_new(2, 2, NULL, 1, 200, NULL, 26);
+	struct nicoff_member tab[2];
+	u8 *spy = calloc(1, 200);
+	u32 spy_mr, tab_mr;
+	struct nicoff_cmd c;
+	struct nicoff_cqe q;
+
+	(void)state;
+	r->root[0] = 0;
+	r->len[0] = 100;
+	c_create(r, 0, 0);
+	sim_set_hooks(r->s, NULL);
+	assert_int_equal(sim_attach(r->s, 1, 5), 0);
+	tab[0] = r->tab[0];		/* the victim's root */
+	tab[1].card = 1;
+	tab[1].port = 5;		/* the spy */
+	spy_mr = t_port_mr(r->s, 1, 5, spy, 200, NICOFF_ACCESS_LOCAL_WRITE, NULL);
+	tab_mr = t_port_mr(r->s, 1, 5, tab, sizeof(tab), 0, NULL);
+	c = t_group(NICOFF_OP_GROUP_CREATE, C_TAG_CREATE, C_GID, 1, 2, tab_mr,
+		    NICOFF_BARRIER_DISSEMINATION, 0);
+	sim_post(r->s, 1, 5, &c);
+	c = c_bcast(55, 0, spy_mr, 0, 100);
+	sim_post(r->s, 1, 5, &c);
+	t_fill(r->m[0].buf, 100, c_seed(0));
+	c = c_bcast(0, 0, r->m[0].mr, 0, 100);
+	sim_post(r->s, 0, 1, &c);		/* the victims broadcast */
+	c = c_bcast(0, 0, r->m[1].mr, 0, 100);
+	sim_post(r->s, 1, 1, &c);
+	while (sim_wait_cqe(r->s, 1, 5, &q, sim_now(r->s) + 10 * T_MS))
+		;
+	assert_false(t_check(spy, 100, c_seed(0)));
+	sim_detach(r->s, 1, 5);
+	c_destroy_free(r);
+	free(spy);
+}
+
+/* A port detached with a BCAST pending: no completion is posted for it. */
+static void test_detach_completes(void **state)
+{
+	struct c_run *r = c_new(2, 2, NULL, 1, 200, NULL, 27);
+	struct nicoff_cmd c;
+	u64 before;
+
+	(void)state;
+	c_create(r, 0, 0);
+	sim_set_hooks(r->s, NULL);
+	c = c_bcast(66, 0, r->m[1].mr, 0, 100);	/* root 0 never posts */
+	sim_post(r->s, 1, 1, &c);
+	sim_run_until(r->s, sim_now(r->s) + T_MS);
+	before = sim_stats(r->s)->completions;
+	sim_detach(r->s, 1, 1);
+	assert_true(sim_stats(r->s)->completions == before);
+	c_destroy_free(r);
+}
+
+/* Members on one card, no loss: a large broadcast's first pass is not taken for resends. */
+static void test_local_large(void **state)
+{
+	struct c_run *r = c_new(3, 1, NULL, 2, 200000, NULL, 28);
+	struct fw_stats st;
+
+	(void)state;
+	r->root[0] = 0;
+	r->len[0] = 200000;
+	r->root[1] = 0;
+	r->len[1] = 200000;
+	c_create(r, 0, 0);
+	c_expect_all(r, 0, 0, 10 * T_SEC);
+	t_stats_sum(r->s, &st);
+	assert_int_equal(st.bcast_resends, 0);
+	c_destroy_free(r);
+}
+
 int main(void)
 {
 	const struct FWT_UNIT_TEST tests[] = {
@@ -612,6 +829,14 @@ int main(void)
 		cmocka_unit_test(test_bad_input),
 		cmocka_unit_test(test_back_to_back),
 		cmocka_unit_test(test_deep_queue),
+		cmocka_unit_test(test_late_len_mismatch),
+		cmocka_unit_test(test_tag_all_ones),
+		cmocka_unit_test(test_tree_verdict),
+		cmocka_unit_test(test_incarnation),
+		cmocka_unit_test(test_chan_default),
+		cmocka_unit_test(test_snoop),
+		cmocka_unit_test(test_detach_completes),
+		cmocka_unit_test(test_local_large),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
