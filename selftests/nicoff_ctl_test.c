@@ -17,6 +17,7 @@
 
 #include "kselftest_harness.h"
 #include "nicoff_util.h"
+#include "nicoff_nl.h"
 
 /* What one run of nicoffctl printed, and its exit status. */
 struct ctl_run {
@@ -215,6 +216,20 @@ static long long card_bcast_hw(struct ctl_run *r, const char *card)
 	return hw;
 }
 
+/* SET_CARD as an ordinary user (uid 65534): refused with EPERM. */
+static int set_card_unprivileged(void)
+{
+	struct nt_nl nl;
+	int ret;
+
+	NT_CK(!setgid(65534) && !setuid(65534));
+	NT_CK(!nt_nl_connect(&nl));
+	ret = nt_nl_card_set_bcast_hw(&nl, 0, 0);
+	nt_nl_close(&nl);
+	NT_CK(ret == -EPERM);
+	return 0;
+}
+
 /*
  * The kernel refuses a bad set-card with its own words; a good one is read
  * back by card N (text and JSON) and only on that card; the module's
@@ -242,6 +257,8 @@ TEST_F(ctl, set_card_bcast_hw)
 	EXPECT_NE(NULL, strstr(self->r.err, "nothing to set")) TH_LOG("stderr: %s", self->r.err);
 	ASSERT_EQ(0, CTL(&self->r, "set-card", "0", "bcast=0"));
 	EXPECT_EQ(2, self->r.status);
+	EXPECT_EQ(1, card_bcast_hw(&self->r, "0"));
+	EXPECT_EQ(0, nt_run_child(set_card_unprivileged));
 	EXPECT_EQ(1, card_bcast_hw(&self->r, "0"));
 
 	self->bcast_hw_set = true;
