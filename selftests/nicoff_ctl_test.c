@@ -237,7 +237,9 @@ static int set_card_unprivileged(void)
  */
 TEST_F(ctl, set_card_bcast_hw)
 {
+	struct nt_card_stats st;
 	unsigned long v;
+	struct nt_nl nl;
 	char last[16];
 
 	ASSERT_EQ(0, nt_param_get("bcast_hw", &v));
@@ -259,6 +261,14 @@ TEST_F(ctl, set_card_bcast_hw)
 	EXPECT_EQ(2, self->r.status);
 	EXPECT_EQ(1, card_bcast_hw(&self->r, "0"));
 	EXPECT_EQ(0, nt_run_child(set_card_unprivileged));
+	/* The raw errors behind the messages: the policy's range, the card. */
+	ASSERT_EQ(0, nt_nl_connect(&nl));
+	EXPECT_EQ(-ERANGE, nt_nl_card_set_bcast_hw(&nl, 0, 2));
+	EXPECT_EQ(-ERANGE, nt_nl_card_set_bcast_hw(&nl, 0, ~0u));
+	EXPECT_EQ(-ENODEV, nt_nl_card_set_bcast_hw(&nl, self->q.num_cards, 0));
+	EXPECT_EQ(0, nt_nl_card(&nl, 0, &st));
+	EXPECT_EQ(1, st.bcast_hw);
+	nt_nl_close(&nl);
 	EXPECT_EQ(1, card_bcast_hw(&self->r, "0"));
 
 	self->bcast_hw_set = true;
