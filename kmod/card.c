@@ -33,6 +33,19 @@ static void nicoff_fw_config(struct fw_config *cfg, u32 node)
 	cfg->max_group_size = nicoff_fw_group_limit(READ_ONCE(nicoff_max_group_size));
 	cfg->card_group_members = READ_ONCE(nicoff_card_group_members);
 	cfg->group_create_ms = READ_ONCE(nicoff_group_create_ms);
+	cfg->bcast_channels = READ_ONCE(nicoff_bcast_channels);
+	cfg->bcast_hw = READ_ONCE(nicoff_bcast_hw);
+}
+
+int nicoff_card_set_bcast_hw(struct nicoff_card *card, u32 on)
+{
+	int ret;
+
+	lockdep_assert_held(&card->lock);
+	ret = fw_set_config(card->fw, FW_CFG_BCAST_HW, on);
+	if (!ret)
+		card->bcast_hw = on;
+	return ret;
 }
 
 /*
@@ -52,7 +65,10 @@ int nicoff_cards_set_config(enum fw_config_key key, u64 value)
 		struct nicoff_card *card = &nicoff_cards[i];
 
 		mutex_lock(&card->lock);
-		ret = fw_set_config(card->fw, key, value);
+		if (key == FW_CFG_BCAST_HW)
+			ret = nicoff_card_set_bcast_hw(card, value);
+		else
+			ret = fw_set_config(card->fw, key, value);
 		mutex_unlock(&card->lock);
 	}
 	return ret;
@@ -108,6 +124,7 @@ static int nicoff_cards_create(void)
 		card->fw = fw_card_create(&card->host, &cfg);
 		if (!card->fw)
 			goto fail;
+		card->bcast_hw = cfg.bcast_hw;
 	}
 	return 0;
 fail:

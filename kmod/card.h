@@ -63,6 +63,11 @@ struct nicoff_card {
 	struct fw_fault_state faults;	/* the card's outgoing link */
 	struct fw_fault_cfg fault_cfg;		/* used when fault_override */
 	bool fault_override;
+	/*
+	 * The firmware's bcast_hw, as last set for this card: by the module's
+	 * tunable (every card) or over netlink (this card).  Under @lock.
+	 */
+	u32 bcast_hw;
 	struct nicoff_fabric_stats fabric_stats;
 };
 
@@ -72,6 +77,8 @@ extern unsigned int nicoff_num_cards;
 int nicoff_cards_init(void);
 void nicoff_cards_exit(void);
 int nicoff_cards_set_config(enum fw_config_key key, u64 value);
+/* One card's hardware broadcast on (1) or off (0); under the card's lock. */
+int nicoff_card_set_bcast_hw(struct nicoff_card *card, u32 on);
 /* GROUP_CREATE above this fails at once: a larger group cannot have distinct members. */
 u64 nicoff_fw_group_limit(u64 max_group_size);
 

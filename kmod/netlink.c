@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The generic netlink family "nicoff": what tools see of the module and of
- * each card (counters, fault injection), and the one knob they may turn
- * (faults, CAP_NET_ADMIN).  Strict policies: unknown attributes and
+ * each card (counters, fault injection, settings), and the knobs they may
+ * turn (faults, a card's settings; CAP_NET_ADMIN).  Strict policies: unknown attributes and
  * out-of-range values are refused before a handler runs.
  */
 #include <net/genetlink.h>
@@ -36,6 +36,7 @@ static const struct nla_policy nicoff_fault_policy[NICOFF_NL_FAULT_MAX + 1] = {
 static const struct nla_policy nicoff_policy[NICOFF_NL_A_MAX + 1] = {
 	[NICOFF_NL_A_CARD] = { .type = NLA_U32 },
 	[NICOFF_NL_A_FAULTS] = NLA_POLICY_NESTED(nicoff_fault_policy),
+	[NICOFF_NL_A_BCAST_HW] = NLA_POLICY_MAX(NLA_U32, 1),
 };
 
 static int nicoff_put_faults(struct sk_buff *skb, const struct fw_fault_cfg *cfg, bool global)
@@ -148,6 +149,8 @@ static int nicoff_fill_card(struct sk_buff *skb, struct nicoff_card *card, u32 p
 		ret = nicoff_put_stats(skb, card);
 	if (!ret)
 		ret = nicoff_put_faults(skb, &cfg, global);
+	if (!ret)
+		ret = nla_put_u32(skb, NICOFF_NL_A_BCAST_HW, card->bcast_hw) ? -EMSGSIZE : 0;
 	mutex_unlock(&card->lock);
 	if (ret) {
 		genlmsg_cancel(skb, hdr);
@@ -290,6 +293,27 @@ static int nicoff_nl_set_faults(struct sk_buff *skb, struct genl_info *info)
 	return 0;
 }
 
+/* A card's settings; the policy has checked each value's range. */
+static int nicoff_nl_set_card(struct sk_buff *skb, struct genl_info *info)
+{
+	struct nicoff_card *card = nicoff_nl_card(info);
+	int ret;
+
+	if (IS_ERR(card))
+		return PTR_ERR(card);
+	if (!info->attrs[NICOFF_NL_A_BCAST_HW]) {
+		NL_SET_ERR_MSG(info->extack, "nothing to set: bcast_hw attribute required");
+		return -EINVAL;
+	}
+	mutex_lock(&card->lock);
+	ret = nicoff_card_set_bcast_hw(card, nla_get_u32(info->attrs[NICOFF_NL_A_BCAST_HW]));
+	mutex_unlock(&card->lock);
+	if (ret)
+		NL_SET_ERR_MSG_ATTR(info->extack, info->attrs[NICOFF_NL_A_BCAST_HW],
+				    "the firmware refused bcast_hw");
+	return ret;
+}
+
 static const struct genl_small_ops nicoff_genl_ops[] = {
 	{
 		.cmd = NICOFF_NL_CMD_GET_INFO,
@@ -303,6 +327,11 @@ static const struct genl_small_ops nicoff_genl_ops[] = {
 	{
 		.cmd = NICOFF_NL_CMD_SET_FAULTS,
 		.doit = nicoff_nl_set_faults,
+		.flags = GENL_ADMIN_PERM,
+	},
+	{
+		.cmd = NICOFF_NL_CMD_SET_CARD,
+		.doit = nicoff_nl_set_card,
 		.flags = GENL_ADMIN_PERM,
 	},
 };

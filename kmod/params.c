@@ -199,6 +199,18 @@ NICOFF_TUNABLE(card_group_members, 16384, 1, NICOFF_MAX_CARD_GROUP_MEMBERS,
 NICOFF_TUNABLE(group_create_ms, 30000, 1, FW_GROUP_CREATE_MS_MAX, FW_CFG_GROUP_CREATE_MS,
 	       "Time GROUP_CREATE may take, auto's trials included, before it fails with ETIMEDOUT (1-3600000 ms, default 30000)");
 
+/*
+ * Broadcast (seed 002): the channels of a group created with
+ * bcast_channels 0, and whether the cards use the switch's multicast.
+ * Setting bcast_hw sets it on every card, over what netlink set for one.
+ */
+NICOFF_TUNABLE(bcast_channels, 16, NICOFF_BCAST_MIN_CHANNELS, NICOFF_BCAST_MAX_CHANNELS,
+	       FW_CFG_BCAST_CHANNELS,
+	       "Broadcast channels of groups created with bcast_channels 0 (2-64, default 16)");
+
+NICOFF_TUNABLE(bcast_hw, 1, 0, 1, FW_CFG_BCAST_HW,
+	       "Broadcast by the switch's multicast (1, the default) or by the point-to-point tree (0); broadcasts in flight fail over");
+
 NICOFF_TUNABLE(link_latency_ns, 0, 0, 100000000, NICOFF_MODULE_ONLY,
 	       "Extra one-way latency of every link (0-100000000 ns, default 0)");
 

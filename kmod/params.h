@@ -40,6 +40,9 @@ extern unsigned int nicoff_card_unexpected_bytes;
 extern unsigned int nicoff_max_group_size;
 extern unsigned int nicoff_card_group_members;
 extern unsigned int nicoff_group_create_ms;
+/* Broadcast: channels of groups that ask for none, and the fabric's multicast on. */
+extern unsigned int nicoff_bcast_channels;
+extern unsigned int nicoff_bcast_hw;
 
 /* Fault injection, global: parts per million of packets. */
 extern unsigned int nicoff_fault_drop_ppm;

@@ -3,7 +3,8 @@
  * nicoffctl(8) against the loaded module: the kernel's extended-ack
  * messages reach the user with the exit status the man page documents, the
  * faults in force are shown, and -j prints JSON (parsed here with json-c)
- * naming every counter of include/uapi/nicoff_lists.h.  The tool is
+ * naming every counter of include/uapi/nicoff_lists.h; set-card sets a
+ * card's bcast_hw, which GET_CARD reports and the module's tunable resets.  The tool is
  * $NICOFFCTL, else nicoffctl on $PATH (the VM harness copies it to /bin).
  */
 #include <errno.h>
@@ -16,6 +17,7 @@
 
 #include "kselftest_harness.h"
 #include "nicoff_util.h"
+#include "nicoff_nl.h"
 
 /* What one run of nicoffctl printed, and its exit status. */
 struct ctl_run {
@@ -86,6 +88,7 @@ FIXTURE(ctl) {
 	struct ctl_run r;
 	struct nicoff_query q;
 	long long delay_us;	/* the global delay_us to put back, or -1 */
+	bool bcast_hw_set;	/* put every card's bcast_hw back to 1 */
 };
 
 FIXTURE_SETUP(ctl)
@@ -101,6 +104,8 @@ FIXTURE_TEARDOWN(ctl)
 {
 	char prev[64];
 
+	if (self->bcast_hw_set)
+		nt_param_set("bcast_hw", 1);
 	if (self->delay_us < 0)
 		return;
 	snprintf(prev, sizeof(prev), "delay_us=%lld", self->delay_us);
@@ -194,6 +199,116 @@ TEST_F(ctl, faults_shown)
 	EXPECT_EQ(0, self->r.status);
 	ASSERT_EQ(0, CTL(&self->r, "faults"));
 	EXPECT_EQ(NULL, strstr(self->r.out, "card 0:")) TH_LOG("%s", self->r.out);
+}
+
+/* card N's bcast_hw as -j card N shows it, or -1. */
+static long long card_bcast_hw(struct ctl_run *r, const char *card)
+{
+	struct json_object *j, *v;
+	long long hw = -1;
+
+	if (CTL(r, "-j", "card", card) || r->status)
+		return -1;
+	j = ctl_json(r);
+	if (j && json_object_object_get_ex(j, "bcast_hw", &v))
+		hw = json_object_get_int64(v);
+	json_object_put(j);
+	return hw;
+}
+
+/* SET_CARD as an ordinary user (uid 65534): refused with EPERM. */
+static int set_card_unprivileged(void)
+{
+	struct nt_nl nl;
+	int ret;
+
+	NT_CK(!setgid(65534) && !setuid(65534));
+	NT_CK(!nt_nl_connect(&nl));
+	ret = nt_nl_card_set_bcast_hw(&nl, 0, 0);
+	nt_nl_close(&nl);
+	NT_CK(ret == -EPERM);
+	return 0;
+}
+
+/*
+ * The kernel refuses a bad set-card with its own words; a good one is read
+ * back by card N (text and JSON) and only on that card; the module's
+ * bcast_hw tunable sets every card again.
+ */
+TEST_F(ctl, set_card_bcast_hw)
+{
+	struct nt_card_stats st;
+	unsigned long v;
+	struct nt_nl nl;
+	char last[16];
+
+	ASSERT_EQ(0, nt_param_get("bcast_hw", &v));
+	ASSERT_EQ(1ul, v);
+	EXPECT_EQ(1, card_bcast_hw(&self->r, "0"));
+	snprintf(last, sizeof(last), "%u", self->q.num_cards - 1);
+
+	ASSERT_EQ(0, CTL(&self->r, "set-card", "0", "bcast_hw=2"));
+	EXPECT_EQ(1, self->r.status);
+	EXPECT_NE(NULL, strstr(self->r.err, "0..1")) TH_LOG("stderr: %s", self->r.err);
+	EXPECT_NE(NULL, strstr(self->r.err, "bcast_hw")) TH_LOG("stderr: %s", self->r.err);
+	ASSERT_EQ(0, CTL(&self->r, "set-card", "99999", "bcast_hw=0"));
+	EXPECT_EQ(1, self->r.status);
+	EXPECT_NE(NULL, strstr(self->r.err, "no such card")) TH_LOG("stderr: %s", self->r.err);
+	ASSERT_EQ(0, CTL(&self->r, "set-card", "0"));
+	EXPECT_EQ(1, self->r.status);
+	EXPECT_NE(NULL, strstr(self->r.err, "nothing to set")) TH_LOG("stderr: %s", self->r.err);
+	ASSERT_EQ(0, CTL(&self->r, "set-card", "0", "bcast=0"));
+	EXPECT_EQ(2, self->r.status);
+	EXPECT_EQ(1, card_bcast_hw(&self->r, "0"));
+	EXPECT_EQ(0, nt_run_child(set_card_unprivileged));
+	/* The raw errors behind the messages: the policy's range, the card. */
+	ASSERT_EQ(0, nt_nl_connect(&nl));
+	EXPECT_EQ(-ERANGE, nt_nl_card_set_bcast_hw(&nl, 0, 2));
+	EXPECT_EQ(-ERANGE, nt_nl_card_set_bcast_hw(&nl, 0, ~0u));
+	EXPECT_EQ(-ENODEV, nt_nl_card_set_bcast_hw(&nl, self->q.num_cards, 0));
+	EXPECT_EQ(0, nt_nl_card(&nl, 0, &st));
+	EXPECT_EQ(1, st.bcast_hw);
+	nt_nl_close(&nl);
+	EXPECT_EQ(1, card_bcast_hw(&self->r, "0"));
+
+	self->bcast_hw_set = true;
+	ASSERT_EQ(0, CTL(&self->r, "set-card", last, "bcast_hw=0"));
+	ASSERT_EQ(0, self->r.status) TH_LOG("stderr: %s", self->r.err);
+	EXPECT_EQ(0, card_bcast_hw(&self->r, last));
+	if (self->q.num_cards > 1)
+		EXPECT_EQ(1, card_bcast_hw(&self->r, "0"));
+	ASSERT_EQ(0, CTL(&self->r, "card", last));
+	EXPECT_NE(NULL, strstr(self->r.out, "bcast_hw 0")) TH_LOG("%s", self->r.out);
+	ASSERT_EQ(0, CTL(&self->r, "set-card", last, "bcast_hw=1"));
+	EXPECT_EQ(0, self->r.status);
+	EXPECT_EQ(1, card_bcast_hw(&self->r, last));
+
+	/* The tunable: every card, and refused out of its range. */
+	ASSERT_EQ(0, CTL(&self->r, "set-card", last, "bcast_hw=0"));
+	ASSERT_EQ(0, nt_param_set("bcast_hw", 0));
+	EXPECT_EQ(0, card_bcast_hw(&self->r, "0"));
+	ASSERT_EQ(0, nt_param_set("bcast_hw", 1));
+	EXPECT_EQ(1, card_bcast_hw(&self->r, "0"));
+	EXPECT_EQ(1, card_bcast_hw(&self->r, last));
+	EXPECT_NE(0, nt_param_set("bcast_hw", 2));
+	ASSERT_EQ(0, nt_param_get("bcast_hw", &v));
+	EXPECT_EQ(1ul, v);
+}
+
+/* The default channels tunable takes 2-64 only. */
+TEST_F(ctl, bcast_channels_tunable)
+{
+	unsigned long v;
+
+	ASSERT_EQ(0, nt_param_get("bcast_channels", &v));
+	EXPECT_EQ(16ul, v);
+	EXPECT_NE(0, nt_param_set("bcast_channels", 1));
+	EXPECT_NE(0, nt_param_set("bcast_channels", 65));
+	EXPECT_EQ(0, nt_param_set("bcast_channels", 2));
+	EXPECT_EQ(0, nt_param_set("bcast_channels", 64));
+	ASSERT_EQ(0, nt_param_get("bcast_channels", &v));
+	EXPECT_EQ(64ul, v);
+	EXPECT_EQ(0, nt_param_set("bcast_channels", 16));
 }
 
 static const char *const counters[] = {

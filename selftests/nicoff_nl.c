@@ -177,6 +177,8 @@ static void nt_nl_card_cb(void *ctx, const struct nlmsghdr *h)
 					st->unknown++;
 				}
 			}
+		} else if (type == NICOFF_NL_A_BCAST_HW && a->nla_len >= NLA_HDRLEN + 4) {
+			memcpy(&st->bcast_hw, in, 4);
 		} else if (type == NICOFF_NL_A_FAULTS) {
 			nt_nla_for_each(b, in, inlen, rem2) {
 				if ((b->nla_type & NLA_TYPE_MASK) == NICOFF_NL_FAULT_GLOBAL)
@@ -191,6 +193,7 @@ int nt_nl_card(struct nt_nl *nl, uint32_t card, struct nt_card_stats *st)
 	struct nt_nlmsg m;
 
 	memset(st, 0, sizeof(*st));
+	st->bcast_hw = -1;
 	nt_nl_start(&m, nl->family, NLM_F_REQUEST | NLM_F_ACK, NICOFF_NL_CMD_GET_CARD,
 		    NICOFF_GENL_VERSION, ++nl->seq);
 	nt_nl_put_u32(&m, NICOFF_NL_A_CARD, card);
@@ -221,6 +224,17 @@ int nt_nl_card_follow_global(struct nt_nl *nl, uint32_t card)
 int nt_nl_card_set_drop(struct nt_nl *nl, uint32_t card, uint32_t drop_ppm)
 {
 	return nt_nl_card_fault(nl, card, NICOFF_NL_FAULT_DROP_PPM, &drop_ppm, sizeof(drop_ppm));
+}
+
+int nt_nl_card_set_bcast_hw(struct nt_nl *nl, uint32_t card, uint32_t on)
+{
+	struct nt_nlmsg m;
+
+	nt_nl_start(&m, nl->family, NLM_F_REQUEST | NLM_F_ACK, NICOFF_NL_CMD_SET_CARD,
+		    NICOFF_GENL_VERSION, ++nl->seq);
+	nt_nl_put_u32(&m, NICOFF_NL_A_CARD, card);
+	nt_nl_put_u32(&m, NICOFF_NL_A_BCAST_HW, on);
+	return nt_nl_request(nl, &m, NULL, NULL);
 }
 
 int nt_card_stats(uint32_t card, struct nt_card_stats *st)

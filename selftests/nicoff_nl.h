@@ -80,6 +80,7 @@ struct nt_card_stats {
 	unsigned int seen[NICOFF_NL_STAT_MAX + 1];	/* times each counter came */
 	unsigned int unknown;	/* counters beyond NICOFF_NL_STAT_MAX */
 	int global;		/* the card follows the global faults */
+	int bcast_hw;		/* the card's bcast_hw setting, -1 if not reported */
 };
 
 /* GET_CARD of one card; -ETIMEDOUT if no answer came. */
@@ -88,6 +89,9 @@ int nt_nl_card(struct nt_nl *nl, uint32_t card, struct nt_card_stats *st);
 int nt_nl_card_follow_global(struct nt_nl *nl, uint32_t card);
 /* The card's own drop rate (it stops following the global faults). */
 int nt_nl_card_set_drop(struct nt_nl *nl, uint32_t card, uint32_t drop_ppm);
+
+/* SET_CARD: the card's bcast_hw (0 or 1; other values must be refused). */
+int nt_nl_card_set_bcast_hw(struct nt_nl *nl, uint32_t card, uint32_t on);
 
 /* One-shot: a card's counters through a socket of its own. */
 int nt_card_stats(uint32_t card, struct nt_card_stats *st);

@@ -408,7 +408,8 @@ struct nicoff_port_stats {
 /*
  * Generic netlink family "nicoff": module-wide and per-card state for
  * tools (nicoffctl).  GET_INFO and GET_CARD (doit with NICOFF_NL_A_CARD, or
- * dump of every card) are open to all; SET_FAULTS needs CAP_NET_ADMIN.
+ * dump of every card) are open to all; SET_FAULTS and SET_CARD need
+ * CAP_NET_ADMIN.
  */
 #define NICOFF_GENL_NAME	"nicoff"
 #define NICOFF_GENL_VERSION	1
@@ -416,8 +417,9 @@ struct nicoff_port_stats {
 enum nicoff_nl_cmd {
 	NICOFF_NL_CMD_UNSPEC,
 	NICOFF_NL_CMD_GET_INFO,		/* -> NUM_CARDS, ABI_VERSION, PINNED_PAGES, FAULTS */
-	NICOFF_NL_CMD_GET_CARD,		/* CARD -> CARD, PORTS_OPEN, STATS, FAULTS */
+	NICOFF_NL_CMD_GET_CARD,		/* CARD -> CARD, PORTS_OPEN, STATS, FAULTS, BCAST_HW */
 	NICOFF_NL_CMD_SET_FAULTS,	/* [CARD], FAULTS: a card's, or the global, faults */
+	NICOFF_NL_CMD_SET_CARD,		/* CARD, BCAST_HW: a card's settings */
 	__NICOFF_NL_CMD_MAX,
 };
 
@@ -433,6 +435,11 @@ enum nicoff_nl_attr {
 	NICOFF_NL_A_PORTS_OPEN,		/* u32 */
 	NICOFF_NL_A_STATS,		/* nest of NICOFF_NL_STAT_* (u64) */
 	NICOFF_NL_A_FAULTS,		/* nest of NICOFF_NL_FAULT_* */
+	/*
+	 * u32, 0 or 1: the card broadcasts by the switch's multicast (1) or
+	 * the point-to-point tree (0); the module's bcast_hw sets every card.
+	 */
+	NICOFF_NL_A_BCAST_HW,
 	__NICOFF_NL_A_MAX,
 };
 

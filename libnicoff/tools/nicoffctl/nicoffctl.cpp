@@ -23,6 +23,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -41,17 +42,20 @@ constexpr const char *usage_text =
     "usage: nicoffctl [-j [-p]] info | card N | cards | stats | get-stat CARD NAME | faults\n"
     "       nicoffctl faults [--card N] [--global] [drop=PPM] [dup=PPM] [corrupt=PPM]\n"
     "                        [reorder=PPM] [delay=PPM] [delay_us=US]\n"
+    "       nicoffctl set-card N bcast_hw=0|1\n"
     "       nicoffctl -h | --help | -V | --version\n";
 
 constexpr const char *help_text =
     "\n"
     "  info                module-wide state and the global faults\n"
-    "  card N | cards      one card's (every card's) counters, ports and faults\n"
+    "  card N | cards      one card's (every card's) counters, ports, faults, settings\n"
     "  stats               every card's counters\n"
     "  get-stat CARD NAME  one counter, as a bare number\n"
     "  faults              the faults in force: global, and each card's own\n"
     "  faults [--card N] KEY=VALUE...  set faults (CAP_NET_ADMIN)\n"
     "  faults --card N --global        the card follows the global faults again\n"
+    "  set-card N bcast_hw=0|1         card N broadcasts by the switch's multicast (1)\n"
+    "                                  or the point-to-point tree (0) (CAP_NET_ADMIN)\n"
     "\n"
     "  -j, --json          print JSON (show commands)\n"
     "  -p, --pretty        indent the JSON\n"
@@ -90,8 +94,15 @@ constexpr std::array<std::pair<std::string_view, int>, 6> fault_keys = {{
     {"delay_us", NICOFF_NL_FAULT_DELAY_USECS},
 }};
 
-std::optional<int> fault_attr(std::string_view key) {
-    for (const auto &[name, attr] : fault_keys)
+// A card's settings on the command line (set-card KEY=VALUE), in the order shown.
+constexpr std::array<std::pair<std::string_view, int>, 1> card_keys = {{
+    {"bcast_hw", NICOFF_NL_A_BCAST_HW},
+}};
+
+using keys_t = std::span<const std::pair<std::string_view, int>>;
+
+std::optional<int> key_attr(std::string_view key, keys_t keys) {
+    for (const auto &[name, attr] : keys)
         if (name == key)
             return attr;
     return std::nullopt;
@@ -99,7 +110,7 @@ std::optional<int> fault_attr(std::string_view key) {
 
 // What one reply message said.
 struct Reply {
-    std::optional<std::uint32_t> card, num_cards, abi, ports_open;
+    std::optional<std::uint32_t> card, num_cards, abi, ports_open, bcast_hw;
     std::optional<std::uint64_t> pinned;
     std::map<int, std::uint64_t> stats;
     std::map<int, std::uint32_t> faults;
@@ -120,8 +131,12 @@ std::string attr_at(nlmsghdr *req, std::uint32_t offs) {
     int rem;
     nla_for_each_attr(a, genlmsg_attrdata(static_cast<genlmsghdr *>(nlmsg_data(req)), 0),
                       genlmsg_attrlen(static_cast<genlmsghdr *>(nlmsg_data(req)), 0), rem) {
-        if (at(a) == offs)
+        if (at(a) == offs) {
+            for (const auto &[name, attr] : card_keys)
+                if (attr == nla_type(a))
+                    return std::string(name);
             return nla_type(a) == NICOFF_NL_A_CARD ? "card" : "faults";
+        }
         if (nla_type(a) != NICOFF_NL_A_FAULTS || offs < at(a) ||
             offs >= at(a) + nla_len(a) + NLA_HDRLEN)
             continue;
@@ -263,6 +278,8 @@ private:
             r.abi = nla_get_u32(tb[NICOFF_NL_A_ABI_VERSION]);
         if (tb[NICOFF_NL_A_PORTS_OPEN])
             r.ports_open = nla_get_u32(tb[NICOFF_NL_A_PORTS_OPEN]);
+        if (tb[NICOFF_NL_A_BCAST_HW])
+            r.bcast_hw = nla_get_u32(tb[NICOFF_NL_A_BCAST_HW]);
         if (tb[NICOFF_NL_A_PINNED_PAGES])
             r.pinned = nla_get_u64(tb[NICOFF_NL_A_PINNED_PAGES]);
         if (tb[NICOFF_NL_A_STATS]) {
@@ -324,11 +341,9 @@ Json stats_json(const Reply &r) {
 }
 
 Json card_json(const Reply &r) {
-    return Json{{"card", r.card.value_or(0)},
-                {"ports_open", r.ports_open.value_or(0)},
-                {"stats", stats_json(r)},
-                {"faults_global", r.faults_global},
-                {"faults", faults_json(r)}};
+    return Json{{"card", r.card.value_or(0)}, {"ports_open", r.ports_open.value_or(0)},
+                {"stats", stats_json(r)},     {"faults_global", r.faults_global},
+                {"faults", faults_json(r)},   {"bcast_hw", r.bcast_hw.value_or(0)}};
 }
 
 std::string faults_text(const Reply &r) {
@@ -346,9 +361,11 @@ void print_card(const Reply &r, bool with_ports) {
         std::printf("card %u:\n", r.card.value_or(0));
     for (const auto &[attr, v] : r.stats)
         std::printf("  %-16s %llu\n", stat_names[attr], static_cast<unsigned long long>(v));
-    if (with_ports)
+    if (with_ports) {
         std::printf("  faults%s:%s\n", r.faults_global ? " (global)" : " (this card's own)",
                     faults_text(r).c_str());
+        std::printf("  bcast_hw %u\n", r.bcast_hw.value_or(0));
+    }
 }
 
 auto put_card(std::uint32_t card) {
@@ -403,14 +420,15 @@ Options parse(int argc, char **argv) {
     const std::string_view cmd = o.args[0];
     const std::size_t n = o.args.size();
     const bool ok = ((cmd == "info" || cmd == "cards" || cmd == "stats") && n == 1) ||
-                    (cmd == "card" && n == 2) || (cmd == "get-stat" && n == 3) || cmd == "faults";
+                    (cmd == "card" && n == 2) || (cmd == "get-stat" && n == 3) ||
+                    (cmd == "set-card" && n >= 2) || cmd == "faults";
     if (!ok)
         throw UsageError("unknown command or wrong arguments: " + std::string(cmd));
     if ((o.card || o.global) && cmd != "faults")
         throw UsageError("--card and --global go with faults");
     if (o.global && !o.card)
         throw UsageError("--global needs --card");
-    if (cmd == "card" || cmd == "get-stat")
+    if (cmd == "card" || cmd == "get-stat" || cmd == "set-card")
         o.card = parse_u32(o.args[1], "card");
     return o;
 }
@@ -427,14 +445,18 @@ int run(const Options &o) {
     const std::string_view cmd = o.args[0];
     const int get_attr = cmd == "get-stat" ? stat_attr(o.args[2]) : 0;
     std::vector<std::pair<int, std::uint32_t>> set;
-    if (cmd == "faults") {
-        for (std::size_t i = 1; i < o.args.size(); i++) {
+    if (cmd == "faults" || cmd == "set-card") {
+        const bool faults = cmd == "faults";
+        for (std::size_t i = faults ? 1 : 2; i < o.args.size(); i++) {
             const std::string_view a = o.args[i];
             const auto eq = a.find('=');
             const auto attr =
-                eq == std::string_view::npos ? std::nullopt : fault_attr(a.substr(0, eq));
+                eq == std::string_view::npos
+                    ? std::nullopt
+                    : key_attr(a.substr(0, eq), faults ? keys_t(fault_keys) : keys_t(card_keys));
             if (!attr)
-                throw UsageError("unknown fault: " + std::string(a));
+                throw UsageError(std::string(faults ? "unknown fault: " : "unknown setting: ") +
+                                 std::string(a));
             set.emplace_back(*attr, parse_u32(a.substr(eq + 1), "value"));
         }
     }
@@ -474,6 +496,13 @@ int run(const Options &o) {
         out = Json{{"card", *o.card}, {stat_names[get_attr], it->second}};
         if (!o.json)
             std::printf("%llu\n", static_cast<unsigned long long>(it->second));
+    } else if (cmd == "set-card") {
+        fam.request(NICOFF_NL_CMD_SET_CARD, 0, [&](nl_msg *m) {
+            nla_put_u32(m, NICOFF_NL_A_CARD, *o.card);
+            for (auto [attr, v] : set)
+                nla_put_u32(m, attr, v);
+        });
+        return 0;
     } else if (set.empty() && !o.card) {
         // faults: show the global ones and every card's own.
         const auto info = fam.request(NICOFF_NL_CMD_GET_INFO, 0, no_fill).at(0);
