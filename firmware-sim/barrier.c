@@ -39,6 +39,7 @@
  * barrier can still get a lost message again.
  */
 #include "barrier.h"
+#include "bcast.h"
 
 #define FW_GRP_HASH_BITS	5
 /* Member tables up to this size are checked whole (cards, duplicates). */
@@ -665,6 +666,10 @@ static int fw_grp_create(struct fw_card *card, struct fw_port *port, const struc
 	ret = fw_grp_members(card, g, port->id, op);
 	if (ret)
 		goto fail;
+	/* Last: nothing after it fails, so the broadcast side never outlives a failed creation. */
+	ret = fw_bcast_group_create(card, port->id, op);
+	if (ret)
+		goto fail;
 
 	if (alg == NICOFF_BARRIER_AUTO) {
 		g->decide_epoch = 1 + (u64)(FW_BAR_NALG - 1) * (FW_BAR_AUTO_WARM + g->rounds);
@@ -702,6 +707,7 @@ fail:
 /* Make the group a zombie: it answers NACKs until dead_ns from now. */
 static void fw_grp_bury(struct fw_card *card, struct fw_group *g)
 {
+	fw_bcast_group_bury(card, g->port, g->id);
 	g->zombie = true;
 	g->running = false;
 	fw_grp_arm(card, g, fw_add_sat(fwos_now(card->host), card->dead_ns));

@@ -8,8 +8,6 @@
 /* Beyond this a retry budget is meaningless; it also bounds a loop below. */
 #define FW_MAX_RETRIES_LIMIT	1000u
 #define FW_MTU_LIMIT		FW_BIT(24)
-/* Room for a strided put's head, one table entry and one 8-byte element. */
-#define FW_MTU_MIN		64u
 #define FW_WINDOW_LIMIT		FW_BIT(16)
 #define FW_ATOMIC_TABLE_LIMIT	FW_BIT(20)
 #define FW_BARRIER_ROUNDS_LIMIT	1000u

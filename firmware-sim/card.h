@@ -18,6 +18,12 @@
 #include <uapi/nicoff.h>
 
 /*
+ * The smallest MTU a card takes: room for a strided put's head, one table
+ * entry and one 8-byte element.
+ */
+#define FW_MTU_MIN		64u
+
+/*
  * Those up to FW_OP_SGETRESP move data (struct fw_xfer_op), the rest send
  * one packet (fw_ctrl_op); engine.c says what else each one is.
  */
@@ -298,6 +304,7 @@ struct fw_card {
 	struct fw_atomic_card atomic;	/* remote atomics (atomic.c) */
 	struct fw_bcard *bar;		/* process groups (barrier.c), from the first */
 	struct fw_ping_card ping;	/* pings (ping.c) */
+	struct fw_bccard *bcast;	/* broadcast state of groups (bcast.c), from the first */
 };
 
 /* What a receive handler did with an in-order packet. */
@@ -357,6 +364,8 @@ struct fw_pkt *fw_pkt_new(struct fw_card *card, struct fw_peer *peer, u8 type, u
 			  u32 rport, u32 len);
 /* CRC, count and hand to the fabric a packet outside the go-back-N stream. */
 void fw_pkt_send(struct fw_card *card, struct fw_pkt *pkt);
+/* Its CRC only (FW_PKT_F_NOCRC: of the header). */
+void fw_pkt_seal(struct fw_pkt *pkt);
 
 /* msg.c */
 int fw_msg_cmd(struct fw_card *card, struct fw_port *port, const struct nicoff_cmd *cmd);

@@ -6,6 +6,7 @@
  */
 #include "card.h"
 #include "engine.h"
+#include "bcast.h"
 
 #define FW_TABLE_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
 
@@ -27,6 +28,11 @@ static const struct fw_engine_ops fw_rma_engine = { .name = "rma", .cmd = fw_rma
 
 static const struct fw_engine_ops fw_strided_engine = { .name = "strided", .cmd = fw_strided_cmd };
 
+static const struct fw_engine_ops fw_bcast_engine = {
+	.name = "bcast", .cmd = fw_bcast_cmd, .rx = fw_bcast_rx,
+	.port_detach = fw_bcast_port_detach, .destroy = fw_bcast_destroy,
+};
+
 static const struct fw_engine_ops fw_ping_engine = {
 	.name = "ping", .init = fw_ping_init, .cmd = fw_ping_cmd, .rx = fw_ping_rx,
 	.port_detach = fw_ping_port_detach, .destroy = fw_ping_destroy,
@@ -39,12 +45,14 @@ static const struct fw_engine_ops fw_stream_engine = {
 };
 
 /*
- * In lifecycle order: a card is torn down atomics, barriers, then the
- * peers; a closing port leaves atomics, barriers, then messages.
+ * In lifecycle order: a card is torn down atomics, barriers, broadcasts,
+ * then the peers; a closing port leaves atomics, barriers, broadcasts,
+ * then messages.
  */
 static const struct fw_engine_ops *const fw_engines[] = {
 	&fw_atomic_engine,
 	&fw_barrier_engine,
+	&fw_bcast_engine,
 	&fw_msg_engine,
 	&fw_rma_engine,
 	&fw_strided_engine,
@@ -68,6 +76,7 @@ static const struct fw_engine_ops *const fw_opcodes[] = {
 	[NICOFF_OP_PUT_STRIDED] = &fw_strided_engine,
 	[NICOFF_OP_GET_STRIDED] = &fw_strided_engine,
 	[NICOFF_OP_ACC_STRIDED] = &fw_strided_engine,
+	[NICOFF_OP_BCAST] = &fw_bcast_engine,
 };
 
 /* Packet types (fw_pkt.h). */
@@ -85,6 +94,7 @@ static const struct fw_pkt_info fw_pkt_infos[] = {
 	[FW_PKT_PING ... FW_PKT_PONG] = { &fw_ping_engine, NULL },
 	[FW_PKT_PUT_STRIDED] = { &fw_stream_engine, fw_strided_rx_put },
 	[FW_PKT_GET_STRIDED_REQ] = { &fw_stream_engine, fw_strided_rx_get_req },
+	[FW_PKT_BCAST ... FW_PKT_BCAST_STATE] = { &fw_bcast_engine, NULL, true },
 };
 
 #define FW_OPF_PUTLIKE	(FW_OPF_COMMAND | FW_OPF_ACKED)

@@ -51,6 +51,8 @@ struct fw_pkt_info {
 	 * stream has accepted it in order.  enum fw_rx_verdict.
 	 */
 	int (*deliver)(struct fw_card *card, struct fw_peer *peer, struct fw_pkt *pkt);
+	/* The fabric may multicast it (dst_node FW_NODE_ANY), its CRC may skip the payload. */
+	bool multicast;
 };
 
 /* What a kind of operation is (struct fw_op_info.flags). */

@@ -78,6 +78,23 @@ enum fw_pkt_type {
 	 */
 	FW_PKT_PUT_STRIDED = 17,
 	FW_PKT_GET_STRIDED_REQ = 18,
+	/*
+	 * Broadcast (bcast.c), outside the go-back-N stream, with struct
+	 * fw_bcast_body (bcast.h) in the typed part.  BCAST: a fragment of a
+	 * broadcast, multicast (dst_node FW_NODE_ANY), forwarded down a tree
+	 * (FW_PKT_F_TREE) or resent to one member.  The others are header
+	 * only.  NACK: fragments a member lacks, to the broadcast's root.
+	 * SYNC: a member reports a round to its parent (err 0, or -EAGAIN: it
+	 * lacks data); with ACKREQ, the parent asks for it.  VERDICT: rank 0
+	 * ends a round (err 0) or has it sent again (-EAGAIN); with ACKREQ, a
+	 * member asks for it.  STATE: -EAGAIN, alive but not there yet; any
+	 * other errno, the group failed.
+	 */
+	FW_PKT_BCAST = 19,
+	FW_PKT_BCAST_NACK = 20,
+	FW_PKT_BCAST_SYNC = 21,
+	FW_PKT_BCAST_VERDICT = 22,
+	FW_PKT_BCAST_STATE = 23,
 	FW_PKT_MAX,		/* first invalid type */
 };
 
@@ -91,6 +108,13 @@ enum fw_pkt_type {
  * (go-back-N fast retransmit) instead of waiting for its timeout.
  */
 #define FW_PKT_F_OOO		FW_BIT(2)
+/* The CRC covers the header only (broadcasts of a NICOFF_BCAST_F_NOCRC group). */
+#define FW_PKT_F_NOCRC		FW_BIT(3)
+/* A broadcast packet on the point-to-point tree: the receiver forwards it. */
+#define FW_PKT_F_TREE		FW_BIT(4)
+
+/* dst_node of a packet the fabric multicast: every card of a range takes it. */
+#define FW_NODE_ANY		0xffffffffu
 
 /*
  * The typed part of the barrier packets' header, where the stream's

@@ -28,6 +28,7 @@ enum fw_timer_class {
 	FW_TIMER_ATOMIC,	/* the atomics with a peer (atomic.c) */
 	FW_TIMER_GROUP,		/* a process group (barrier.c) */
 	FW_TIMER_PING,		/* a ping waiting for its answer (ping.c) */
+	FW_TIMER_BCAST,		/* a group's broadcasts (bcast.c) */
 	FW_TIMER_NCLASS
 };
 

@@ -82,13 +82,20 @@ static u32 fw_pkt_crc(const struct fw_pkt *pkt)
 {
 	u32 crc = fwos_crc32c(0, &pkt->hdr, FW_PKT_HDR_SIZE);
 
+	if (pkt->hdr.flags & FW_PKT_F_NOCRC)
+		return crc;
 	return fwos_crc32c(crc, pkt->payload, pkt->hdr.len);
+}
+
+void fw_pkt_seal(struct fw_pkt *pkt)
+{
+	pkt->hdr.crc = 0;
+	pkt->hdr.crc = fw_pkt_crc(pkt);
 }
 
 void fw_pkt_send(struct fw_card *card, struct fw_pkt *pkt)
 {
-	pkt->hdr.crc = 0;
-	pkt->hdr.crc = fw_pkt_crc(pkt);
+	fw_pkt_seal(pkt);
 	card->stats.tx_pkts++;
 	card->stats.tx_bytes += fw_pkt_size(pkt);
 	fwos_send(card->host, pkt);
@@ -741,7 +748,9 @@ void fw_rx(struct fw_card *card, struct fw_pkt *pkt, u32 size)
 		fwos_pkt_free(card->host, pkt);
 		return;
 	}
-	if (pkt->hdr.dst_node != card->cfg.node) {
+	if ((pkt->hdr.dst_node != card->cfg.node &&
+	     (pkt->hdr.dst_node != FW_NODE_ANY || !pt->multicast)) ||
+	    ((pkt->hdr.flags & FW_PKT_F_NOCRC) && !pt->multicast)) {
 		fwos_pkt_free(card->host, pkt);
 		return;
 	}

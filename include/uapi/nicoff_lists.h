@@ -58,12 +58,12 @@ NICOFF_NL_STAT_FW(BAD_PACKETS, bad_packets)		/* packets of no engine's type */
 NICOFF_NL_STAT_FW(PING_TIMEOUTS, ping_timeouts)		/* this card's pings given up */
 NICOFF_NL_STAT_FW(PING_STRAYS, ping_strays)		/* pongs for no ping waiting */
 NICOFF_NL_STAT_FW(TAIL_PROBES, tail_probes)		/* last packets resent to ask for an ack */
-NICOFF_NL_STAT_FW(BCAST_PKTS, bcast_pkts)		/* broadcast data packets sent, resends too */
-NICOFF_NL_STAT_FW(BCAST_MCASTS, bcast_mcasts)		/* of those, sent by the fabric's multicast */
+NICOFF_NL_STAT_FW(BCAST_PKTS, bcast_pkts)		/* broadcast data packets, resends too */
+NICOFF_NL_STAT_FW(BCAST_MCASTS, bcast_mcasts)		/* of those, the fabric's multicasts */
 NICOFF_NL_STAT_FW(BCAST_RESENDS, bcast_resends)		/* broadcast data sent again */
 NICOFF_NL_STAT_FW(BCAST_NACKS, bcast_nacks)		/* broadcast NACKs and polls sent */
-NICOFF_NL_STAT_FW(BCAST_SYNCS, bcast_syncs)		/* synchronisations this card took part in */
-NICOFF_NL_STAT_FW(BCAST_FAILOVERS, bcast_failovers)	/* groups moved to the point-to-point tree */
+NICOFF_NL_STAT_FW(BCAST_SYNCS, bcast_syncs)		/* rounds synchronised here */
+NICOFF_NL_STAT_FW(BCAST_FAILOVERS, bcast_failovers)	/* groups moved to the p2p tree */
 NICOFF_NL_STAT_FW(BCAST_FAILURES, bcast_failures)	/* groups whose broadcasts failed */
 #endif
 

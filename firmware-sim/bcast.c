@@ -1,0 +1,1449 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Broadcast in process groups, run by the cards: seed 002's design (LA-MPI
+ * over Quadrics hardware broadcast) with the card doing the host's part.
+ *
+ * - Numbering.  Every member posts a group's broadcasts in the same order
+ *   (MPI's rule), so the n-th BCAST of every member is broadcast n of the
+ *   group, whoever its root.  Packets name it; nothing else is agreed.
+ * - The fabric's multicast.  The switch replicates one packet to a range
+ *   of contiguous cards (fwos_send_range()).  The root sends each fragment
+ *   once per run of consecutive member cards, one run after the other
+ *   (seed 002 4.2), and a copy to each member port on its own card.  A card
+ *   hands a multicast copy to every member port it has in the group.
+ * - Channels.  Broadcasts are taken in rounds of at most the group's
+ *   channel count; broadcast k of a round travels in channel k - (the
+ *   round's first), held in card memory on every member until the round
+ *   ends (4.1, 4.3).  Data up to NICOFF_BCAST_EAGER_MAX bytes is copied
+ *   into the root's channel and its command completes at once; a larger
+ *   broadcast goes straight into the receivers' posted buffers (dropped
+ *   where none is posted yet: the receiver asks for it again), ends its
+ *   round, and its root's command completes only when the round does.
+ * - Delayed synchronisation.  Receivers acknowledge nothing per broadcast.
+ *   When a member has taken a round's last broadcast and holds all of the
+ *   round, it reports up a tree of degree 4 rooted at rank 0, once every
+ *   child has; rank 0 then sends the verdict to all (multicast), and the
+ *   round's channels are free again (4.3, Fig. 4).  A packet of the next
+ *   round from a member that had the verdict stands for a lost verdict.
+ * - Reliability.  Every packet has a CRC (over the header only for groups
+ *   created with NICOFF_BCAST_F_NOCRC: the cost seed 002 Fig. 8 measures).
+ *   A receiver that waits too long for a broadcast sends its root a NACK
+ *   naming up to 64 missing fragments, and the root sends those to it
+ *   alone.  A member that still lacks data of a round it must report
+ *   reports a NACK instead; rank 0 then tells all, and every root sends
+ *   again what it sent in the round's channels (receivers drop what they
+ *   hold): seed 002's retransmission since the last synchronisation.
+ *   Whoever waits on a member (a root, a child, rank 0) polls it; a live
+ *   one answers, a silent one is dead after dead_ns and the group fails.
+ * - Fail-over.  With the card's bcast_hw off, the group's
+ *   NICOFF_BCAST_F_P2P, or after a broadcast needed FW_BC_HW_TRIES
+ *   retransmissions of its round, data and verdicts go down a binomial
+ *   tree of unicast packets instead (each receiver forwards what it gets
+ *   to its children), the same recovery beneath.  Broadcasts in flight
+ *   complete either way: resends are unicast.
+ *
+ * A failed group (a member dead, a length that differs, a region gone)
+ * completes what is posted with -ECONNRESET (the member that found it with
+ * its own error) and tells every member; a destroyed one lingers dead_ns
+ * answering for the data it holds.
+ */
+#include "bcast.h"
+#include "barrier.h"
+
+#define FW_BC_HASH_BITS		5
+#define FW_BC_TREE_DEGREE	4u	/* of the synchronisation tree */
+#define FW_BC_NACK_WINDOW	64u	/* fragments one NACK asks for */
+#define FW_BC_BURST		32u	/* fragments of a large broadcast per pass */
+#define FW_BC_HW_TRIES		3u	/* retransmission rounds before the tree */
+#define FW_BC_ANY		0xffffu	/* body.to of a multicast */
+#define FW_BC_ROUND_MASK	0xffffffu
+
+enum fw_bc_sync {
+	FW_BC_OPEN,		/* the round takes broadcasts */
+	FW_BC_WAIT,		/* closed: waits for its data and the children */
+	FW_BC_SENT,		/* reported to the parent: waits for the verdict */
+};
+
+enum fw_bc_opstate {
+	FW_BC_QUEUED,		/* posted, its round not open yet */
+	FW_BC_TAKEN,		/* in the current round */
+	FW_BC_FINISHED,		/* status known; completes in posting order */
+};
+
+/* A posted BCAST. */
+struct fw_bop {
+	struct fw_list node;	/* g->ops, in posting order */
+	u64 tag;
+	u64 seq;		/* its broadcast, once taken */
+	u64 off;
+	u64 len;
+	u32 mr;
+	u32 root;
+	u32 nfrag;
+	u32 got;		/* large receiver: fragments written */
+	u32 sent;		/* large root: fragments sent once */
+	u32 ask;		/* large receiver: first fragment of its last NACK */
+	u8 state;		/* enum fw_bc_opstate */
+	bool large;
+	bool root_op;
+	bool root_late;		/* receiver: its root said it has not posted it yet */
+	s32 status;
+	u64 nack_at;		/* receiver: when it asks its root again */
+	u64 heard;		/* receiver: the root's last sign of life */
+	u64 *bits;		/* large receiver: fragments written */
+};
+
+/* One channel: a broadcast of the round, in card memory if eager. */
+struct fw_bchan {
+	u64 seq;		/* 0: empty */
+	u64 total;
+	u8 *buf;
+	u64 bits[NICOFF_BCAST_EAGER_MAX / FW_MTU_MIN / 64];
+	u32 nfrag;
+	u32 got;
+	bool full;
+	bool mine;		/* this member is its root */
+};
+
+struct fw_bgrp {
+	struct fw_bgrp *hnext;
+	struct fw_timer timer;
+	u32 port;
+	u32 id;
+	u32 rank;
+	u32 size;
+	u32 nchan;
+	u32 flags;		/* NICOFF_BCAST_F_* */
+	bool zombie;
+	bool hw_failed;		/* fell back to the tree for good */
+	s32 err;		/* failed: what posted broadcasts complete with */
+	u64 bury_at;		/* zombie: freed then */
+	struct nicoff_member *members;
+	u32 *runs;		/* first and last card of each run of member cards */
+	u32 nruns;
+	u32 *local;		/* ranks of the other member ports on this card */
+	u32 nlocal;
+
+	struct fw_list ops;
+	u64 next_seq;		/* of the next broadcast taken */
+	u64 round;
+	u64 rstart;		/* the round's first broadcast */
+	u32 rcount;		/* broadcasts taken in the round */
+	u32 retries;		/* retransmission rounds asked in this round */
+	u8 sync;		/* enum fw_bc_sync */
+	bool closed;		/* the round has its last broadcast */
+	bool nacked;		/* reported a NACK this round */
+	u32 nchild;
+	u32 child_ok;		/* bit i: child i reported this round */
+	u64 child_heard[FW_BC_TREE_DEGREE];
+	u64 poll_at;		/* parent waiting: polls children, or rank 0 repairs */
+	u64 query_at;		/* SENT: asks rank 0 for the verdict */
+	u64 heard_mgr;		/* SENT: rank 0's last sign of life */
+	u64 wait_since;		/* closed: since when */
+	u64 send_at;		/* a large root has fragments to send */
+	struct fw_bchan *chans;
+	struct fw_pkt_hdr tmpl;
+};
+
+struct fw_bccard {
+	struct fw_bgrp *hash[1u << FW_BC_HASH_BITS];
+};
+
+static u32 fw_bc_hash(u32 id)
+{
+	return (id * 0x9e3779b1u) >> (32 - FW_BC_HASH_BITS);
+}
+
+static struct fw_bgrp *fw_bc_find(struct fw_card *card, u32 port, u32 id, bool zombies)
+{
+	struct fw_bgrp *g, *z = NULL;
+
+	if (!card->bcast)
+		return NULL;
+	for (g = card->bcast->hash[fw_bc_hash(id)]; g; g = g->hnext) {
+		if (g->port != port || g->id != id)
+			continue;
+		if (!g->zombie)
+			return g;
+		z = g;
+	}
+	return zombies ? z : NULL;
+}
+
+static u32 fw_bc_nfrag(const struct fw_card *card, u64 len)
+{
+	return len ? (u32)((len + card->cfg.mtu - 1) / card->cfg.mtu) : 1;
+}
+
+static u64 fw_bc_ivl(const struct fw_card *card)
+{
+	return card->cfg.rto_ns;
+}
+
+static void fw_bc_chan_clear(struct fw_card *card, struct fw_bchan *ch)
+{
+	if (ch->buf)
+		fwos_free(card->host, ch->buf);
+	memset(ch, 0, sizeof(*ch));
+}
+
+static void fw_bop_free(struct fw_card *card, struct fw_bop *op)
+{
+	fw_list_del(&op->node);
+	if (op->bits)
+		fwos_free(card->host, op->bits);
+	fwos_free(card->host, op);
+}
+
+static void fw_bc_release_mem(struct fw_card *card, struct fw_bgrp *g)
+{
+	u32 i;
+
+	fw_timer_del(&card->timers, &g->timer);
+	while (!fw_list_empty(&g->ops))
+		fw_bop_free(card, fw_list_entry(g->ops.next, struct fw_bop, node));
+	for (i = 0; g->chans && i < g->nchan; i++)
+		fw_bc_chan_clear(card, &g->chans[i]);
+	if (g->chans)
+		fwos_free(card->host, g->chans);
+	if (g->members)
+		fwos_free(card->host, g->members);
+	if (g->runs)
+		fwos_free(card->host, g->runs);
+	if (g->local)
+		fwos_free(card->host, g->local);
+	fwos_free(card->host, g);
+}
+
+static void fw_bc_unhash_free(struct fw_card *card, struct fw_bgrp *g)
+{
+	struct fw_bgrp **pp = &card->bcast->hash[fw_bc_hash(g->id)];
+
+	while (*pp != g)
+		pp = &(*pp)->hnext;
+	*pp = g->hnext;
+	fw_bc_release_mem(card, g);
+}
+
+/* ------------------------------------------------------------ sending -- */
+
+static struct fw_pkt *fw_bc_pkt(struct fw_card *card, struct fw_bgrp *g, u8 type, u32 len)
+{
+	struct fw_pkt *pkt = fwos_pkt_alloc(card->host, len);
+
+	if (!pkt)
+		return NULL;
+	pkt->hdr = g->tmpl;
+	pkt->hdr.type = type;
+	pkt->hdr.len = len;
+	return pkt;
+}
+
+static struct fw_pkt *fw_bc_copy(struct fw_card *card, const struct fw_pkt *pkt)
+{
+	struct fw_pkt *c = fwos_pkt_alloc(card->host, pkt->hdr.len);
+
+	if (c)
+		memcpy(c, pkt, fw_pkt_size(pkt));
+	return c;
+}
+
+static struct fw_bcast_body *fw_bc_body(struct fw_pkt *pkt)
+{
+	return (struct fw_bcast_body *)&pkt->hdr.msg_id;
+}
+
+/* To one member (the packet is the fabric's after). */
+static void fw_bc_unicast(struct fw_card *card, struct fw_bgrp *g, struct fw_pkt *pkt, u32 to)
+{
+	pkt->hdr.dst_node = g->members[to].card;
+	pkt->hdr.dst_port = g->members[to].port;
+	fw_bc_body(pkt)->to = to;
+	fw_pkt_send(card, pkt);
+}
+
+static bool fw_bc_use_hw(const struct fw_card *card, const struct fw_bgrp *g)
+{
+	return card->cfg.bcast_hw && !(g->flags & NICOFF_BCAST_F_P2P) && !g->hw_failed;
+}
+
+/* The binomial tree of @root: the children of this member, in rank order. */
+static u32 fw_bc_tree_children(const struct fw_bgrp *g, u32 root, u32 *out)
+{
+	u32 rel = (g->rank + g->size - root) % g->size, mask = 1, n = 0;
+
+	while (mask < g->size && !(rel & mask))
+		mask <<= 1;
+	for (mask >>= 1; mask; mask >>= 1)
+		if (rel + mask < g->size)
+			out[n++] = (rel + mask + root) % g->size;
+	return n;
+}
+
+static void fw_bc_fall_back(struct fw_card *card, struct fw_bgrp *g)
+{
+	if (g->hw_failed)
+		return;
+	g->hw_failed = true;
+	card->stats.bcast_failovers++;
+}
+
+/*
+ * To every member but this one: by the fabric's multicast (@hw), or down
+ * the binomial tree of @root (this member being root or forwarder).
+ * Takes @pkt.
+ */
+static void fw_bc_spread(struct fw_card *card, struct fw_bgrp *g, struct fw_pkt *pkt, u32 root,
+			 bool hw)
+{
+	u32 kids[32], n, i;
+
+	if (g->size == 1) {
+		fwos_pkt_free(card->host, pkt);
+		return;
+	}
+	/* A forwarded packet goes on as this member's. */
+	pkt->hdr.src_node = card->cfg.node;
+	pkt->hdr.src_port = g->port;
+	fw_bc_body(pkt)->from = (u16)g->rank;
+	if (hw) {
+		for (i = 0; i < g->nlocal; i++) {
+			struct fw_pkt *c = fw_bc_copy(card, pkt);
+
+			if (c)
+				fw_bc_unicast(card, g, c, g->local[i]);
+		}
+		pkt->hdr.flags &= ~FW_PKT_F_TREE;
+		pkt->hdr.dst_node = FW_NODE_ANY;
+		pkt->hdr.dst_port = 0;
+		fw_bc_body(pkt)->to = FW_BC_ANY;
+		fw_pkt_seal(pkt);
+		for (i = 0; i < g->nruns; i++) {
+			struct fw_pkt *c = pkt;
+			int ret;
+
+			if (g->runs[2 * i] == g->runs[2 * i + 1] &&
+			    g->runs[2 * i] == card->cfg.node)
+				continue;
+			if (i + 1 < g->nruns) {
+				c = fw_bc_copy(card, pkt);
+				if (!c)
+					continue;
+			}
+			card->stats.tx_pkts++;
+			card->stats.tx_bytes += fw_pkt_size(c);
+			card->stats.bcast_mcasts++;
+			ret = fwos_send_range(card->host, c, g->runs[2 * i], g->runs[2 * i + 1]);
+			if (ret < 0)
+				fw_bc_fall_back(card, g);
+			if (c == pkt)
+				return;
+		}
+		fwos_pkt_free(card->host, pkt);
+		return;
+	}
+	pkt->hdr.flags |= FW_PKT_F_TREE;
+	n = fw_bc_tree_children(g, root, kids);
+	for (i = 0; i < n; i++) {
+		struct fw_pkt *c = i + 1 < n ? fw_bc_copy(card, pkt) : pkt;
+
+		if (c)
+			fw_bc_unicast(card, g, c, kids[i]);
+	}
+	if (!n)
+		fwos_pkt_free(card->host, pkt);
+}
+
+/* A header-only packet to member @to, or to all when @to is FW_BC_ANY. */
+static void fw_bc_ctrl(struct fw_card *card, struct fw_bgrp *g, u8 type, u32 to, u64 seq,
+		       s32 err, u8 flags)
+{
+	struct fw_pkt *pkt = fw_bc_pkt(card, g, type, 0);
+
+	if (!pkt)
+		return;		/* as good as lost: whoever waits asks again */
+	pkt->hdr.flags = flags;
+	pkt->hdr.err = err;
+	fw_bc_body(pkt)->seq = seq;
+	if (type == FW_PKT_BCAST_NACK || (flags & FW_PKT_F_ACKREQ))
+		card->stats.bcast_nacks++;
+	if (to != FW_BC_ANY) {
+		fw_bc_unicast(card, g, pkt, to);
+	} else if (fw_bc_use_hw(card, g) || type == FW_PKT_BCAST_VERDICT) {
+		/* Verdicts come from rank 0: its tree reaches all. */
+		fw_bc_spread(card, g, pkt, 0, fw_bc_use_hw(card, g));
+	} else {
+		u32 i;
+
+		for (i = 0; i < g->size; i++) {
+			struct fw_pkt *c = i == g->rank ? NULL : fw_bc_copy(card, pkt);
+
+			if (c)
+				fw_bc_unicast(card, g, c, i);
+		}
+		fwos_pkt_free(card->host, pkt);
+	}
+}
+
+/*
+ * Fragment @i of broadcast @seq (channel @chan), from the channel's copy
+ * or the root's region; NULL if it cannot be had now.
+ */
+static struct fw_pkt *fw_bc_frag(struct fw_card *card, struct fw_bgrp *g, u64 seq, u32 chan,
+				 u64 total, u32 i, const struct fw_bop *op)
+{
+	u64 off = (u64)i * card->cfg.mtu;
+	u32 len = (u32)fw_min_u64(card->cfg.mtu, total - off);
+	struct fw_pkt *pkt = fw_bc_pkt(card, g, FW_PKT_BCAST, len);
+	struct fw_bcast_body *b;
+
+	if (!pkt)
+		return NULL;
+	if (op) {
+		if (fwos_mem_read(card->host, g->port, op->mr, 0, op->off + off, pkt->payload,
+				  len)) {
+			fwos_pkt_free(card->host, pkt);
+			return NULL;
+		}
+	} else if (len) {
+		memcpy(pkt->payload, g->chans[chan].buf + off, len);
+	}
+	if (g->flags & NICOFF_BCAST_F_NOCRC)
+		pkt->hdr.flags |= FW_PKT_F_NOCRC;
+	pkt->hdr.rkey = chan | (u32)(g->round & FW_BC_ROUND_MASK) << 8;
+	b = fw_bc_body(pkt);
+	b->seq = seq;
+	b->offset = off;
+	b->total = total;
+	b->root = g->rank;
+	card->stats.bcast_pkts++;
+	return pkt;
+}
+
+/* The op of broadcast @seq, taken; NULL if none. */
+static struct fw_bop *fw_bc_op_of(struct fw_bgrp *g, u64 seq)
+{
+	struct fw_list *n;
+
+	for (n = g->ops.next; n != &g->ops; n = n->next) {
+		struct fw_bop *op = fw_list_entry(n, struct fw_bop, node);
+
+		if (op->state != FW_BC_QUEUED && op->seq == seq)
+			return op;
+		if (op->state == FW_BC_QUEUED || op->seq > seq)
+			break;
+	}
+	return NULL;
+}
+
+/* Every fragment of the round's broadcast in channel @c, which this member rooted. */
+static void fw_bc_send_eager(struct fw_card *card, struct fw_bgrp *g, u32 c)
+{
+	struct fw_bchan *ch = &g->chans[c];
+	u32 i;
+
+	for (i = 0; i < ch->nfrag; i++) {
+		struct fw_pkt *pkt = fw_bc_frag(card, g, ch->seq, c, ch->total, i, NULL);
+
+		if (pkt)
+			fw_bc_spread(card, g, pkt, g->rank, fw_bc_use_hw(card, g));
+	}
+}
+
+/* ----------------------------------------------------------- progress -- */
+
+static void fw_bc_rearm(struct fw_card *card, struct fw_bgrp *g);
+static void fw_bc_resend_round(struct fw_card *card, struct fw_bgrp *g);
+static void fw_bc_check(struct fw_card *card, struct fw_bgrp *g, u64 now);
+static void fw_bc_take(struct fw_card *card, struct fw_bgrp *g, u64 now);
+
+static void fw_bc_finish(struct fw_bop *op, s32 status)
+{
+	if (op->state == FW_BC_FINISHED)
+		return;
+	op->state = FW_BC_FINISHED;
+	op->status = status;
+}
+
+/* Post the completions that are due, in posting order. */
+static void fw_bc_flush(struct fw_card *card, struct fw_bgrp *g)
+{
+	while (!fw_list_empty(&g->ops)) {
+		struct fw_bop *op = fw_list_entry(g->ops.next, struct fw_bop, node);
+
+		if (op->state != FW_BC_FINISHED)
+			break;
+		/* Taken ops stay until their round ends: NACKs name them. */
+		if (op->seq >= g->rstart && op->seq && !g->err && !op->status)
+			break;
+		if (!g->zombie && op->tag != FW_U64_MAX)
+			fw_complete(card, g->port, op->tag, NICOFF_OP_BCAST, op->status,
+				    op->status ? 0 : op->len);
+		fw_bop_free(card, op);
+	}
+}
+
+/* Post the completions of a round's ops that finished (they stay for NACKs). */
+static void fw_bc_complete_ready(struct fw_card *card, struct fw_bgrp *g)
+{
+	struct fw_list *n;
+
+	for (n = g->ops.next; n != &g->ops; n = n->next) {
+		struct fw_bop *op = fw_list_entry(n, struct fw_bop, node);
+
+		if (op->state != FW_BC_FINISHED)
+			break;
+		if (op->tag == FW_U64_MAX)
+			continue;	/* posted already */
+		if (!g->zombie)
+			fw_complete(card, g->port, op->tag, NICOFF_OP_BCAST, op->status,
+				    op->status ? 0 : op->len);
+		op->tag = FW_U64_MAX;
+	}
+}
+
+/*
+ * The group fails: everything posted completes with @err (what the member
+ * that found the cause got is set on its op already), every member is told
+ * unless @quiet (it was told by one).
+ */
+static void fw_bc_fail(struct fw_card *card, struct fw_bgrp *g, s32 err, bool quiet)
+{
+	struct fw_list *n;
+
+	if (g->err)
+		return;
+	g->err = err;
+	card->stats.bcast_failures++;
+	for (n = g->ops.next; n != &g->ops; n = n->next)
+		fw_bc_finish(fw_list_entry(n, struct fw_bop, node), -ECONNRESET);
+	fw_bc_complete_ready(card, g);
+	fw_bc_flush(card, g);
+	if (!quiet && g->members)
+		fw_bc_ctrl(card, g, FW_PKT_BCAST_STATE, FW_BC_ANY, 0, -ECONNRESET, 0);
+	g->poll_at = FW_NEVER;
+	g->query_at = FW_NEVER;
+	g->send_at = FW_NEVER;
+	fw_bc_rearm(card, g);
+}
+
+/* The round ends: channels free, large roots done, the next round opens. */
+static void fw_bc_release(struct fw_card *card, struct fw_bgrp *g, u64 now)
+{
+	struct fw_list *n;
+	u32 i;
+
+	card->stats.bcast_syncs++;
+	for (n = g->ops.next; n != &g->ops; n = n->next) {
+		struct fw_bop *op = fw_list_entry(n, struct fw_bop, node);
+
+		if (op->state == FW_BC_QUEUED)
+			break;
+		fw_bc_finish(op, 0);
+	}
+	g->rstart += g->rcount;
+	g->round++;
+	g->rcount = 0;
+	g->retries = 0;
+	g->closed = false;
+	g->nacked = false;
+	g->sync = FW_BC_OPEN;
+	g->child_ok = 0;
+	g->poll_at = FW_NEVER;
+	g->query_at = FW_NEVER;
+	for (i = 0; i < g->nchan; i++)
+		fw_bc_chan_clear(card, &g->chans[i]);
+	fw_bc_complete_ready(card, g);
+	fw_bc_flush(card, g);
+	fw_bc_take(card, g, now);
+}
+
+/*
+ * Whether this member holds its whole round (a large root: sent it all
+ * once); if not, *@lost says whether what it lacks was sent by its root
+ * (not just posted late there).
+ */
+static bool fw_bc_round_held(struct fw_bgrp *g, bool *lost)
+{
+	struct fw_list *n;
+	bool held = true;
+
+	*lost = false;
+	for (n = g->ops.next; n != &g->ops; n = n->next) {
+		struct fw_bop *op = fw_list_entry(n, struct fw_bop, node);
+
+		if (op->state == FW_BC_QUEUED)
+			break;
+		if (op->seq < g->rstart)
+			continue;
+		if (op->root_op ? op->sent < op->nfrag : op->state != FW_BC_FINISHED) {
+			held = false;
+			*lost |= !op->root_op && !op->root_late;
+		}
+	}
+	return held;
+}
+
+static u32 fw_bc_all_children(const struct fw_bgrp *g)
+{
+	return (u32)((1ull << g->nchild) - 1);
+}
+
+/* Rank 0 tells all the verdict of the round: 0 (release) or -EAGAIN (send again). */
+static void fw_bc_verdict(struct fw_card *card, struct fw_bgrp *g, s32 verdict, u64 now)
+{
+	fw_bc_ctrl(card, g, FW_PKT_BCAST_VERDICT, FW_BC_ANY, g->round, verdict, 0);
+	if (!verdict)
+		fw_bc_release(card, g, now);
+	else
+		fw_bc_resend_round(card, g);
+}
+
+static void fw_bc_resend_round(struct fw_card *card, struct fw_bgrp *g)
+{
+	u32 c;
+
+	if (++g->retries >= FW_BC_HW_TRIES)
+		fw_bc_fall_back(card, g);
+	for (c = 0; c < g->rcount && c < g->nchan; c++) {
+		if (g->chans[c].mine && g->chans[c].buf) {
+			card->stats.bcast_resends += g->chans[c].nfrag;
+			fw_bc_send_eager(card, g, c);
+		}
+	}
+}
+
+/*
+ * The round's synchronisation moves on as far as it can: once closed and
+ * held here and by every child, report up (rank 0: decide).  A member that
+ * still lacks data two intervals after closing reports a NACK.
+ */
+static void fw_bc_check(struct fw_card *card, struct fw_bgrp *g, u64 now)
+{
+	bool held, lost;
+	u32 i;
+
+	if (g->err || !g->closed || g->sync == FW_BC_SENT)
+		goto out;
+	if (g->sync == FW_BC_OPEN) {
+		g->sync = FW_BC_WAIT;
+		g->wait_since = now;
+		g->poll_at = fw_add_sat(now, fw_bc_ivl(card));
+		for (i = 0; i < g->nchild; i++)
+			g->child_heard[i] = now;
+	}
+	held = fw_bc_round_held(g, &lost);
+	if (!held) {
+		if (lost && !g->nacked && now - g->wait_since >= 2 * fw_bc_ivl(card)) {
+			g->nacked = true;
+			if (g->rank)
+				fw_bc_ctrl(card, g, FW_PKT_BCAST_SYNC,
+					   (g->rank - 1) / FW_BC_TREE_DEGREE, g->round, -EAGAIN, 0);
+			else
+				fw_bc_verdict(card, g, -EAGAIN, now);
+		}
+		goto out;
+	}
+	if (g->child_ok != fw_bc_all_children(g))
+		goto out;
+	if (!g->rank) {
+		fw_bc_verdict(card, g, 0, now);
+		return;
+	}
+	fw_bc_ctrl(card, g, FW_PKT_BCAST_SYNC, (g->rank - 1) / FW_BC_TREE_DEGREE, g->round, 0, 0);
+	g->sync = FW_BC_SENT;
+	g->poll_at = FW_NEVER;
+	g->heard_mgr = now;
+	g->query_at = fw_add_sat(now, fw_bc_ivl(card));
+out:
+	fw_bc_rearm(card, g);
+}
+
+/* A receiver has broadcast @op's bytes in its channel: deliver them. */
+static void fw_bc_deliver(struct fw_card *card, struct fw_bgrp *g, struct fw_bop *op,
+			  struct fw_bchan *ch)
+{
+	int ret;
+
+	if (ch->total != op->len) {
+		fw_bc_finish(op, -EMSGSIZE);
+		fw_bc_fail(card, g, -ECONNRESET, false);
+		return;
+	}
+	ret = fwos_mem_write(card->host, g->port, op->mr, NICOFF_ACCESS_LOCAL_WRITE, op->off,
+			     ch->buf, (u32)op->len);
+	if (ret) {
+		fw_bc_finish(op, ret);
+		fw_bc_fail(card, g, -ECONNRESET, false);
+		return;
+	}
+	fw_bc_finish(op, 0);
+}
+
+/* Take posted broadcasts into the round while it is open. */
+static void fw_bc_take(struct fw_card *card, struct fw_bgrp *g, u64 now)
+{
+	struct fw_list *n;
+
+	for (n = g->ops.next; n != &g->ops && !g->closed && !g->err; n = n->next) {
+		struct fw_bop *op = fw_list_entry(n, struct fw_bop, node);
+		u32 c = g->rcount;
+		struct fw_bchan *ch = &g->chans[c];
+
+		if (op->state != FW_BC_QUEUED)
+			continue;
+		op->state = FW_BC_TAKEN;
+		op->seq = g->next_seq++;
+		g->rcount++;
+		op->large = op->len > NICOFF_BCAST_EAGER_MAX;
+		op->nfrag = fw_bc_nfrag(card, op->len);
+		op->heard = now;
+		if (op->large || g->rcount == g->nchan)
+			g->closed = true;
+		if (op->root_op) {
+			if (op->large) {
+				ch->seq = op->seq;
+				ch->total = op->len;
+				ch->mine = true;
+				g->send_at = now;
+				continue;
+			}
+			fw_bc_chan_clear(card, ch);
+			ch->buf = fwos_zalloc(card->host, op->len ? op->len : 1);
+			if (!ch->buf) {
+				fw_bc_finish(op, -ENOMEM);
+				fw_bc_fail(card, g, -ECONNRESET, false);
+				break;
+			}
+			if (op->len && fwos_mem_read(card->host, g->port, op->mr, 0, op->off,
+						     ch->buf, (u32)op->len)) {
+				fw_bc_finish(op, -EFAULT);
+				fw_bc_fail(card, g, -ECONNRESET, false);
+				break;
+			}
+			ch->seq = op->seq;
+			ch->total = op->len;
+			ch->nfrag = op->nfrag;
+			ch->got = op->nfrag;
+			ch->full = true;
+			ch->mine = true;
+			op->sent = op->nfrag;
+			fw_bc_send_eager(card, g, c);
+			fw_bc_finish(op, 0);
+			continue;
+		}
+		op->nack_at = fw_add_sat(now, fw_bc_ivl(card));
+		if (op->large) {
+			op->bits = fwos_zalloc(card->host, ((op->nfrag + 63) / 64) * sizeof(u64));
+			if (!op->bits) {
+				fw_bc_finish(op, -ENOMEM);
+				fw_bc_fail(card, g, -ECONNRESET, false);
+				break;
+			}
+		} else if (ch->seq == op->seq && ch->full) {
+			fw_bc_deliver(card, g, op, ch);
+		}
+	}
+	fw_bc_complete_ready(card, g);
+	fw_bc_flush(card, g);
+	fw_bc_check(card, g, now);
+}
+
+/* A large root sends its broadcast's fragments a burst per pass. */
+static void fw_bc_send_large(struct fw_card *card, struct fw_bgrp *g, u64 now)
+{
+	struct fw_list *n;
+	u32 burst = 0;
+
+	g->send_at = FW_NEVER;
+	for (n = g->ops.next; n != &g->ops; n = n->next) {
+		struct fw_bop *op = fw_list_entry(n, struct fw_bop, node);
+
+		if (op->state == FW_BC_QUEUED)
+			break;
+		if (!op->root_op || !op->large || op->sent >= op->nfrag || op->seq < g->rstart)
+			continue;
+		while (op->sent < op->nfrag && burst < FW_BC_BURST) {
+			struct fw_pkt *pkt = fw_bc_frag(card, g, op->seq,
+							(u32)(op->seq - g->rstart), op->len,
+							op->sent, op);
+
+			if (!pkt) {
+				fw_bc_finish(op, -EFAULT);
+				fw_bc_fail(card, g, -ECONNRESET, false);
+				return;
+			}
+			fw_bc_spread(card, g, pkt, g->rank, fw_bc_use_hw(card, g));
+			op->sent++;
+			burst++;
+		}
+		if (op->sent < op->nfrag)
+			g->send_at = now;
+	}
+	fw_bc_check(card, g, now);
+}
+
+/* A receiver asks its root for the fragments it lacks, from @op->ask on. */
+static void fw_bc_nack(struct fw_card *card, struct fw_bgrp *g, struct fw_bop *op, u64 now)
+{
+	struct fw_pkt *pkt;
+	struct fw_bcast_body *b;
+	u64 mask = 0;
+	u32 i, first = op->nfrag;
+
+	if (op->large) {
+		for (i = 0; i < op->nfrag; i++) {
+			if (!(op->bits[i / 64] >> (i % 64) & 1)) {
+				first = i;
+				break;
+			}
+		}
+		for (i = first; i < op->nfrag && i - first < FW_BC_NACK_WINDOW; i++)
+			if (!(op->bits[i / 64] >> (i % 64) & 1))
+				mask |= 1ull << (i - first);
+	} else {
+		struct fw_bchan *ch = &g->chans[op->seq - g->rstart];
+
+		first = 0;
+		if (ch->seq != op->seq) {
+			mask = ~0ull;
+		} else {
+			for (i = 0; i < ch->nfrag && i < FW_BC_NACK_WINDOW; i++)
+				if (!(ch->bits[i / 64] >> (i % 64) & 1))
+					mask |= 1ull << i;
+			for (i = 0; !mask && i < ch->nfrag; i++) {
+				if (!(ch->bits[i / 64] >> (i % 64) & 1)) {
+					first = i;
+					mask = 1;
+				}
+			}
+		}
+	}
+	op->ask = first;
+	op->nack_at = fw_add_sat(now, fw_bc_ivl(card));
+	pkt = fw_bc_pkt(card, g, FW_PKT_BCAST_NACK, 0);
+	if (!pkt)
+		return;
+	b = fw_bc_body(pkt);
+	b->seq = op->seq;
+	b->offset = first;
+	b->total = mask;
+	b->root = op->root;
+	card->stats.bcast_nacks++;
+	fw_bc_unicast(card, g, pkt, op->root);
+}
+
+/* ------------------------------------------------------------- timers -- */
+
+static void fw_bc_rearm(struct fw_card *card, struct fw_bgrp *g)
+{
+	u64 t = FW_NEVER;
+	struct fw_list *n;
+
+	if (g->zombie)
+		t = g->bury_at;
+	if (!g->err) {
+		for (n = g->ops.next; n != &g->ops; n = n->next) {
+			struct fw_bop *op = fw_list_entry(n, struct fw_bop, node);
+
+			if (op->state == FW_BC_QUEUED)
+				break;
+			if (op->state == FW_BC_TAKEN && !op->root_op)
+				t = fw_min_u64(t, op->nack_at);
+		}
+		t = fw_min_u64(t, g->send_at);
+		if (g->sync == FW_BC_WAIT)
+			t = fw_min_u64(t, g->poll_at);
+		if (g->sync == FW_BC_SENT)
+			t = fw_min_u64(t, g->query_at);
+	}
+	fw_timer_set(&card->timers, &g->timer, t);
+}
+
+static void fw_bc_timer(struct fw_card *card, struct fw_timer *t, u64 now)
+{
+	struct fw_bgrp *g = fw_container_of(t, struct fw_bgrp, timer);
+	u64 ivl = fw_bc_ivl(card);
+	struct fw_list *n;
+	u32 i;
+
+	if (g->zombie && now >= g->bury_at) {
+		fw_bc_unhash_free(card, g);
+		return;
+	}
+	if (g->err)
+		goto out;
+	if (g->send_at <= now)
+		fw_bc_send_large(card, g, now);
+	for (n = g->ops.next; n != &g->ops && !g->err; n = n->next) {
+		struct fw_bop *op = fw_list_entry(n, struct fw_bop, node);
+
+		if (op->state == FW_BC_QUEUED)
+			break;
+		if (op->state != FW_BC_TAKEN || op->root_op || op->nack_at > now)
+			continue;
+		if (now - op->heard > card->dead_ns) {
+			fw_bc_fail(card, g, -ETIMEDOUT, false);
+			break;
+		}
+		fw_bc_nack(card, g, op, now);
+	}
+	if (g->err)
+		goto out;
+	if (g->sync == FW_BC_WAIT && g->poll_at <= now) {
+		g->poll_at = fw_add_sat(now, ivl);
+		for (i = 0; i < g->nchild; i++) {
+			if (g->child_ok & (1u << i))
+				continue;
+			if (now - g->child_heard[i] > card->dead_ns) {
+				fw_bc_fail(card, g, -ETIMEDOUT, false);
+				goto out;
+			}
+			fw_bc_ctrl(card, g, FW_PKT_BCAST_SYNC, g->rank * FW_BC_TREE_DEGREE + 1 + i,
+				   g->round, 0, FW_PKT_F_ACKREQ);
+		}
+		fw_bc_check(card, g, now);
+	}
+	if (g->sync == FW_BC_SENT && g->query_at <= now) {
+		if (now - g->heard_mgr > card->dead_ns) {
+			fw_bc_fail(card, g, -ETIMEDOUT, false);
+			goto out;
+		}
+		g->query_at = fw_add_sat(now, ivl);
+		fw_bc_ctrl(card, g, FW_PKT_BCAST_VERDICT, 0, g->round, 0, FW_PKT_F_ACKREQ);
+	}
+out:
+	fw_bc_rearm(card, g);
+}
+
+/* ----------------------------------------------------------- creation -- */
+
+static struct fw_bccard *fw_bccard(struct fw_card *card)
+{
+	if (!card->bcast)
+		card->bcast = fwos_zalloc(card->host, sizeof(*card->bcast));
+	return card->bcast;
+}
+
+/* Runs of consecutive member cards, and the other member ports of this card. */
+static int fw_bc_topology(struct fw_card *card, struct fw_bgrp *g)
+{
+	u64 *cards = fwos_zalloc(card->host, (size_t)g->size * sizeof(u64));
+	u32 i, n = 0, r = 0;
+
+	if (!cards)
+		return -ENOMEM;
+	for (i = 0; i < g->size; i++) {
+		cards[i] = g->members[i].card;
+		if (i != g->rank && g->members[i].card == card->cfg.node)
+			g->nlocal++;
+	}
+	fw_sort_u64(cards, g->size);
+	for (i = 0; i < g->size; i++)
+		if (!i || cards[i] != cards[i - 1])
+			cards[n++] = cards[i];
+	for (i = 0; i < n; i++)
+		r += !i || cards[i] != cards[i - 1] + 1;
+	g->runs = fwos_zalloc(card->host, 2 * (size_t)r * sizeof(u32));
+	g->local = fwos_zalloc(card->host, (g->nlocal + 1) * sizeof(u32));
+	if (!g->runs || !g->local) {
+		fwos_free(card->host, cards);
+		return -ENOMEM;
+	}
+	for (i = 0, r = 0; i < n; i++) {
+		if (!i || cards[i] != cards[i - 1] + 1) {
+			g->runs[2 * r] = (u32)cards[i];
+			r++;
+		}
+		g->runs[2 * r - 1] = (u32)cards[i];
+	}
+	g->nruns = r;
+	for (i = 0, n = 0; i < g->size; i++)
+		if (i != g->rank && g->members[i].card == card->cfg.node)
+			g->local[n++] = i;
+	fwos_free(card->host, cards);
+	return 0;
+}
+
+int fw_bcast_group_create(struct fw_card *card, u32 port, const struct nicoff_op_group *op)
+{
+	struct fw_bgrp *g, *z;
+	u32 h;
+	int ret;
+
+	if (!fw_bccard(card))
+		return -ENOMEM;
+	g = fw_timer_owner_new(card->host, &card->timers, sizeof(*g),
+			       offsetof(struct fw_bgrp, timer), fw_bc_timer, FW_TIMER_BCAST);
+	if (!g)
+		return -ENOMEM;
+	fw_list_init(&g->ops);
+	g->port = port;
+	g->id = op->group_id;
+	g->rank = op->rank;
+	g->size = op->size;
+	g->flags = op->bcast_flags;
+	g->nchan = op->bcast_channels ? op->bcast_channels : card->cfg.bcast_channels;
+	g->next_seq = 1;
+	g->rstart = 1;
+	g->poll_at = FW_NEVER;
+	g->query_at = FW_NEVER;
+	g->send_at = FW_NEVER;
+	if (g->size <= FW_BCAST_MAX_SIZE) {
+		ret = -ENOMEM;
+		g->members = fwos_zalloc(card->host, (size_t)g->size * sizeof(*g->members));
+		g->chans = fwos_zalloc(card->host, g->nchan * sizeof(*g->chans));
+		if (!g->members || !g->chans)
+			goto fail;
+		ret = fwos_mem_read(card->host, port, op->mr, 0, op->off, g->members,
+				    g->size * (u32)sizeof(*g->members));
+		if (ret)
+			goto fail;
+		ret = fw_bc_topology(card, g);
+		if (ret)
+			goto fail;
+		h = g->rank * FW_BC_TREE_DEGREE + 1;
+		g->nchild = h >= g->size ? 0 : fw_min_u32(FW_BC_TREE_DEGREE, g->size - h);
+	}
+	g->tmpl.src_node = card->cfg.node;
+	g->tmpl.src_port = port;
+	g->tmpl.msg_id = 0;
+	fw_bc_body((struct fw_pkt *)&g->tmpl)->group = g->id;
+	fw_bc_body((struct fw_pkt *)&g->tmpl)->size_lo = (u16)g->size;
+	fw_bc_body((struct fw_pkt *)&g->tmpl)->from = (u16)g->rank;
+
+	z = fw_bc_find(card, port, g->id, true);
+	if (z)
+		fw_bc_unhash_free(card, z);
+	h = fw_bc_hash(g->id);
+	g->hnext = card->bcast->hash[h];
+	card->bcast->hash[h] = g;
+	return 0;
+fail:
+	fw_bc_release_mem(card, g);
+	return ret;
+}
+
+/* Destroyed or detached: posted broadcasts end, the data stays dead_ns for NACKs. */
+static void fw_bc_bury(struct fw_card *card, struct fw_bgrp *g, bool complete)
+{
+	struct fw_list *n;
+
+	for (n = g->ops.next; n != &g->ops; n = n->next) {
+		struct fw_bop *op = fw_list_entry(n, struct fw_bop, node);
+
+		if (op->state != FW_BC_FINISHED)
+			fw_bc_finish(op, -ECANCELED);
+	}
+	if (complete)
+		fw_bc_complete_ready(card, g);
+	g->zombie = true;
+	g->bury_at = fw_add_sat(fwos_now(card->host), card->dead_ns);
+	fw_bc_rearm(card, g);
+}
+
+void fw_bcast_group_bury(struct fw_card *card, u32 port, u32 id)
+{
+	struct fw_bgrp *g = fw_bc_find(card, port, id, false);
+
+	if (g)
+		fw_bc_bury(card, g, true);
+}
+
+void fw_bcast_port_detach(struct fw_card *card, u32 port)
+{
+	struct fw_bgrp *g;
+	u32 i;
+
+	if (!card->bcast)
+		return;
+	for (i = 0; i < (1u << FW_BC_HASH_BITS); i++)
+		for (g = card->bcast->hash[i]; g; g = g->hnext)
+			if (g->port == port && !g->zombie)
+				fw_bc_bury(card, g, false);
+}
+
+void fw_bcast_destroy(struct fw_card *card)
+{
+	u32 i;
+
+	if (!card->bcast)
+		return;
+	for (i = 0; i < (1u << FW_BC_HASH_BITS); i++)
+		while (card->bcast->hash[i])
+			fw_bc_unhash_free(card, card->bcast->hash[i]);
+	fwos_free(card->host, card->bcast);
+	card->bcast = NULL;
+}
+
+/* ----------------------------------------------------------- commands -- */
+
+int fw_bcast_cmd(struct fw_card *card, struct fw_port *port, const struct nicoff_cmd *cmd)
+{
+	const struct nicoff_op_bcast *b = &cmd->bcast;
+	struct fw_bgrp *g;
+	struct fw_bop *op;
+	u64 end;
+	int ret;
+
+	if (b->reserved0 || b->reserved[0] || b->reserved[1])
+		return -EINVAL;
+	g = fw_bc_find(card, port->id, b->group_id, false);
+	if (!g)
+		return -ENOENT;
+	if (!g->members)
+		return -E2BIG;
+	if (g->err)
+		return g->err;
+	if (b->root >= g->size)
+		return -EINVAL;
+	if (b->len > card->cfg.max_msg)
+		return -EMSGSIZE;
+	if (fw_add_overflow(b->off, b->len, &end))
+		return -ERANGE;
+	ret = fw_rma_local_check(card, port, b->mr, end, b->root == g->rank);
+	if (ret)
+		return ret;
+	op = fwos_zalloc(card->host, sizeof(*op));
+	if (!op)
+		return -ENOMEM;
+	op->tag = cmd->tag;
+	op->off = b->off;
+	op->len = b->len;
+	op->mr = b->mr;
+	op->root = b->root;
+	op->root_op = b->root == g->rank;
+	op->state = FW_BC_QUEUED;
+	fw_list_add_tail(&op->node, &g->ops);
+	fw_bc_take(card, g, fwos_now(card->host));
+	return 0;
+}
+
+/* ------------------------------------------------------------ packets -- */
+
+/* Fragment of a broadcast for member @g. */
+static void fw_bc_rx_data(struct fw_card *card, struct fw_bgrp *g, struct fw_pkt *pkt, u64 now)
+{
+	struct fw_bcast_body *b = fw_bc_body(pkt);
+	u32 chan = pkt->hdr.rkey & 0xff, rnd = pkt->hdr.rkey >> 8, i;
+	u32 mine = (u32)(g->round & FW_BC_ROUND_MASK);
+	u32 frag = card->cfg.mtu;
+	struct fw_bchan *ch;
+	struct fw_bop *op;
+
+	if (b->root >= g->size || b->root == g->rank || chan >= g->nchan ||
+	    b->offset % frag || b->offset >= fw_max_u64(b->total, 1) ||
+	    pkt->hdr.len != fw_min_u64(frag, b->total - b->offset))
+		return;
+	if (rnd == ((mine + 1) & FW_BC_ROUND_MASK) && g->sync == FW_BC_SENT) {
+		/* Its root had the verdict: ours was lost. */
+		fw_bc_release(card, g, now);
+		mine = (u32)(g->round & FW_BC_ROUND_MASK);
+	}
+	if (rnd != mine || b->seq != g->rstart + chan)
+		return;
+	if (pkt->hdr.flags & FW_PKT_F_TREE) {
+		struct fw_pkt *c = fw_bc_copy(card, pkt);
+
+		if (c)
+			fw_bc_spread(card, g, c, b->root, false);
+	}
+	i = (u32)(b->offset / frag);
+	op = fw_bc_op_of(g, b->seq);
+	if (op) {
+		op->heard = now;
+		op->root_late = false;
+		if (op->root != b->root || op->root_op) {
+			fw_bc_finish(op, -EINVAL);
+			fw_bc_fail(card, g, -ECONNRESET, false);
+			return;
+		}
+	}
+	if (b->total > NICOFF_BCAST_EAGER_MAX) {
+		if (!op || op->state != FW_BC_TAKEN)
+			return;		/* not posted: it asks again once it is */
+		if (!op->large || op->len != b->total) {
+			fw_bc_finish(op, -EMSGSIZE);
+			fw_bc_fail(card, g, -ECONNRESET, false);
+			return;
+		}
+		if (op->bits[i / 64] >> (i % 64) & 1)
+			return;
+		if (fwos_mem_write(card->host, g->port, op->mr, NICOFF_ACCESS_LOCAL_WRITE,
+				   op->off + b->offset, pkt->payload, pkt->hdr.len)) {
+			fw_bc_finish(op, -EFAULT);
+			fw_bc_fail(card, g, -ECONNRESET, false);
+			return;
+		}
+		op->bits[i / 64] |= 1ull << (i % 64);
+		op->nack_at = fw_add_sat(now, fw_bc_ivl(card));
+		if (++op->got == op->nfrag) {
+			fw_bc_finish(op, 0);
+			fw_bc_complete_ready(card, g);
+			fw_bc_check(card, g, now);
+		} else if (!(pkt->hdr.flags & FW_PKT_F_TREE) && pkt->hdr.dst_node != FW_NODE_ANY &&
+			   i >= op->ask) {
+			/* A resend: once the window it asked for is in, ask for the next. */
+			u32 j, end = fw_min_u32(op->nfrag, op->ask + FW_BC_NACK_WINDOW);
+
+			for (j = op->ask; j < end; j++)
+				if (!(op->bits[j / 64] >> (j % 64) & 1))
+					break;
+			if (j == end)
+				fw_bc_nack(card, g, op, now);
+		}
+		return;
+	}
+	ch = &g->chans[chan];
+	if (ch->seq != b->seq) {
+		fw_bc_chan_clear(card, ch);
+		ch->buf = fwos_zalloc(card->host, b->total ? b->total : 1);
+		if (!ch->buf)
+			return;		/* as good as lost */
+		ch->seq = b->seq;
+		ch->total = b->total;
+		ch->nfrag = fw_bc_nfrag(card, b->total);
+	}
+	if (ch->full || ch->total != b->total || ch->bits[i / 64] >> (i % 64) & 1)
+		return;
+	memcpy(ch->buf + b->offset, pkt->payload, pkt->hdr.len);
+	ch->bits[i / 64] |= 1ull << (i % 64);
+	if (op)
+		op->nack_at = fw_add_sat(now, fw_bc_ivl(card));
+	if (++ch->got < ch->nfrag)
+		return;
+	ch->full = true;
+	if (op && op->state == FW_BC_TAKEN) {
+		if (op->large) {
+			fw_bc_finish(op, -EMSGSIZE);
+			fw_bc_fail(card, g, -ECONNRESET, false);
+			return;
+		}
+		fw_bc_deliver(card, g, op, ch);
+		fw_bc_complete_ready(card, g);
+		fw_bc_check(card, g, now);
+	}
+}
+
+/* A member lacks fragments of a broadcast this member rooted. */
+static void fw_bc_rx_nack(struct fw_card *card, struct fw_bgrp *g, struct fw_pkt *pkt, u32 from)
+{
+	struct fw_bcast_body *b = fw_bc_body(pkt);
+	struct fw_bop *op = NULL;
+	struct fw_bchan *ch;
+	u64 chan;
+	u32 i, nfrag;
+
+	if (b->root != g->rank)
+		return;
+	if (b->seq < g->rstart)
+		return;		/* released: it has it (a stale ask) */
+	chan = b->seq - g->rstart;
+	if (g->err) {
+		fw_bc_ctrl(card, g, FW_PKT_BCAST_STATE, from, b->seq, g->err, 0);
+		return;
+	}
+	if (chan >= g->rcount) {
+		/* Not posted here yet: alive. */
+		fw_bc_ctrl(card, g, FW_PKT_BCAST_STATE, from, b->seq, -EAGAIN, 0);
+		return;
+	}
+	ch = &g->chans[chan];
+	if (ch->seq != b->seq || !ch->mine)
+		return;
+	if (!ch->buf) {
+		op = fw_bc_op_of(g, b->seq);
+		if (!op)
+			return;
+	}
+	nfrag = fw_bc_nfrag(card, ch->total);
+	for (i = 0; i < FW_BC_NACK_WINDOW; i++) {
+		struct fw_pkt *r;
+
+		if (!(b->total >> i & 1) || b->offset + i >= nfrag)
+			continue;
+		if (op && b->offset + i >= op->sent)
+			break;	/* not sent once yet: the burst will bring it */
+		r = fw_bc_frag(card, g, b->seq, (u32)chan, ch->total, (u32)(b->offset + i), op);
+		if (!r)
+			break;
+		card->stats.bcast_resends++;
+		r->hdr.flags &= ~FW_PKT_F_TREE;
+		fw_bc_unicast(card, g, r, from);
+	}
+}
+
+static void fw_bc_rx_sync(struct fw_card *card, struct fw_bgrp *g, struct fw_pkt *pkt, u32 from,
+			  u64 now)
+{
+	u64 rnd = fw_bc_body(pkt)->seq;
+	u32 child;
+
+	if (pkt->hdr.flags & FW_PKT_F_ACKREQ) {
+		/* The parent polls: have we reported that round? */
+		if (from != (g->rank ? (g->rank - 1) / FW_BC_TREE_DEGREE : FW_U32_MAX))
+			return;
+		if (g->err)
+			fw_bc_ctrl(card, g, FW_PKT_BCAST_STATE, from, rnd, g->err, 0);
+		else if (g->round > rnd || (g->round == rnd && g->sync == FW_BC_SENT))
+			fw_bc_ctrl(card, g, FW_PKT_BCAST_SYNC, from, rnd, 0, 0);
+		else
+			fw_bc_ctrl(card, g, FW_PKT_BCAST_STATE, from, rnd, -EAGAIN, 0);
+		return;
+	}
+	if (from == 0 || (from - 1) / FW_BC_TREE_DEGREE != g->rank)
+		return;
+	child = (from - 1) % FW_BC_TREE_DEGREE;
+	g->child_heard[child] = now;
+	if (rnd == g->round + 1 && g->sync == FW_BC_SENT && !pkt->hdr.err) {
+		/* It had the verdict of ours: ours was lost. */
+		fw_bc_release(card, g, now);
+	}
+	if (rnd != g->round || g->err)
+		return;
+	if (pkt->hdr.err == -EAGAIN) {
+		if (!g->rank)
+			fw_bc_verdict(card, g, -EAGAIN, now);
+		else
+			fw_bc_ctrl(card, g, FW_PKT_BCAST_SYNC, (g->rank - 1) / FW_BC_TREE_DEGREE,
+				   g->round, -EAGAIN, 0);
+		return;
+	}
+	if (pkt->hdr.err)
+		return;
+	g->child_ok |= 1u << child;
+	fw_bc_check(card, g, now);
+}
+
+static void fw_bc_rx_verdict(struct fw_card *card, struct fw_bgrp *g, struct fw_pkt *pkt,
+			     u32 from, u64 now)
+{
+	u64 rnd = fw_bc_body(pkt)->seq;
+
+	if (pkt->hdr.flags & FW_PKT_F_ACKREQ) {
+		/* A member asks rank 0 (us) for a verdict. */
+		if (g->rank)
+			return;
+		if (g->err)
+			fw_bc_ctrl(card, g, FW_PKT_BCAST_STATE, from, rnd, g->err, 0);
+		else if (g->round > rnd)
+			fw_bc_ctrl(card, g, FW_PKT_BCAST_VERDICT, from, rnd, 0, 0);
+		else
+			fw_bc_ctrl(card, g, FW_PKT_BCAST_STATE, from, rnd, -EAGAIN, 0);
+		return;
+	}
+	if (from != 0 || g->err)
+		return;
+	if (pkt->hdr.flags & FW_PKT_F_TREE) {
+		struct fw_pkt *c = fw_bc_copy(card, pkt);
+
+		if (c)
+			fw_bc_spread(card, g, c, 0, false);
+	}
+	g->heard_mgr = now;
+	if (rnd != g->round)
+		return;
+	if (pkt->hdr.err == -EAGAIN) {
+		fw_bc_resend_round(card, g);
+		return;
+	}
+	if (!pkt->hdr.err && g->sync == FW_BC_SENT)
+		fw_bc_release(card, g, now);
+}
+
+static void fw_bc_rx_state(struct fw_card *card, struct fw_bgrp *g, struct fw_pkt *pkt,
+			   u32 from, u64 now)
+{
+	struct fw_list *n;
+	u32 child;
+
+	if (pkt->hdr.err != -EAGAIN) {
+		if (pkt->hdr.err < 0)
+			fw_bc_fail(card, g, -ECONNRESET, true);
+		return;
+	}
+	/* Alive: whoever waits on it waits on. */
+	if (from == 0)
+		g->heard_mgr = now;
+	if (from && (from - 1) / FW_BC_TREE_DEGREE == g->rank) {
+		child = (from - 1) % FW_BC_TREE_DEGREE;
+		g->child_heard[child] = now;
+	}
+	for (n = g->ops.next; n != &g->ops; n = n->next) {
+		struct fw_bop *op = fw_list_entry(n, struct fw_bop, node);
+
+		if (op->state == FW_BC_QUEUED)
+			break;
+		if (op->root == from) {
+			op->heard = now;
+			op->root_late = true;
+		}
+	}
+}
+
+/* Whether @pkt is from the member it names, for group @g. */
+static bool fw_bc_from_member(const struct fw_bgrp *g, const struct fw_pkt *pkt)
+{
+	const struct fw_bcast_body *b = (const struct fw_bcast_body *)&pkt->hdr.msg_id;
+
+	return b->size_lo == (u16)g->size && b->from < g->size && b->from != g->rank &&
+	       g->members[b->from].card == pkt->hdr.src_node &&
+	       g->members[b->from].port == pkt->hdr.src_port;
+}
+
+static void fw_bc_rx_one(struct fw_card *card, struct fw_bgrp *g, struct fw_pkt *pkt, u64 now)
+{
+	u32 from = fw_bc_body(pkt)->from;
+
+	if (!g->members || !fw_bc_from_member(g, pkt))
+		return;
+	switch (pkt->hdr.type) {
+	case FW_PKT_BCAST:
+		if (!g->err && !g->zombie)
+			fw_bc_rx_data(card, g, pkt, now);
+		break;
+	case FW_PKT_BCAST_NACK:
+		fw_bc_rx_nack(card, g, pkt, from);
+		break;
+	case FW_PKT_BCAST_SYNC:
+		fw_bc_rx_sync(card, g, pkt, from, now);
+		break;
+	case FW_PKT_BCAST_VERDICT:
+		fw_bc_rx_verdict(card, g, pkt, from, now);
+		break;
+	case FW_PKT_BCAST_STATE:
+		fw_bc_rx_state(card, g, pkt, from, now);
+		break;
+	}
+	fw_bc_flush(card, g);
+	fw_bc_rearm(card, g);
+}
+
+void fw_bcast_rx(struct fw_card *card, struct fw_pkt *pkt)
+{
+	const struct fw_bcast_body *b = fw_bc_body(pkt);
+	u64 now = fwos_now(card->host);
+	struct fw_bgrp *g, *next;
+
+	card->stats.rx_pkts++;
+	card->stats.rx_bytes += fw_pkt_size(pkt);
+	if (b->reserved || !card->bcast || (pkt->hdr.type != FW_PKT_BCAST && pkt->hdr.len))
+		goto out;
+	if (pkt->hdr.dst_node != FW_NODE_ANY) {
+		g = fw_bc_find(card, pkt->hdr.dst_port, b->group, true);
+		if (g && b->to == g->rank)
+			fw_bc_rx_one(card, g, pkt, now);
+		goto out;
+	}
+	/* The fabric's multicast: every member port of this card takes it. */
+	if (pkt->hdr.type != FW_PKT_BCAST && pkt->hdr.type != FW_PKT_BCAST_VERDICT &&
+	    pkt->hdr.type != FW_PKT_BCAST_STATE)
+		goto out;
+	for (g = card->bcast->hash[fw_bc_hash(b->group)]; g; g = next) {
+		next = g->hnext;
+		if (g->id == b->group)
+			fw_bc_rx_one(card, g, pkt, now);
+	}
+out:
+	fwos_pkt_free(card->host, pkt);
+}
