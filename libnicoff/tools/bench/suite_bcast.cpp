@@ -32,6 +32,9 @@
 //                   (metric ratio: the first's latency over the second's, at
 //                   each nodes and bytes); case channels: channels2/channels16
 //
+// A configuration whose group fails on the cards (ECONNRESET, ETIMEDOUT) is
+// left out with a note on stderr; the others still run.
+//
 // Defaults are the seed's counts; a VM run that must be short passes e.g.
 // BENCH_ARGS="--iters 200 --samples 1".
 #include "bench.hpp"
@@ -48,6 +51,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <tuple>
 #include <vector>
@@ -101,6 +105,9 @@ struct Shared {
     char error[256];
     // The time of each rank's sample, in ns.
     std::uint64_t ns[max_configs][max_samples][max_procs];
+    // A configuration whose group failed (the errno a rank saw): left out.
+    std::atomic<int> broken[max_configs];
+    char why[max_configs][128];
 };
 
 struct ProcParams {
@@ -146,15 +153,30 @@ void rank_main(Shared *sh, const ProcParams &pp, std::uint32_t rank, std::uint32
         auto root_of = [&](std::uint64_t i) {
             return c.rotating ? static_cast<std::uint32_t>(i % pp.n) : 0u;
         };
+        // A group that fails (a member found dead, a lost synchronisation)
+        // fails this configuration on every member, not the run: each goes
+        // on to the same barriers and the next configuration.
+        bool failed = false;
         auto one = [&](std::uint32_t root) {
-            if (g)
-                g->broadcast(mr, 0, c.bytes, root);
-            else
-                h->broadcast(mr, 0, c.bytes, root);
+            if (failed)
+                return;
+            try {
+                if (g)
+                    g->broadcast(mr, 0, c.bytes, root);
+                else
+                    h->broadcast(mr, 0, c.bytes, root);
+            } catch (const std::system_error &e) {
+                const int err = e.code().value();
+                if (err != ECONNRESET && err != ETIMEDOUT && err != ECANCELED)
+                    throw;
+                failed = true;
+                if (!sh->broken[ci].exchange(err))
+                    std::snprintf(sh->why[ci], sizeof(sh->why[ci]), "rank %u: %s", rank, e.what());
+            }
         };
         for (std::uint64_t i = 0; i < pp.warmup; i++) {
             const std::uint32_t root = root_of(i);
-            if (i + 1 < pp.warmup) {
+            if (i + 1 < pp.warmup || failed) {
                 one(root);
                 continue;
             }
@@ -162,7 +184,7 @@ void rank_main(Shared *sh, const ProcParams &pp, std::uint32_t rank, std::uint32
             const std::span<std::byte> data(buf.data(), c.bytes);
             std::fill(data.begin(), data.end(), rank == root ? pattern(ci, i) : std::byte{0});
             one(root);
-            for (std::size_t b = 0; b < data.size(); b++)
+            for (std::size_t b = 0; b < data.size() && !failed; b++)
                 if (data[b] != pattern(ci, i))
                     fail(EIO, "bcast " + c.method + " " + std::to_string(c.bytes) +
                                   " B: wrong byte at " + std::to_string(b) + " on rank " +
@@ -175,8 +197,14 @@ void rank_main(Shared *sh, const ProcParams &pp, std::uint32_t rank, std::uint32
                 one(root_of(pp.warmup + i));
             sh->ns[ci][s][rank] = now_ns() - t0;
         }
-        if (g)
-            g->destroy();
+        if (g) {
+            try {
+                g->destroy();
+            } catch (const std::system_error &) {
+                if (!failed)
+                    throw;
+            }
+        }
     }
     sync.destroy();
 }
@@ -205,6 +233,15 @@ std::vector<double> run_procs(const ProcParams &pp, std::uint32_t gid_base) {
                       (sh->failed.load() ? sh->error : "a rank died"));
     std::vector<double> us;
     for (std::size_t ci = 0; ci < pp.configs.size(); ci++) {
+        if (sh->broken[ci].load()) {
+            const Config &c = pp.configs[ci];
+            std::fprintf(stderr,
+                         "nicoff-bench: bcast N=%u %s %s %s %llu B channels %u left out: %s\n",
+                         pp.n, c.case_name.c_str(), c.method.c_str(), c.metric.c_str(),
+                         static_cast<unsigned long long>(c.bytes), c.channels, sh->why[ci]);
+            us.push_back(-1);
+            continue;
+        }
         std::vector<double> v;
         for (std::uint32_t s = 0; s < pp.samples; s++) {
             std::uint64_t worst = 0;
@@ -338,6 +375,8 @@ struct Result {
 void emit(Context &ctx, const std::vector<Result> &res, std::uint32_t samples,
           std::uint64_t mbps_from) {
     for (const Result &x : res) {
+        if (x.us < 0)
+            continue; // its group failed (said on stderr)
         Record r = ctx.record(x.c.case_name, x.c.method, x.c.metric, x.us, "us");
         r.nodes = x.nodes;
         r.bytes = static_cast<std::int64_t>(x.c.bytes);
@@ -358,7 +397,7 @@ void emit(Context &ctx, const std::vector<Result> &res, std::uint32_t samples,
                     std::uint32_t nodes, std::uint64_t bytes, std::uint32_t channels) {
         for (const Result &x : res)
             if (x.c.case_name == cs && x.c.method == method && x.c.metric == metric &&
-                x.nodes == nodes && x.c.bytes == bytes && x.c.channels == channels)
+                x.nodes == nodes && x.c.bytes == bytes && x.c.channels == channels && x.us > 0)
                 return std::optional<double>(x.us);
         return std::optional<double>();
     };
