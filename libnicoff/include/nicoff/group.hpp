@@ -28,7 +28,12 @@
 // region (zero copy); the span form goes through a registered bounce
 // buffer the group keeps (grown on demand), costing a copy on each side.
 // start_broadcast() posts without waiting and returns a BcastRequest:
-// several may be outstanding, and they complete in posting order.
+// several may be outstanding, and they complete in posting order.  A
+// root's broadcast of up to NICOFF_BCAST_EAGER_MAX bytes completes once
+// sent, before the others hold it, and the group's members do not
+// acknowledge each broadcast: destroy a group only once every member is
+// done with its broadcasts (a barrier), as a member that destroys it fails
+// what the others still wait for (ECONNRESET).
 // HostBroadcast is the host-based baseline: a binomial tree the processes
 // run over SEND/RECV (seed 002's "generic" LA-MPI algorithm).
 //

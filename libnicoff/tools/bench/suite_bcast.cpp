@@ -197,6 +197,9 @@ void rank_main(Shared *sh, const ProcParams &pp, std::uint32_t rank, std::uint32
                 one(root_of(pp.warmup + i));
             sh->ns[ci][s][rank] = now_ns() - t0;
         }
+        // A root's eager broadcasts complete once sent: its group must stay
+        // until every member holds them (a destroyed member fails the rest).
+        sync.barrier();
         if (g) {
             try {
                 g->destroy();

@@ -327,6 +327,7 @@ void broadcast(unsigned card) {
         expect(error_of([&] { g.broadcast(mr, buf.size() - 4, 8, 0); }) == EINVAL,
                "range outside the region -> EINVAL");
         expect(g.broadcasts() == 3 * n * 2 + k, "broadcasts counted");
+        g.barrier(); // every member holds the last broadcasts before any destroys
         g.destroy();
         expect(error_of([&] { (void)g.start_broadcast(buf, 0); }) == EINVAL,
                "destroyed group -> EINVAL");
@@ -405,6 +406,8 @@ void c_broadcast(unsigned card) {
                 if (e == 0 && data[31] != 'a' + static_cast<int>(root))
                     e = -EIO;
             }
+            if (e == 0)
+                e = nicoff_group_barrier(g);
             if (e == 0)
                 e = nicoff_group_destroy(g);
             rc[r] = e;
