@@ -33,6 +33,14 @@ struct nicoff_host_barrier {
     nicoff::HostBarrier barrier;
 };
 
+struct nicoff_bcast_req {
+    nicoff::BcastRequest req;
+};
+
+struct nicoff_host_bcast {
+    nicoff::HostBroadcast bcast;
+};
+
 namespace {
 
 // Runs f, mapping every exception to a negative errno value.
@@ -67,6 +75,20 @@ bool port_config(const struct nicoff_port_attr *attr, nicoff::PortConfig &cfg) n
     if (attr->cmd_entries)
         cfg.cmd_entries = attr->cmd_entries;
     cfg.cq_entries = attr->cq_entries;
+    return true;
+}
+
+// A group's configuration from its C attributes (NULL: the defaults);
+// false for non-zero reserved fields.
+bool group_config(const struct nicoff_group_attr *attr, nicoff::GroupConfig &cfg) noexcept {
+    if (!attr)
+        return true;
+    if (attr->reserved[0] || attr->reserved[1])
+        return false;
+    cfg.algorithm = attr->algorithm;
+    cfg.param = attr->param;
+    cfg.bcast_channels = attr->bcast_channels;
+    cfg.bcast_flags = attr->bcast_flags;
     return true;
 }
 
@@ -371,6 +393,119 @@ int nicoff_group_create_job(nicoff_port *port, const nicoff_job *job, uint32_t a
     cfg.param = param;
     return guarded(
         [&] { return make_handle(out, nicoff_group{nicoff::Group(port->port, job->job, cfg)}); });
+}
+
+int nicoff_group_create_attr(nicoff_port *port, const struct nicoff_member *members, uint32_t size,
+                             uint32_t rank, uint32_t group_id, const struct nicoff_group_attr *attr,
+                             nicoff_group **out) {
+    nicoff::GroupConfig cfg;
+    if (!port || !members || !size || !out || !group_config(attr, cfg))
+        return -EINVAL;
+    return guarded([&] {
+        return make_handle(out, nicoff_group{nicoff::Group(
+                                    port->port, std::span<const nicoff_member>(members, size), rank,
+                                    group_id, cfg)});
+    });
+}
+
+int nicoff_group_create_job_attr(nicoff_port *port, const nicoff_job *job,
+                                 const struct nicoff_group_attr *attr, nicoff_group **out) {
+    nicoff::GroupConfig cfg;
+    if (!port || !job || !out || !group_config(attr, cfg))
+        return -EINVAL;
+    return guarded(
+        [&] { return make_handle(out, nicoff_group{nicoff::Group(port->port, job->job, cfg)}); });
+}
+
+int nicoff_group_broadcast(nicoff_group *group, const nicoff_mr *mr, uint64_t off, uint64_t len,
+                           uint32_t root) {
+    if (!group || !group->group.valid() || !mr)
+        return -EINVAL;
+    return guarded([&] {
+        group->group.broadcast(mr->mr, off, len, root);
+        return 0;
+    });
+}
+
+int nicoff_group_broadcast_buf(nicoff_group *group, void *buf, size_t len, uint32_t root) {
+    if (!group || !group->group.valid() || (!buf && len))
+        return -EINVAL;
+    return guarded([&] {
+        group->group.broadcast(std::span<std::byte>(static_cast<std::byte *>(buf), len), root);
+        return 0;
+    });
+}
+
+int nicoff_group_broadcast_start(nicoff_group *group, const nicoff_mr *mr, uint64_t off,
+                                 uint64_t len, uint32_t root, nicoff_bcast_req **out) {
+    if (!group || !group->group.valid() || !mr || !out)
+        return -EINVAL;
+    return guarded([&] {
+        return make_handle(out,
+                           nicoff_bcast_req{group->group.start_broadcast(mr->mr, off, len, root)});
+    });
+}
+
+int nicoff_group_broadcast_start_buf(nicoff_group *group, void *buf, size_t len, uint32_t root,
+                                     nicoff_bcast_req **out) {
+    if (!group || !group->group.valid() || (!buf && len) || !out)
+        return -EINVAL;
+    return guarded([&] {
+        const std::span<std::byte> b(static_cast<std::byte *>(buf), len);
+        return make_handle(out, nicoff_bcast_req{group->group.start_broadcast(b, root)});
+    });
+}
+
+int nicoff_bcast_wait(nicoff_bcast_req *req) {
+    if (!req)
+        return -EINVAL;
+    std::unique_ptr<nicoff_bcast_req> owned(req);
+    return guarded([&] {
+        owned->req.wait();
+        return 0;
+    });
+}
+
+int nicoff_bcast_test(nicoff_bcast_req *req) {
+    if (!req || !req->req.valid())
+        return -EINVAL;
+    return guarded([&] { return req->req.test() ? 1 : 0; });
+}
+
+void nicoff_bcast_free(nicoff_bcast_req *req) { std::unique_ptr<nicoff_bcast_req> owned(req); }
+
+int nicoff_host_bcast_create(nicoff_port *port, const struct nicoff_member *members, uint32_t size,
+                             uint32_t rank, nicoff_host_bcast **out) {
+    if (!port || !members || !size || !out)
+        return -EINVAL;
+    return guarded([&] {
+        return make_handle(out,
+                           nicoff_host_bcast{nicoff::HostBroadcast(
+                               port->port, std::span<const nicoff_member>(members, size), rank)});
+    });
+}
+
+int nicoff_host_broadcast(nicoff_host_bcast *bcast, const nicoff_mr *mr, uint64_t off, uint64_t len,
+                          uint32_t root) {
+    if (!bcast || !mr)
+        return -EINVAL;
+    return guarded([&] {
+        bcast->bcast.broadcast(mr->mr, off, len, root);
+        return 0;
+    });
+}
+
+int nicoff_host_broadcast_buf(nicoff_host_bcast *bcast, void *buf, size_t len, uint32_t root) {
+    if (!bcast || (!buf && len))
+        return -EINVAL;
+    return guarded([&] {
+        bcast->bcast.broadcast(std::span<std::byte>(static_cast<std::byte *>(buf), len), root);
+        return 0;
+    });
+}
+
+void nicoff_host_bcast_free(nicoff_host_bcast *bcast) {
+    std::unique_ptr<nicoff_host_bcast> owned(bcast);
 }
 
 int nicoff_group_barrier(nicoff_group *group) {

@@ -1,19 +1,32 @@
-// nicoff::Group (barriers run by the card) and nicoff::HostBarrier (the
-// same algorithms run by the process over SEND/RECV).
+// nicoff::Group (barriers and broadcasts run by the card), nicoff::HostBarrier
+// (the same barrier algorithms run by the process over SEND/RECV) and
+// nicoff::HostBroadcast (a binomial-tree broadcast run by the process).
 #include "barrier_sched.h"
 #include "dispatch.hpp"
 
 #include <nicoff/group.hpp>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
+#include <bit>
 #include <charconv>
+#include <cstring>
+#include <deque>
 #include <new>
 #include <utility>
 
 namespace nicoff {
 
 namespace {
+
+// A completion the library makes itself for a broadcast that never got one.
+nicoff_cqe cancelled_bcast() noexcept {
+    nicoff_cqe c{};
+    c.status = -ECANCELED;
+    c.opcode = NICOFF_OP_BCAST;
+    return c;
+}
 
 constexpr std::array<std::string_view, NICOFF_BARRIER_MAX> alg_names = [] {
     std::array<std::string_view, NICOFF_BARRIER_MAX> n{};
@@ -57,6 +70,29 @@ constexpr std::uint64_t tag_send = 1ull << 47;
 constexpr std::uint64_t tag_recv = 1ull << 46;
 
 std::uint64_t run_tag(std::uint64_t epoch) { return 0xb0ull << 56 | (epoch & 0xffffffffffffull); }
+
+// HostBroadcast's message tags: the broadcast's number under a marker of
+// its own, so that a HostBarrier on the same port never matches them.
+std::uint64_t host_bcast_tag(std::uint64_t epoch) {
+    return 0xbcull << 56 | (epoch & 0xffffffffffffull);
+}
+
+// Group's broadcasts: this bit and the broadcast's number in the local tag
+// (run()'s and the barriers' tags count from 1 and never reach it).
+constexpr std::uint64_t tag_bcast = 1ull << 47;
+constexpr std::uint64_t bcast_seq_mask = tag_bcast - 1;
+
+// The smallest bounce buffer, so that small broadcasts of different
+// lengths share one.
+constexpr std::size_t bounce_min = 4096;
+
+void check_range(const MemoryRegion &mr, const Port &port, std::uint64_t off, std::uint64_t len,
+                 const char *who) {
+    if (!mr.valid() || !mr.belongs_to(port))
+        fail(EINVAL, std::string("nicoff: ") + who + ": the region is not this port's");
+    if (off > mr.size() || len > mr.size() - off)
+        fail(EINVAL, std::string("nicoff: ") + who + ": the range is outside the region");
+}
 
 } // namespace
 
@@ -129,6 +165,154 @@ std::vector<BarrierStep> barrier_schedule(std::uint32_t algorithm, std::uint32_t
     return steps;
 }
 
+BcastTree bcast_tree(std::uint32_t root, std::uint32_t rank, std::uint32_t size) {
+    if (!size || root >= size || rank >= size)
+        fail(EINVAL, "nicoff: bcast_tree: root or rank outside the group");
+    const std::uint32_t v = (rank + size - root) % size;
+    auto real = [&](std::uint64_t x) {
+        return static_cast<std::uint32_t>((x + root) % size);
+    };
+    BcastTree t;
+    // The root's subtrees are all powers of two below size; another
+    // member's, those below its lowest set bit.
+    std::uint64_t top = std::bit_ceil(static_cast<std::uint64_t>(size));
+    if (v) {
+        const std::uint32_t low = v & (~v + 1);
+        t.parent = real(v - low);
+        top = low;
+    }
+    // Child v + m heads min(m, size - v - m) members: the largest first, so
+    // that the deepest subtree starts earliest (ties: the farther first).
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> kids; // (members, m)
+    for (std::uint64_t m = top / 2; m >= 1; m /= 2)
+        if (v + m < size)
+            kids.emplace_back(std::min<std::uint64_t>(m, size - v - m), m);
+    std::stable_sort(kids.begin(), kids.end(),
+                     [](const auto &a, const auto &b) { return a.first > b.first; });
+    for (const auto &[members, m] : kids)
+        t.children.push_back(real(v + m));
+    return t;
+}
+
+// ------------------------------------------------------- BcastRequest --
+
+// A group's broadcasts in flight, shared with their requests so that a
+// request may outlive (or see the move of) its Group.
+struct BcastRequest::State {
+    struct Entry {
+        std::optional<nicoff_cqe> done;
+        std::span<std::byte> out; // a receiver's buffer the bounce data goes to
+        int bounce = -1;          // the bounce buffer it uses, if any
+        std::uint64_t len = 0;
+        bool collected = false; // its request let go
+    };
+    struct Bounce {
+        std::vector<std::byte> mem;
+        MemoryRegion mr;
+        bool busy = false;
+    };
+    Group *group = nullptr; // null once the group is gone
+    std::deque<Entry> q;    // broadcasts first .. posted - 1
+    std::uint64_t first = 0;
+    std::uint64_t posted = 0;
+    std::vector<Bounce> pool;
+
+    Entry *find(std::uint64_t seq) noexcept {
+        return seq >= first && seq - first < q.size() ? &q[seq - first] : nullptr;
+    }
+    // A completion for broadcast seq: a receiver's bounce data goes out,
+    // the bounce buffer is free again.
+    void complete(Entry &e, const nicoff_cqe &c) noexcept {
+        e.done = c;
+        if (e.bounce >= 0) {
+            Bounce &b = pool[static_cast<std::size_t>(e.bounce)];
+            if (c.status >= 0 && !e.out.empty())
+                std::memcpy(e.out.data(), b.mem.data(), e.out.size());
+            b.busy = false;
+            e.bounce = -1;
+        }
+    }
+    void drop_collected() noexcept {
+        while (!q.empty() && q.front().collected && q.front().done) {
+            q.pop_front();
+            first++;
+        }
+    }
+    // A free bounce buffer of at least len bytes, registered on port.
+    int bounce_for(Port &port, std::uint64_t len) {
+        int best = -1;
+        for (std::size_t i = 0; i < pool.size(); i++)
+            if (!pool[i].busy && pool[i].mem.size() >= len &&
+                (best < 0 || pool[i].mem.size() < pool[static_cast<std::size_t>(best)].mem.size()))
+                best = static_cast<int>(i);
+        if (best >= 0)
+            return best;
+        Bounce b;
+        b.mem.resize(std::max<std::size_t>(bounce_min, std::bit_ceil(len)));
+        b.mr = MemoryRegion(port, b.mem, NICOFF_ACCESS_LOCAL_WRITE);
+        pool.push_back(std::move(b));
+        return static_cast<int>(pool.size() - 1);
+    }
+};
+
+BcastRequest::BcastRequest(BcastRequest &&o) noexcept : state_(std::move(o.state_)), seq_(o.seq_) {}
+
+BcastRequest &BcastRequest::operator=(BcastRequest &&o) noexcept {
+    if (this != &o) {
+        release();
+        state_ = std::move(o.state_);
+        seq_ = o.seq_;
+    }
+    return *this;
+}
+
+BcastRequest::~BcastRequest() { release(); }
+
+// Waits for the broadcast (errors ignored) and lets it go.
+void BcastRequest::release() noexcept {
+    if (!state_)
+        return;
+    State &s = *state_;
+    State::Entry *e = s.find(seq_);
+    if (e && !e->done && s.group) {
+        try {
+            s.group->bcast_done(seq_, true);
+        } catch (...) {
+        }
+        e = s.find(seq_);
+    }
+    if (e) {
+        e->collected = true;
+        e->out = {}; // a completion after this must not write into it
+        s.drop_collected();
+    }
+    state_.reset();
+}
+
+std::uint64_t BcastRequest::wait() {
+    if (!state_)
+        fail(EINVAL, "nicoff: BcastRequest: no broadcast");
+    State &s = *state_;
+    const State::Entry *e = s.find(seq_);
+    if (e && !e->done && s.group)
+        s.group->bcast_done(seq_, true);
+    e = s.find(seq_);
+    const nicoff_cqe c = e && e->done ? *e->done : cancelled_bcast();
+    release();
+    check_status(c, "BCAST");
+    return c.result;
+}
+
+bool BcastRequest::test() {
+    if (!state_)
+        fail(EINVAL, "nicoff: BcastRequest: no broadcast");
+    State &s = *state_;
+    const State::Entry *e = s.find(seq_);
+    if (!e || e->done || !s.group)
+        return true;
+    return s.group->bcast_done(seq_, false);
+}
+
 // --------------------------------------------------------------- Group --
 
 Group::Group(Port &port, std::span<const nicoff_member> members, std::uint32_t rank,
@@ -147,6 +331,8 @@ Group::Group(Port &port, const Job &job, const GroupConfig &cfg)
 }
 
 void Group::create(std::span<const nicoff_member> members) {
+    bcast_ = std::make_shared<BcastRequest::State>();
+    bcast_->group = this;
     owner_ = port_->dispatcher().add([this](const nicoff_cqe &c) { on_completion(c); });
     std::vector<nicoff_member> table(members.begin(), members.end());
     nicoff_cqe q;
@@ -154,8 +340,8 @@ void Group::create(std::span<const nicoff_member> members) {
         MemoryRegion mr(*port_, std::as_writable_bytes(std::span<nicoff_member>(table)), 0);
         // run() gives it its tag.
         nicoff_cmd c;
-        nicoff_prep_group_create(&c, id_, rank_, size_, mr.handle(), 0, cfg_.algorithm, cfg_.param,
-                                 0);
+        nicoff_prep_group_create_bcast(&c, id_, rank_, size_, mr.handle(), 0, cfg_.algorithm,
+                                       cfg_.param, cfg_.bcast_channels, cfg_.bcast_flags, 0);
         q = run(c);
         check_status(q, "GROUP_CREATE");
     } catch (...) {
@@ -172,6 +358,20 @@ void Group::release() noexcept {
         port_->dispatcher().remove(owner_);
     port_ = nullptr;
     pending_ = false;
+    cancel_bcasts();
+}
+
+// The card completes a destroyed group's broadcasts (ECANCELED) before
+// GROUP_DESTROY; any it did not, and any after a failed destroy, are
+// cancelled here, so that their requests do not wait for nothing.
+void Group::cancel_bcasts() noexcept {
+    if (!bcast_)
+        return;
+    for (BcastRequest::State::Entry &e : bcast_->q)
+        if (!e.done)
+            bcast_->complete(e, cancelled_bcast());
+    bcast_->drop_collected();
+    bcast_->group = nullptr;
 }
 
 Group::Group(Group &&o) noexcept { *this = std::move(o); }
@@ -196,6 +396,9 @@ Group &Group::operator=(Group &&o) noexcept {
         next_tag_ = o.next_tag_;
         pending_ = std::exchange(o.pending_, false);
         waits_ = o.waits_;
+        bcast_ = std::move(o.bcast_);
+        if (bcast_ && bcast_->group)
+            bcast_->group = this;
         if (port_)
             port_->dispatcher().set(owner_, [this](const nicoff_cqe &c) { on_completion(c); });
     }
@@ -219,8 +422,20 @@ void Group::on_completion(const nicoff_cqe &c) noexcept {
     else if (pending_ && c.tag == waits_.barrier_tag && c.opcode == NICOFF_OP_BARRIER &&
              !waits_.barrier_done)
         waits_.barrier_done = c;
-    else
+    else if (!on_bcast_completion(c))
         waits_.stray = true;
+}
+
+bool Group::on_bcast_completion(const nicoff_cqe &c) noexcept {
+    const std::uint64_t local = Dispatcher::local(c.tag);
+    if (c.opcode != NICOFF_OP_BCAST || !(local & tag_bcast) || !bcast_)
+        return false;
+    BcastRequest::State::Entry *e = bcast_->find(local & bcast_seq_mask);
+    if (!e || e->done)
+        return false;
+    bcast_->complete(*e, c);
+    bcast_->drop_collected();
+    return true;
 }
 
 void Group::await(const std::function<bool()> &done) {
@@ -279,6 +494,85 @@ void Group::wait_barrier() {
 void Group::barrier() {
     start_barrier();
     wait_barrier();
+}
+
+std::uint64_t Group::broadcasts() const noexcept { return bcast_ ? bcast_->posted : 0; }
+
+BcastRequest Group::post_bcast(std::uint32_t mr, std::uint64_t off, std::uint64_t len,
+                               std::uint32_t root, std::span<std::byte> out, int bounce) {
+    BcastRequest::State &s = *bcast_;
+    const std::uint64_t seq = s.posted;
+    nicoff_cmd c;
+    nicoff_prep_bcast(&c, id_, root, mr, off, len, Dispatcher::tag(owner_, tag_bcast | seq));
+    BcastRequest::State::Entry e;
+    e.out = out;
+    e.bounce = bounce;
+    e.len = len;
+    s.q.push_back(e);
+    if (bounce >= 0)
+        s.pool[static_cast<std::size_t>(bounce)].busy = true;
+    try {
+        post(c);
+    } catch (...) {
+        if (bounce >= 0)
+            s.pool[static_cast<std::size_t>(bounce)].busy = false;
+        s.q.pop_back();
+        throw;
+    }
+    s.posted++;
+    return BcastRequest(bcast_, seq);
+}
+
+// Whether broadcast seq completed: with block, waits for it (the group's
+// timeout); else one look at the ring.
+bool Group::bcast_done(std::uint64_t seq, bool block) {
+    auto done = [this, seq] {
+        const BcastRequest::State::Entry *e = bcast_->find(seq);
+        return !e || e->done.has_value();
+    };
+    if (block) {
+        await(done);
+        return true;
+    }
+    port_->dispatcher().reap();
+    port_->dispatcher().check();
+    if (waits_.stray) {
+        waits_.stray = false;
+        fail(EPROTO, "nicoff: Group: a completion of none of its operations");
+    }
+    return done();
+}
+
+BcastRequest Group::start_broadcast(const MemoryRegion &mr, std::uint64_t off, std::uint64_t len,
+                                    std::uint32_t root) {
+    if (!port_)
+        fail(EINVAL, "nicoff: Group: destroyed");
+    if (root >= size_)
+        fail(EINVAL, "nicoff: Group: broadcast root outside the group");
+    check_range(mr, *port_, off, len, "Group::broadcast");
+    return post_bcast(mr.handle(), off, len, root, {}, -1);
+}
+
+BcastRequest Group::start_broadcast(std::span<std::byte> buf, std::uint32_t root) {
+    if (!port_)
+        fail(EINVAL, "nicoff: Group: destroyed");
+    if (root >= size_)
+        fail(EINVAL, "nicoff: Group: broadcast root outside the group");
+    const int b = bcast_->bounce_for(*port_, buf.size());
+    BcastRequest::State::Bounce &bb = bcast_->pool[static_cast<std::size_t>(b)];
+    if (rank_ == root && !buf.empty())
+        std::memcpy(bb.mem.data(), buf.data(), buf.size());
+    return post_bcast(bb.mr.handle(), 0, buf.size(), root,
+                      rank_ == root ? std::span<std::byte>() : buf, b);
+}
+
+void Group::broadcast(const MemoryRegion &mr, std::uint64_t off, std::uint64_t len,
+                      std::uint32_t root) {
+    start_broadcast(mr, off, len, root).wait();
+}
+
+void Group::broadcast(std::span<std::byte> buf, std::uint32_t root) {
+    start_broadcast(buf, root).wait();
 }
 
 void Group::destroy() {
@@ -420,6 +714,138 @@ void HostBarrier::barrier() {
         if (got_[s] < need_[s])
             await([this, s] { return got_[s] >= need_[s]; });
     }
+}
+
+// ------------------------------------------------------- HostBroadcast --
+
+HostBroadcast::HostBroadcast(Port &port, std::span<const nicoff_member> members, std::uint32_t rank,
+                             const GroupConfig &cfg)
+    : cfg_(cfg), members_(members.begin(), members.end()), rank_(rank), bounce_(bounce_min) {
+    if (members.empty() || members.size() > UINT32_MAX || rank >= members.size())
+        fail(EINVAL, "nicoff: HostBroadcast: rank outside the member list");
+    if (members[rank].card != port.card() || members[rank].port != port.number())
+        fail(EINVAL, "nicoff: HostBroadcast: the member at this rank is another port");
+    for (std::size_t i = 0; i < members.size(); i++)
+        for (std::size_t j = i + 1; j < members.size(); j++)
+            if (members[i].card == members[j].card && members[i].port == members[j].port)
+                fail(EINVAL, "nicoff: HostBroadcast: a member is listed twice");
+    bounce_mr_ = MemoryRegion(port, bounce_, NICOFF_ACCESS_LOCAL_WRITE);
+    port_ = &port;
+    owner_ = port.dispatcher().add([this](const nicoff_cqe &c) { on_completion(c); });
+}
+
+HostBroadcast::HostBroadcast(Port &port, const Job &job, const GroupConfig &cfg)
+    : HostBroadcast(port, job_members(job), job.rank(), cfg) {}
+
+HostBroadcast::HostBroadcast(HostBroadcast &&o) noexcept
+    : port_(std::exchange(o.port_, nullptr)), owner_(o.owner_), cfg_(o.cfg_),
+      members_(std::move(o.members_)), rank_(o.rank_), epoch_(o.epoch_),
+      sends_out_(std::exchange(o.sends_out_, 0)), received_(o.received_), got_(o.got_),
+      error_(o.error_), stray_(o.stray_), bounce_(std::move(o.bounce_)),
+      bounce_mr_(std::move(o.bounce_mr_)) {
+    if (port_)
+        port_->dispatcher().set(owner_, [this](const nicoff_cqe &c) { on_completion(c); });
+}
+
+HostBroadcast &HostBroadcast::operator=(HostBroadcast &&o) noexcept {
+    if (this != &o) {
+        this->~HostBroadcast();
+        new (this) HostBroadcast(std::move(o));
+    }
+    return *this;
+}
+
+// Waits for its SENDs still in flight (after an error), so that their
+// completions do not turn up as strangers to whoever polls the port next.
+HostBroadcast::~HostBroadcast() {
+    if (!port_)
+        return;
+    try {
+        await([this] { return sends_out_ == 0; });
+    } catch (...) {
+    }
+    port_->dispatcher().remove(owner_);
+}
+
+void HostBroadcast::on_completion(const nicoff_cqe &c) noexcept {
+    const std::uint64_t local = Dispatcher::local(c.tag);
+    if (c.opcode == NICOFF_OP_SEND && local == tag_send && sends_out_) {
+        if (c.status < 0 && !error_.err)
+            error_ = {-c.status, "SEND"};
+        sends_out_--;
+    } else if (c.opcode == NICOFF_OP_RECV && local == tag_recv && !received_) {
+        if (c.status < 0 && !error_.err)
+            error_ = {-c.status, "RECV"};
+        received_ = true;
+        got_ = c.result;
+    } else {
+        stray_ = true;
+    }
+}
+
+// As HostBarrier's: ETIME after cfg.timeout without a completion, the first
+// error a completion brought.
+void HostBroadcast::await(const std::function<bool()> &done) {
+    const bool ok = nicoff::await(*port_, cfg_, detail::Deadline::after_silence(cfg_.timeout), true,
+                                  [&] { return stray_ || error_.err || done(); });
+    if (stray_) {
+        stray_ = false;
+        fail(EPROTO, "nicoff: HostBroadcast: a completion of none of its operations");
+    }
+    if (error_.err) {
+        const Error e = std::exchange(error_, {});
+        fail(e.err, std::string("nicoff: ") + e.what + " failed");
+    }
+    if (!ok)
+        fail(ETIME, "nicoff: no completion within the group's timeout");
+}
+
+void HostBroadcast::broadcast(const MemoryRegion &mr, std::uint64_t off, std::uint64_t len,
+                              std::uint32_t root) {
+    if (!port_)
+        fail(EINVAL, "nicoff: HostBroadcast: moved from");
+    if (root >= members_.size())
+        fail(EINVAL, "nicoff: HostBroadcast: root outside the group");
+    check_range(mr, *port_, off, len, "HostBroadcast::broadcast");
+    const BcastTree t = bcast_tree(root, rank_, size());
+    const std::uint64_t msg = host_bcast_tag(++epoch_);
+    auto post = [this](const nicoff_cmd &c) {
+        if (!port_->try_post(c))
+            await([&] { return port_->try_post(c); });
+    };
+    if (t.parent) {
+        received_ = false;
+        const nicoff_member &src = members_[*t.parent];
+        post(make_recv(mr.handle(), off, len, src.card, src.port, msg, ~0ull,
+                       Dispatcher::tag(owner_, tag_recv)));
+        await([this] { return received_; });
+        if (got_ != len)
+            fail(EMSGSIZE, "nicoff: HostBroadcast: the root's length differs");
+    }
+    for (const std::uint32_t child : t.children) {
+        const nicoff_member &dst = members_[child];
+        post(make_send(dst.card, dst.port, mr.handle(), off, len, msg,
+                       Dispatcher::tag(owner_, tag_send)));
+        sends_out_++;
+    }
+    await([this] { return sends_out_ == 0; });
+}
+
+void HostBroadcast::broadcast(std::span<std::byte> buf, std::uint32_t root) {
+    if (!port_)
+        fail(EINVAL, "nicoff: HostBroadcast: moved from");
+    if (buf.size() > bounce_.size()) {
+        // A fresh region first: the old one stays valid if this throws.
+        std::vector<std::byte> mem(std::bit_ceil(buf.size()));
+        MemoryRegion mr(*port_, mem, NICOFF_ACCESS_LOCAL_WRITE);
+        bounce_mr_ = std::move(mr);
+        bounce_ = std::move(mem);
+    }
+    if (rank_ == root && !buf.empty())
+        std::memcpy(bounce_.data(), buf.data(), buf.size());
+    broadcast(bounce_mr_, 0, buf.size(), root);
+    if (rank_ != root && !buf.empty())
+        std::memcpy(buf.data(), bounce_.data(), buf.size());
 }
 
 } // namespace nicoff

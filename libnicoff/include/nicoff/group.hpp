@@ -21,6 +21,22 @@
 // HostBarrier runs the same algorithms in the process instead, over the
 // card's SEND/RECV (the host-based barriers the seed papers compare with).
 //
+// Broadcast (seed 002; Documentation/broadcast.md): every member calls
+// broadcast() for the group's broadcasts in the same order, each with the
+// same root and length; the root's bytes end up in every member's buffer.
+// The form taking a MemoryRegion moves the data straight from and to the
+// region (zero copy); the span form goes through a registered bounce
+// buffer the group keeps (grown on demand), costing a copy on each side.
+// start_broadcast() posts without waiting and returns a BcastRequest:
+// several may be outstanding, and they complete in posting order.  A
+// root's broadcast of up to NICOFF_BCAST_EAGER_MAX bytes completes once
+// sent, before the others hold it, and the group's members do not
+// acknowledge each broadcast: destroy a group only once every member is
+// done with its broadcasts (a barrier), as a member that destroys it fails
+// what the others still wait for (ECONNRESET).
+// HostBroadcast is the host-based baseline: a binomial tree the processes
+// run over SEND/RECV (seed 002's "generic" LA-MPI algorithm).
+//
 // Completions: a Group or HostBarrier tags its commands with an owner id of
 // its port's dispatcher (Port::dispatcher()); while it waits, it takes
 // every completion of the port and hands each to its owner, so Groups,
@@ -39,6 +55,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -65,6 +82,48 @@ struct GroupConfig {
     std::chrono::milliseconds timeout{-1};
     // Poll the completion ring this long before sleeping in poll(2).
     std::chrono::microseconds spin{20};
+    // Broadcast channels of the group: 0 for the card's default (the
+    // module's bcast_channels), else NICOFF_BCAST_MIN_CHANNELS to
+    // NICOFF_BCAST_MAX_CHANNELS.
+    std::uint32_t bcast_channels = 0;
+    // NICOFF_BCAST_F_NOCRC (no CRC over broadcast payloads), NICOFF_BCAST_F_P2P
+    // (always the point-to-point tree, never the fabric's multicast).
+    std::uint32_t bcast_flags = 0;
+};
+
+class Group;
+
+// A broadcast posted by Group::start_broadcast().  wait() returns its
+// length once this member holds the data (the root: once it may reuse its
+// buffer) and throws the completion's error; test() says whether it is
+// done without sleeping.  A request that is destroyed unwaited waits for
+// its broadcast first (errors ignored), so the group's bounce buffer is
+// never left to a broadcast nobody collects; its buffer must stay valid
+// until then.  Requests may be waited in any order; a request outlives its
+// Group safely (it then reports what completed before the group went, or
+// ECANCELED).  Single-threaded, as the Group.
+class NICOFF_API BcastRequest {
+public:
+    BcastRequest() noexcept = default;
+    BcastRequest(BcastRequest &&other) noexcept;
+    BcastRequest &operator=(BcastRequest &&other) noexcept;
+    BcastRequest(const BcastRequest &) = delete;
+    BcastRequest &operator=(const BcastRequest &) = delete;
+    ~BcastRequest();
+
+    std::uint64_t wait();
+    bool test();
+    bool valid() const noexcept { return state_ != nullptr; }
+
+    struct State; // shared with its Group
+
+private:
+    friend class Group;
+    BcastRequest(std::shared_ptr<State> state, std::uint64_t seq) noexcept
+        : state_(std::move(state)), seq_(seq) {}
+    void release() noexcept;
+    std::shared_ptr<State> state_;
+    std::uint64_t seq_ = 0;
 };
 
 class NICOFF_API Group {
@@ -90,8 +149,25 @@ public:
     // Post the barrier without waiting; wait_barrier() waits for it.
     void start_barrier();
     void wait_barrier();
-    // GROUP_DESTROY; the Group is empty afterwards.
+    // GROUP_DESTROY; the Group is empty afterwards.  Broadcasts still
+    // outstanding complete with the card's error (ECANCELED).
     void destroy();
+
+    // One broadcast of len bytes at off of mr (a region of this port, with
+    // NICOFF_ACCESS_LOCAL_WRITE on the receivers) from member root: returns
+    // once this member's part is done.  EINVAL for a root outside the group
+    // or a range outside mr; the card's errors (EMSGSIZE: the root's length
+    // differs; ECONNRESET: the group failed; ETIMEDOUT: a member is dead).
+    void broadcast(const MemoryRegion &mr, std::uint64_t off, std::uint64_t len,
+                   std::uint32_t root);
+    // The same for any memory, through the group's bounce buffer: the root
+    // sends buf, the others receive into it (buf.size() is the length).
+    void broadcast(std::span<std::byte> buf, std::uint32_t root);
+    // Post a broadcast without waiting (the region or buffer must stay
+    // valid until the request completes).
+    [[nodiscard]] BcastRequest start_broadcast(const MemoryRegion &mr, std::uint64_t off,
+                                               std::uint64_t len, std::uint32_t root);
+    [[nodiscard]] BcastRequest start_broadcast(std::span<std::byte> buf, std::uint32_t root);
 
     bool valid() const noexcept { return port_ != nullptr; }
     std::uint32_t id() const noexcept { return id_; }
@@ -100,8 +176,15 @@ public:
     std::uint32_t algorithm() const noexcept { return alg_; } // what the card runs
     std::uint32_t param() const noexcept { return param_; }   // its degree or fan-in
     std::uint64_t barriers() const noexcept { return done_; } // completed so far
+    std::uint64_t broadcasts() const noexcept;                // posted so far
 
 private:
+    friend class BcastRequest;
+    BcastRequest post_bcast(std::uint32_t mr, std::uint64_t off, std::uint64_t len,
+                            std::uint32_t root, std::span<std::byte> out, int bounce);
+    bool bcast_done(std::uint64_t seq, bool block);
+    bool on_bcast_completion(const nicoff_cqe &c) noexcept;
+    void cancel_bcasts() noexcept;
     void create(std::span<const nicoff_member> members);
     void release() noexcept;
     void on_completion(const nicoff_cqe &c) noexcept;
@@ -128,6 +211,7 @@ private:
         std::optional<nicoff_cqe> reply;
         bool stray = false; // a completion of ours that nobody expects
     } waits_;
+    std::shared_ptr<BcastRequest::State> bcast_; // the broadcasts in flight
 };
 
 // The same algorithms run by the process over SEND/RECV: every message a
@@ -177,6 +261,69 @@ private:
     Error error_;                    // the first failed completion
     bool stray_ = false;             // a completion of ours that nobody expects
 };
+
+// A broadcast run by the processes: a binomial tree rooted at the
+// broadcast's root over SEND/RECV (seed 002's "generic" algorithm).  Each
+// member posts a RECV from its parent (tag: the broadcast's number), then
+// SENDs the whole message to its children, largest subtree first, and
+// returns once its SENDs completed (the children's cards hold the data),
+// so the buffer may be reused at once.  Any root, any length the card's
+// messages take (64 MiB by default), 0 included.  Same member list and
+// rank conventions as HostBarrier; errors as Group's.
+class NICOFF_API HostBroadcast {
+public:
+    HostBroadcast(Port &port, std::span<const nicoff_member> members, std::uint32_t rank,
+                  const GroupConfig &cfg = {});
+    HostBroadcast(Port &port, const Job &job, const GroupConfig &cfg = {});
+    HostBroadcast(HostBroadcast &&) noexcept;
+    HostBroadcast &operator=(HostBroadcast &&) noexcept;
+    HostBroadcast(const HostBroadcast &) = delete;
+    HostBroadcast &operator=(const HostBroadcast &) = delete;
+    ~HostBroadcast();
+
+    // As Group::broadcast: a region of this port (zero copy), or any
+    // memory through a bounce buffer of this object's.
+    void broadcast(const MemoryRegion &mr, std::uint64_t off, std::uint64_t len,
+                   std::uint32_t root);
+    void broadcast(std::span<std::byte> buf, std::uint32_t root);
+    std::uint32_t rank() const noexcept { return rank_; }
+    std::uint32_t size() const noexcept { return static_cast<std::uint32_t>(members_.size()); }
+    std::uint64_t broadcasts() const noexcept { return epoch_; }
+
+private:
+    struct Error {
+        int err = 0;
+        const char *what = nullptr;
+    };
+    void on_completion(const nicoff_cqe &c) noexcept;
+    void await(const std::function<bool()> &done);
+    void check_region(const MemoryRegion &mr, std::uint64_t off, std::uint64_t len) const;
+
+    Port *port_ = nullptr;
+    std::uint16_t owner_ = 0; // in the port's dispatcher
+    GroupConfig cfg_;
+    std::vector<nicoff_member> members_;
+    std::uint32_t rank_ = 0;
+    std::uint64_t epoch_ = 0;
+    std::uint64_t sends_out_ = 0; // SENDs not completed yet
+    bool received_ = false;       // this broadcast's RECV completed
+    std::uint64_t got_ = 0;       // its length
+    Error error_;                 // the first failed completion
+    bool stray_ = false;          // a completion of ours that nobody expects
+    std::vector<std::byte> bounce_;
+    MemoryRegion bounce_mr_;
+};
+
+// One member's place in the binomial broadcast tree of a group of size
+// rooted at root: its parent (none for the root) and its children, largest
+// subtree first (the order it sends in).  Relative rank v = (rank - root)
+// mod size receives from v with its lowest set bit cleared and sends to
+// v + 2^k for every 2^k below that bit (every 2^k < size for the root).
+struct BcastTree {
+    std::optional<std::uint32_t> parent;
+    std::vector<std::uint32_t> children;
+};
+NICOFF_API BcastTree bcast_tree(std::uint32_t root, std::uint32_t rank, std::uint32_t size);
 
 // The schedule of one member (what Group's card and HostBarrier both
 // run): for each step, the ranks it sends to on entering the step and the

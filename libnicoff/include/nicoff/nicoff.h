@@ -195,6 +195,72 @@ NICOFF_API int nicoff_group_param(const nicoff_group *group);
 /* GROUP_DESTROY and free (also on failure, whose error is returned); NULL is fine. */
 NICOFF_API int nicoff_group_destroy(nicoff_group *group);
 
+/*
+ * Groups with their broadcast settings (NULL attr: the defaults, as
+ * nicoff_group_create with NICOFF_BARRIER_DEFAULT and param 0):
+ * bcast_channels 0 (the card's default) or NICOFF_BCAST_MIN_CHANNELS to
+ * NICOFF_BCAST_MAX_CHANNELS; bcast_flags NICOFF_BCAST_F_NOCRC (no CRC over
+ * broadcast payloads), NICOFF_BCAST_F_P2P (the point-to-point tree, never
+ * the fabric's multicast).  The card refuses other values (-EINVAL).
+ */
+struct nicoff_group_attr {
+    uint32_t algorithm; /* NICOFF_BARRIER_* or NICOFF_BARRIER_DEFAULT */
+    uint32_t param;     /* tree degree or combining fan-in; 0: the default */
+    uint32_t bcast_channels;
+    uint32_t bcast_flags;
+    uint64_t reserved[2]; /* must be zero */
+};
+NICOFF_API int nicoff_group_create_attr(nicoff_port *port, const struct nicoff_member *members,
+                                        uint32_t size, uint32_t rank, uint32_t group_id,
+                                        const struct nicoff_group_attr *attr, nicoff_group **out);
+NICOFF_API int nicoff_group_create_job_attr(nicoff_port *port, const nicoff_job *job,
+                                            const struct nicoff_group_attr *attr,
+                                            nicoff_group **out);
+
+/*
+ * Broadcast run by the cards (seed 002, nicoff::Group::broadcast): every
+ * member calls these for the group's broadcasts in the same order, each
+ * with the same root and len.  The root sends len bytes of region mr at
+ * off (or of buf), every other member receives them there (the region
+ * needs NICOFF_ACCESS_LOCAL_WRITE); the _buf forms take any memory and go
+ * through a registered bounce buffer the group keeps.  The blocking forms
+ * return once this member's part is done.  The _start forms post without
+ * waiting and give a request: several may be outstanding, they complete in
+ * posting order; the buffer must stay valid until the request is done.
+ * nicoff_bcast_wait waits for a request and frees it (also on failure,
+ * whose error it returns); nicoff_bcast_test says 1 once it is done (then
+ * nicoff_bcast_wait returns at once), 0 before; nicoff_bcast_free waits
+ * for it, errors ignored.  Errors: -EINVAL (a root outside the group, a
+ * range outside the region), and the completion's: -EMSGSIZE (a length
+ * other than the root's), -ECONNRESET (the group failed), -ETIMEDOUT (a
+ * member is dead), -ECANCELED (the group was destroyed first).
+ */
+typedef struct nicoff_bcast_req nicoff_bcast_req;
+NICOFF_API int nicoff_group_broadcast(nicoff_group *group, const nicoff_mr *mr, uint64_t off,
+                                      uint64_t len, uint32_t root);
+NICOFF_API int nicoff_group_broadcast_buf(nicoff_group *group, void *buf, size_t len,
+                                          uint32_t root);
+NICOFF_API int nicoff_group_broadcast_start(nicoff_group *group, const nicoff_mr *mr, uint64_t off,
+                                            uint64_t len, uint32_t root, nicoff_bcast_req **out);
+NICOFF_API int nicoff_group_broadcast_start_buf(nicoff_group *group, void *buf, size_t len,
+                                                uint32_t root, nicoff_bcast_req **out);
+NICOFF_API int nicoff_bcast_wait(nicoff_bcast_req *req);
+NICOFF_API int nicoff_bcast_test(nicoff_bcast_req *req);
+NICOFF_API void nicoff_bcast_free(nicoff_bcast_req *req); /* NULL is fine */
+
+/*
+ * The host-based broadcast (nicoff::HostBroadcast): a binomial tree the
+ * processes run over SEND/RECV, same member list and rank as a group.
+ */
+typedef struct nicoff_host_bcast nicoff_host_bcast;
+NICOFF_API int nicoff_host_bcast_create(nicoff_port *port, const struct nicoff_member *members,
+                                        uint32_t size, uint32_t rank, nicoff_host_bcast **out);
+NICOFF_API int nicoff_host_broadcast(nicoff_host_bcast *bcast, const nicoff_mr *mr, uint64_t off,
+                                     uint64_t len, uint32_t root);
+NICOFF_API int nicoff_host_broadcast_buf(nicoff_host_bcast *bcast, void *buf, size_t len,
+                                         uint32_t root);
+NICOFF_API void nicoff_host_bcast_free(nicoff_host_bcast *bcast); /* NULL is fine */
+
 /* The same algorithms run by the process over SEND/RECV (nicoff::HostBarrier). */
 typedef struct nicoff_host_barrier nicoff_host_barrier;
 NICOFF_API int nicoff_host_barrier_create(nicoff_port *port, const struct nicoff_member *members,

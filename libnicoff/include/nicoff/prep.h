@@ -165,6 +165,21 @@ static inline void nicoff_prep_group_create(struct nicoff_cmd *c, uint32_t group
     c->group.param = param;
 }
 
+/*
+ * The same with the group's broadcast settings: bcast_channels 0 (the
+ * card's default) or NICOFF_BCAST_MIN_CHANNELS to NICOFF_BCAST_MAX_CHANNELS,
+ * bcast_flags NICOFF_BCAST_F_* (NOCRC, P2P).
+ */
+static inline void nicoff_prep_group_create_bcast(struct nicoff_cmd *c, uint32_t group_id,
+                                                  uint32_t rank, uint32_t size, uint32_t mr,
+                                                  uint64_t off, uint32_t algorithm, uint32_t param,
+                                                  uint32_t bcast_channels, uint32_t bcast_flags,
+                                                  uint64_t tag) {
+    nicoff_prep_group_create(c, group_id, rank, size, mr, off, algorithm, param, tag);
+    c->group.bcast_channels = bcast_channels;
+    c->group.bcast_flags = bcast_flags;
+}
+
 /* NICOFF_OP_GROUP_DESTROY and NICOFF_OP_BARRIER name the group only. */
 static inline void nicoff_prep_group_destroy(struct nicoff_cmd *c, uint32_t group_id,
                                              uint64_t tag) {
@@ -175,6 +190,22 @@ static inline void nicoff_prep_group_destroy(struct nicoff_cmd *c, uint32_t grou
 static inline void nicoff_prep_barrier(struct nicoff_cmd *c, uint32_t group_id, uint64_t tag) {
     nicoff_prep_cmd(c, NICOFF_OP_BARRIER, tag);
     c->group.group_id = group_id;
+}
+
+/*
+ * NICOFF_OP_BCAST: broadcast len bytes from member root of group group_id;
+ * the root sends region mr at off, every other member receives into its
+ * region mr at off.  Every member posts the group's broadcasts in the same
+ * order with the same root and len.
+ */
+static inline void nicoff_prep_bcast(struct nicoff_cmd *c, uint32_t group_id, uint32_t root,
+                                     uint32_t mr, uint64_t off, uint64_t len, uint64_t tag) {
+    nicoff_prep_cmd(c, NICOFF_OP_BCAST, tag);
+    c->bcast.group_id = group_id;
+    c->bcast.root = root;
+    c->bcast.mr = mr;
+    c->bcast.off = off;
+    c->bcast.len = len;
 }
 
 /*

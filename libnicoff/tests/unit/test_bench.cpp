@@ -209,6 +209,17 @@ void test_json_and_table(void **) {
     const std::string with_chunk = format_table({s});
     assert_non_null(std::strstr(with_chunk.c_str(), "runs  chunk\n"));
     assert_non_null(std::strstr(with_chunk.c_str(), "-     64\n"));
+    Record c = ctx.record("channels", "card", "latency_us", 4.25, "us");
+    c.channels = 16;
+    assert_string_equal(format_json({c}).c_str(),
+                        "[\n"
+                        " {\"suite\":\"doorbell\",\"case\":\"channels\",\"method\":\"card\","
+                        "\"nodes\":null,\"bytes\":null,\"metric\":\"latency_us\",\"value\":4.25,"
+                        "\"unit\":\"us\",\"runs\":null,\"channels\":16}\n"
+                        "]\n");
+    const std::string with_channels = format_table({c});
+    assert_non_null(std::strstr(with_channels.c_str(), "runs  channels\n"));
+    assert_null(std::strstr(with_channels.c_str(), "chunk"));
 }
 
 } // namespace

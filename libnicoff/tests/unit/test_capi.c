@@ -3,6 +3,7 @@
  * argument gives a negative errno value, no device needed.
  */
 #include <nicoff/nicoff.h>
+#include <nicoff/prep.h>
 
 #include <errno.h>
 #include <setjmp.h>
@@ -138,6 +139,64 @@ static void test_null_atomics(void **state) {
     nicoff_atomic_server_destroy(NULL);
 }
 
+static void test_null_bcast(void **state) {
+    char buf[8];
+    struct nicoff_member m = {0, 16};
+    struct nicoff_group_attr attr;
+    nicoff_group *g = (nicoff_group *)(uintptr_t)0x4444;
+    nicoff_bcast_req *req = (nicoff_bcast_req *)(uintptr_t)0x5555;
+    nicoff_host_bcast *hb = (nicoff_host_bcast *)(uintptr_t)0x6666;
+    (void)state;
+    memset(&attr, 0, sizeof(attr));
+    assert_int_equal(nicoff_group_create_attr(NULL, &m, 1, 0, 1, &attr, &g), -EINVAL);
+    assert_int_equal(nicoff_group_create_job_attr(NULL, NULL, NULL, &g), -EINVAL);
+    assert_ptr_equal(g, (nicoff_group *)(uintptr_t)0x4444);
+    assert_int_equal(nicoff_group_broadcast(NULL, NULL, 0, 8, 0), -EINVAL);
+    assert_int_equal(nicoff_group_broadcast_buf(NULL, buf, sizeof(buf), 0), -EINVAL);
+    assert_int_equal(nicoff_group_broadcast_start(NULL, NULL, 0, 8, 0, &req), -EINVAL);
+    assert_int_equal(nicoff_group_broadcast_start_buf(NULL, buf, sizeof(buf), 0, &req), -EINVAL);
+    assert_ptr_equal(req, (nicoff_bcast_req *)(uintptr_t)0x5555);
+    assert_int_equal(nicoff_bcast_wait(NULL), -EINVAL);
+    assert_int_equal(nicoff_bcast_test(NULL), -EINVAL);
+    nicoff_bcast_free(NULL);
+    assert_int_equal(nicoff_host_bcast_create(NULL, &m, 1, 0, &hb), -EINVAL);
+    assert_ptr_equal(hb, (nicoff_host_bcast *)(uintptr_t)0x6666);
+    assert_int_equal(nicoff_host_broadcast(NULL, NULL, 0, 8, 0), -EINVAL);
+    assert_int_equal(nicoff_host_broadcast_buf(NULL, buf, sizeof(buf), 0), -EINVAL);
+    nicoff_host_bcast_free(NULL);
+}
+
+/* The builders fill every field they name and zero the rest. */
+static void test_prep_bcast(void **state) {
+    struct nicoff_cmd c, z;
+    (void)state;
+    memset(&c, 0xff, sizeof(c));
+    nicoff_prep_bcast(&c, 7, 3, 5, 4096, 16384, 99);
+    assert_int_equal(c.opcode, NICOFF_OP_BCAST);
+    assert_int_equal(c.tag, 99);
+    assert_int_equal(c.bcast.group_id, 7);
+    assert_int_equal(c.bcast.root, 3);
+    assert_int_equal(c.bcast.mr, 5);
+    assert_int_equal(c.bcast.off, 4096);
+    assert_int_equal(c.bcast.len, 16384);
+    memset(&z, 0, sizeof(z));
+    assert_int_equal(c.flags, 0);
+    assert_int_equal(c.bcast.reserved0, 0);
+    assert_memory_equal(c.bcast.reserved, z.bcast.reserved, sizeof(z.bcast.reserved));
+    memset(&c, 0xff, sizeof(c));
+    nicoff_prep_group_create_bcast(&c, 7, 1, 8, 5, 64, NICOFF_BARRIER_TREE, 2, 16,
+                                   NICOFF_BCAST_F_NOCRC | NICOFF_BCAST_F_P2P, 42);
+    assert_int_equal(c.opcode, NICOFF_OP_GROUP_CREATE);
+    assert_int_equal(c.group.size, 8);
+    assert_int_equal(c.group.param, 2);
+    assert_int_equal(c.group.bcast_channels, 16);
+    assert_int_equal(c.group.bcast_flags, NICOFF_BCAST_F_ALL);
+    assert_int_equal(c.group.reserved, 0);
+    nicoff_prep_group_create(&c, 7, 1, 8, 5, 64, NICOFF_BARRIER_TREE, 2, 42);
+    assert_int_equal(c.group.bcast_channels, 0);
+    assert_int_equal(c.group.bcast_flags, 0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_version),
@@ -147,6 +206,8 @@ int main(void) {
         cmocka_unit_test(test_null_port),
         cmocka_unit_test(test_null_mr),
         cmocka_unit_test(test_null_atomics),
+        cmocka_unit_test(test_null_bcast),
+        cmocka_unit_test(test_prep_bcast),
     };
     return cmocka_run_group_tests_name("libnicoff C API errors", tests, NULL, NULL);
 }

@@ -126,6 +126,68 @@ void test_errors(void **) {
     assert_int_equal(error_of([] { barrier_schedule(NICOFF_BARRIER_TREE, 0, 0, 0); }), EINVAL);
 }
 
+// Run the broadcast from root: each member, once it holds the data, sends
+// to its children; every message must be one its receiver expects.
+void check_bcast_tree(std::uint32_t root, std::uint32_t n) {
+    std::vector<nicoff::BcastTree> t(n);
+    for (std::uint32_t r = 0; r < n; r++)
+        t[r] = nicoff::bcast_tree(root, r, n);
+    assert_false(t[root].parent.has_value());
+    std::vector<std::uint32_t> received(n, 0), depth(n, 0);
+    std::deque<std::uint32_t> holders = {root};
+    std::uint32_t lg = 0;
+    while ((1u << lg) < n)
+        lg++;
+    while (!holders.empty()) {
+        const std::uint32_t r = holders.front();
+        holders.pop_front();
+        std::uint32_t prev_subtree = UINT32_MAX;
+        for (const std::uint32_t c : t[r].children) {
+            assert_true(c < n);
+            assert_true(c != root);
+            assert_true(t[c].parent.has_value());
+            assert_int_equal(*t[c].parent, r); // the child waits for this very sender
+            received[c]++;
+            depth[c] = depth[r] + 1;
+            assert_true(depth[c] <= lg);
+            // Largest subtree first.
+            std::uint32_t sub = 0;
+            std::deque<std::uint32_t> walk = {c};
+            while (!walk.empty()) {
+                sub++;
+                const std::uint32_t w = walk.front();
+                walk.pop_front();
+                walk.insert(walk.end(), t[w].children.begin(), t[w].children.end());
+            }
+            assert_true(sub <= prev_subtree);
+            prev_subtree = sub;
+            holders.push_back(c);
+        }
+    }
+    for (std::uint32_t r = 0; r < n; r++)
+        assert_int_equal(received[r], r == root ? 0 : 1);
+    // The root sends ceil(log2 n) messages, as a binomial tree's does.
+    assert_int_equal(t[root].children.size(), lg);
+}
+
+void test_bcast_tree(void **) {
+    for (std::uint32_t n = 1; n <= 64; n++)
+        for (std::uint32_t root = 0; root < n; root++)
+            check_bcast_tree(root, n);
+    // Relative rank 6 of 8 (root 0): parent 4, child 7.
+    const nicoff::BcastTree t = nicoff::bcast_tree(0, 6, 8);
+    assert_int_equal(*t.parent, 4);
+    assert_int_equal(t.children.size(), 1);
+    assert_int_equal(t.children[0], 7);
+    // The same shape rotated: root 3 of 8, rank (6 + 3) % 8 = 1.
+    const nicoff::BcastTree u = nicoff::bcast_tree(3, 1, 8);
+    assert_int_equal(*u.parent, 7);
+    assert_int_equal(u.children[0], 2);
+    assert_int_equal(error_of([] { nicoff::bcast_tree(4, 0, 4); }), EINVAL);
+    assert_int_equal(error_of([] { nicoff::bcast_tree(0, 4, 4); }), EINVAL);
+    assert_int_equal(error_of([] { nicoff::bcast_tree(0, 0, 0); }), EINVAL);
+}
+
 void test_names_and_ids(void **) {
     for (std::uint32_t a = 0; a < NICOFF_BARRIER_MAX; a++) {
         const auto name = nicoff::barrier_algorithm_name(a);
@@ -149,9 +211,8 @@ void test_names_and_ids(void **) {
 
 int main() {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_schedules),
-        cmocka_unit_test(test_step_counts),
-        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_schedules),     cmocka_unit_test(test_step_counts),
+        cmocka_unit_test(test_errors),        cmocka_unit_test(test_bcast_tree),
         cmocka_unit_test(test_names_and_ids),
     };
     return cmocka_run_group_tests(tests, nullptr, nullptr);

@@ -11,8 +11,8 @@
 //   }};
 //
 // and produces records {"suite","case","method","nodes","bytes","metric",
-// "value","unit","runs"} (absent fields are JSON null), and "chunk" where
-// a suite sets it.  The framework
+// "value","unit","runs"} (absent fields are JSON null), and "chunk" and
+// "channels" where a suite sets them.  The framework
 // parses the options, prints an aligned table on stdout and writes the
 // records as a JSON array to --json FILE.  The build links every .cpp of
 // this directory into nicoff-bench, so a new suite needs no other change.
@@ -47,6 +47,8 @@ struct Record {
     // (count[0], in bytes).  Absent from the JSON unless set, so that the
     // other suites' records keep their nine fields.
     std::optional<std::int64_t> chunk;
+    // The bcast suite's: the group's broadcast channels (its channel sweep).
+    std::optional<std::int64_t> channels;
 };
 
 struct OptionSpec {

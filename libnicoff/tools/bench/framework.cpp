@@ -144,15 +144,21 @@ void Context::add(Record r) {
 }
 
 std::string format_table(const std::vector<Record> &records) {
-    // A chunk column only where a record has one.
+    // A chunk or channels column only where a record has one.
     const bool chunks =
         std::any_of(records.begin(), records.end(), [](const Record &r) { return r.chunk; });
+    const bool channels =
+        std::any_of(records.begin(), records.end(), [](const Record &r) { return r.channels; });
     std::vector<std::string> head = {"suite",  "case",  "method", "nodes", "bytes",
                                      "metric", "value", "unit",   "runs"};
     // Numbers right-aligned, words left-aligned.
     std::vector<bool> right = {false, false, false, true, true, false, true, false, true};
     if (chunks) {
         head.push_back("chunk");
+        right.push_back(true);
+    }
+    if (channels) {
+        head.push_back("channels");
         right.push_back(true);
     }
     std::vector<std::vector<std::string>> rows;
@@ -163,6 +169,8 @@ std::string format_table(const std::vector<Record> &records) {
                         opt_str(r.runs)});
         if (chunks)
             rows.back().push_back(opt_str(r.chunk));
+        if (channels)
+            rows.back().push_back(opt_str(r.channels));
     }
     std::vector<std::size_t> width(head.size(), 0);
     for (const auto &row : rows)
@@ -199,7 +207,7 @@ Json json_opt(const std::optional<T> &v) {
 } // namespace
 
 // One record a line, its fields in a fixed order (tools/results.py reads them),
-// a suite's extra field last.
+// a suite's extra fields last.
 std::string format_json(const std::vector<Record> &records) {
     std::string out = "[";
     for (std::size_t i = 0; i < records.size(); i++) {
@@ -217,6 +225,8 @@ std::string format_json(const std::vector<Record> &records) {
         };
         if (r.chunk)
             j["chunk"] = *r.chunk;
+        if (r.channels)
+            j["channels"] = *r.channels;
         out += (i ? ",\n " : "\n ") + j.dump();
     }
     out += records.empty() ? "]\n" : "\n]\n";

@@ -14,6 +14,7 @@
 #include <sys/mman.h>
 #include <system_error>
 #include <thread>
+#include <unistd.h>
 #include <vector>
 
 namespace {
@@ -253,6 +254,175 @@ void c_api(int card) {
     nicoff_device_close(dev);
 }
 
+// Broadcasts of a group of three members, one thread and port each (on
+// cards card, card + 1, card + 2 where there are so many): every root and
+// an eager, a large and an empty length through Group's bounce buffer and
+// a region, several outstanding requests waited in reverse order, the
+// host-based tree, the C API and its refusals.
+void broadcast(unsigned card) {
+    constexpr std::uint32_t n = 3;
+    const nicoff::Device dev(card);
+    std::vector<nicoff::Port> ports;
+    std::vector<nicoff_member> members;
+    for (std::uint32_t r = 0; r < n; r++) {
+        ports.emplace_back((card + r) % dev.info().num_cards);
+        members.push_back({ports.back().card(), ports.back().number()});
+    }
+    const std::uint32_t gid = static_cast<std::uint32_t>(::getpid()) << 8;
+    std::vector<std::string> bad(n), stage(n);
+    auto fill = [](std::uint32_t root, std::uint64_t i, std::size_t b) {
+        return static_cast<std::byte>((root * 37 + i * 11 + b) & 0xff);
+    };
+    auto member = [&](std::uint32_t rank) {
+        nicoff::Port &port = ports[rank];
+        nicoff::GroupConfig cfg;
+        cfg.timeout = std::chrono::seconds(60);
+        cfg.bcast_channels = 4;
+        nicoff::Group g(port, members, rank, gid, cfg);
+        auto expect = [&](bool ok, const std::string &what) {
+            if (!ok && bad[rank].empty())
+                bad[rank] = what;
+        };
+        std::vector<std::byte> buf(100000);
+        const nicoff::MemoryRegion mr(port, buf, NICOFF_ACCESS_LOCAL_WRITE);
+        std::uint64_t i = 0;
+        for (const std::size_t len : {std::size_t{100}, std::size_t{40000}, std::size_t{0}})
+            for (std::uint32_t root = 0; root < n; root++, i++) {
+                stage[rank] = "span " + std::to_string(len) + " B from " + std::to_string(root);
+                std::vector<std::byte> v(len);
+                for (std::size_t b = 0; b < len; b++)
+                    v[b] = rank == root ? fill(root, i, b) : std::byte{0};
+                g.broadcast(v, root);
+                for (std::size_t b = 0; b < len; b++)
+                    expect(v[b] == fill(root, i, b), "span broadcast data");
+                std::fill(buf.begin(), buf.end(), std::byte{0});
+                if (rank == root)
+                    for (std::size_t b = 0; b < len; b++)
+                        buf[8 + b] = fill(root, i + 100, b);
+                stage[rank] = "region " + std::to_string(len) + " B from " + std::to_string(root);
+                g.broadcast(mr, 8, len, root);
+                for (std::size_t b = 0; b < len; b++)
+                    expect(buf[8 + b] == fill(root, i + 100, b), "region broadcast data");
+                expect(buf[0] == std::byte{0} && buf[8 + len] == std::byte{0},
+                       "region broadcast wrote outside its range");
+            }
+        // More requests than channels, from rotating roots, waited last first.
+        constexpr std::uint32_t k = 10;
+        std::vector<std::vector<std::byte>> bufs(k, std::vector<std::byte>(64));
+        std::vector<nicoff::BcastRequest> reqs;
+        stage[rank] = "outstanding requests";
+        for (std::uint32_t j = 0; j < k; j++) {
+            for (std::size_t b = 0; b < 64; b++)
+                bufs[j][b] = rank == j % n ? fill(j, j, b) : std::byte{0};
+            reqs.push_back(g.start_broadcast(bufs[j], j % n));
+        }
+        while (!reqs.front().test())
+            std::this_thread::yield();
+        for (std::uint32_t j = k; j-- > 0;)
+            expect(reqs[j].wait() == 64, "request's length");
+        for (std::uint32_t j = 0; j < k; j++)
+            for (std::size_t b = 0; b < 64; b++)
+                expect(bufs[j][b] == fill(j, j, b), "outstanding broadcast data");
+        expect(error_of([&] { g.broadcast(buf, n); }) == EINVAL, "root outside -> EINVAL");
+        expect(error_of([&] { g.broadcast(mr, buf.size() - 4, 8, 0); }) == EINVAL,
+               "range outside the region -> EINVAL");
+        expect(g.broadcasts() == 3 * n * 2 + k, "broadcasts counted");
+        g.barrier(); // every member holds the last broadcasts before any destroys
+        g.destroy();
+        expect(error_of([&] { (void)g.start_broadcast(buf, 0); }) == EINVAL,
+               "destroyed group -> EINVAL");
+
+        nicoff::HostBroadcast hb(port, members, rank, cfg);
+        stage[rank] = "host";
+        for (const std::size_t len : {std::size_t{0}, std::size_t{100}, std::size_t{70000}})
+            for (std::uint32_t root = 0; root < n; root++, i++) {
+                std::vector<std::byte> v(len);
+                for (std::size_t b = 0; b < len; b++)
+                    v[b] = rank == root ? fill(root, i, b) : std::byte{0};
+                hb.broadcast(v, root);
+                for (std::size_t b = 0; b < len; b++)
+                    expect(v[b] == fill(root, i, b), "host broadcast data");
+            }
+    };
+    std::vector<std::thread> threads;
+    std::vector<std::string> errors(n);
+    for (std::uint32_t r = 0; r < n; r++)
+        threads.emplace_back([&, r] {
+            try {
+                member(r);
+            } catch (const std::exception &e) {
+                errors[r] = stage[r] + ": " + e.what();
+            }
+        });
+    for (auto &t : threads)
+        t.join();
+    for (std::uint32_t r = 0; r < n; r++) {
+        check(errors[r].empty(), "broadcast rank " + std::to_string(r) + ": " + errors[r]);
+        check(bad[r].empty(), "broadcast rank " + std::to_string(r) + " checks: " + bad[r]);
+    }
+}
+
+// The C API's broadcasts over the same three ports' cards, and its refusal
+// of a channel count outside 2..64 (every member's card refuses it alone).
+void c_broadcast(unsigned card) {
+    constexpr std::uint32_t n = 3;
+    nicoff_device *dev = nullptr;
+    if (nicoff_device_open(static_cast<int>(card), &dev) != 0)
+        return check(false, "C bcast: device open");
+    nicoff_query q{};
+    nicoff_device_query(dev, &q);
+    nicoff_device_close(dev);
+    std::vector<nicoff_port *> ports(n);
+    std::vector<nicoff_member> members(n);
+    for (std::uint32_t r = 0; r < n; r++) {
+        nicoff_device *d = nullptr;
+        nicoff_device_open(static_cast<int>((card + r) % q.num_cards), &d);
+        if (!d || nicoff_port_create(d, nullptr, &ports[r]) != 0)
+            return check(false, "C bcast: port");
+        nicoff_device_close(d);
+        members[r] = {(card + r) % q.num_cards,
+                      static_cast<std::uint32_t>(nicoff_port_number(ports[r]))};
+    }
+    const std::uint32_t gid = static_cast<std::uint32_t>(::getpid()) << 8 | 0x80;
+    std::vector<int> rc(n, -1), bad_rc(n, 0);
+    std::vector<std::thread> threads;
+    for (std::uint32_t r = 0; r < n; r++)
+        threads.emplace_back([&, r] {
+            nicoff_group_attr attr{};
+            attr.algorithm = NICOFF_BARRIER_DEFAULT;
+            attr.bcast_channels = 1;
+            nicoff_group *g = nullptr;
+            bad_rc[r] = nicoff_group_create_attr(ports[r], members.data(), n, r, gid, &attr, &g);
+            attr.bcast_channels = 2;
+            attr.bcast_flags = NICOFF_BCAST_F_NOCRC;
+            int e = nicoff_group_create_attr(ports[r], members.data(), n, r, gid + 1, &attr, &g);
+            char data[32];
+            for (std::uint32_t root = 0; e == 0 && root < n; root++) {
+                std::memset(data, r == root ? 'a' + static_cast<int>(root) : 0, sizeof(data));
+                nicoff_bcast_req *req = nullptr;
+                e = nicoff_group_broadcast_start_buf(g, data, sizeof(data), root, &req);
+                if (e == 0)
+                    e = nicoff_bcast_wait(req);
+                if (e == 0 && data[31] != 'a' + static_cast<int>(root))
+                    e = -EIO;
+            }
+            if (e == 0)
+                e = nicoff_group_barrier(g);
+            if (e == 0)
+                e = nicoff_group_destroy(g);
+            rc[r] = e;
+        });
+    for (auto &t : threads)
+        t.join();
+    for (std::uint32_t r = 0; r < n; r++) {
+        check(rc[r] == 0, "C bcast rank " + std::to_string(r) + ": " + std::to_string(rc[r]));
+        check(bad_rc[r] == -EINVAL,
+              "C bcast: 1 channel -> -EINVAL (" + std::to_string(bad_rc[r]) + ")");
+    }
+    for (nicoff_port *p : ports)
+        nicoff_port_destroy(p);
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -269,6 +439,12 @@ int main(int argc, char **argv) {
         check(false, std::string("unexpected error: ") + e.what());
     }
     c_api(static_cast<int>(card));
+    try {
+        broadcast(card);
+    } catch (const std::system_error &e) {
+        check(false, std::string("broadcast: unexpected error: ") + e.what());
+    }
+    c_broadcast(card);
     std::printf("nicoff-smoke: %d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }
