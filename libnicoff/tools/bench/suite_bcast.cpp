@@ -27,10 +27,13 @@
 //                     process scheduling (--cards-iters)
 //   case channels   method card, 8 B over --channels-nodes (8) processes (one
 //                   per card with 8 cards), field channels: --channels
-//                   (2, 4, 8, 16, 32); latency_us
+//                   (2, 4, 8, 16, 32); latency_us; and latency_us_1proc (and
+//                   _median): one process driving a port on each of as many
+//                   cards
 //   ratios          case bcast: host/card, card-p2p-tree/card, card/card-nocrc
 //                   (metric ratio: the first's latency over the second's, at
 //                   each nodes and bytes); case channels: channels2/channels16
+//                   (metric ratio, and ratio_1proc for the one-process sweep)
 //
 // A configuration whose group fails on the cards (ECONNRESET, ETIMEDOUT) is
 // left out with a note on stderr; the others still run.
@@ -335,11 +338,14 @@ struct OneProc {
     }
 };
 
-void one_process(Context &ctx, std::uint32_t n, const MethodSpec &m, std::uint32_t gid,
-                 std::uint64_t iters, std::uint64_t warmup) {
+// The mean; records latency_us_1proc (and _median) in case bcast, or in
+// case channels with its channels field when channels is not 0.
+double one_process(Context &ctx, std::uint32_t n, const MethodSpec &m, std::uint32_t gid,
+                   std::uint64_t iters, std::uint64_t warmup, std::uint32_t channels = 0) {
     OneProc op(n);
     nicoff_cmd c;
-    nicoff_prep_group_create_bcast(&c, gid, 0, n, 0, 0, NICOFF_BARRIER_DEFAULT, 0, 0, m.flags, 0);
+    nicoff_prep_group_create_bcast(&c, gid, 0, n, 0, 0, NICOFF_BARRIER_DEFAULT, 0, channels,
+                                   m.flags, 0);
     op.all(c);
     nicoff_cmd b;
     nicoff_prep_bcast(&b, gid, 0, 0, 0, 8, 0);
@@ -359,12 +365,15 @@ void one_process(Context &ctx, std::uint32_t n, const MethodSpec &m, std::uint32
     for (const auto &[metric, v] :
          {std::pair{"latency_us_1proc", us},
           std::pair{"latency_us_1proc_median", summarize(samples).median}}) {
-        Record r = ctx.record("bcast", m.name, metric, v, "us");
+        Record r = ctx.record(channels ? "channels" : "bcast", m.name, metric, v, "us");
         r.nodes = n;
         r.bytes = 8;
         r.runs = static_cast<std::int64_t>(iters);
+        if (channels)
+            r.channels = channels;
         ctx.add(r);
     }
+    return us;
 }
 
 // ------------------------------------------------------------------ run --
@@ -527,6 +536,24 @@ void run(Context &ctx) {
             one_process(ctx, static_cast<std::uint32_t>(n), method_spec(m), gid++,
                         std::max<std::uint64_t>(1, o.u64("cards-iters")), o.u64("warmup"));
         }
+    }
+
+    // The channel sweep again with one process driving a port on each of
+    // --channels-nodes cards: the synchronisation's cost without the
+    // scheduling of as many processes as cards on few vCPUs.
+    if (o.str("channels") == "none" || ch_nodes > cards)
+        return;
+    std::map<std::uint64_t, double> by_ch;
+    for (const std::uint64_t ch : o.u64_list("channels"))
+        by_ch[ch] = one_process(ctx, ch_nodes, method_spec("card"), gid++,
+                                std::max<std::uint64_t>(1, o.u64("cards-iters")), o.u64("warmup"),
+                                static_cast<std::uint32_t>(ch));
+    if (by_ch.count(2) && by_ch.count(16) && by_ch[16] > 0) {
+        Record r = ctx.record("channels", "channels2/channels16", "ratio_1proc",
+                              by_ch[2] / by_ch[16], "x");
+        r.nodes = ch_nodes;
+        r.bytes = 8;
+        ctx.add(r);
     }
 }
 
