@@ -850,16 +850,6 @@ static void fw_bar_rx_nack(struct fw_card *card, struct fw_group *g, const struc
 
 	if (e + 1 < g->epoch || e > g->epoch + 1)
 		return;		/* stale, or impossible */
-	if (g->zombie && !e) {
-		/*
-		 * A creation asks a destroyed group: most likely a new incarnation
-		 * of the id, which must wait for this port's own new one, not be
-		 * completed by the old one's message (broadcasts would then reach
-		 * the old one's data).
-		 */
-		fw_bar_send(card, g, FW_PKT_BARRIER_STATE, who, e, 0, -EAGAIN);
-		return;
-	}
 	s = fw_grp_sched(g, e);
 	m = s ? fw_bsched_send_to(s, who) : NULL;
 	if (s && !m)

@@ -44,8 +44,10 @@
  *
  * A failed group (a member dead, a length that differs, a region gone)
  * completes what is posted with -ECONNRESET (the member that found it with
- * its own error) and tells every member; a destroyed one lingers dead_ns
- * answering for the data it holds.
+ * its own error) and tells every member.  A group is destroyed once every
+ * member's broadcasts are done (the library holds a barrier first); a
+ * destroyed one lingers dead_ns to finish a synchronisation, serving no
+ * data.
  */
 #include "bcast.h"
 #include "barrier.h"
@@ -1083,7 +1085,7 @@ fail:
 	return ret;
 }
 
-/* Destroyed or detached: posted broadcasts end, the data stays dead_ns for NACKs. */
+/* Destroyed or detached: posted broadcasts end; it lingers dead_ns for the synchronisation. */
 static void fw_bc_bury(struct fw_card *card, struct fw_bgrp *g, bool complete)
 {
 	struct fw_list *n;
@@ -1325,6 +1327,16 @@ static void fw_bc_rx_nack(struct fw_card *card, struct fw_bgrp *g, struct fw_pkt
 
 	if (b->root != g->rank)
 		return;
+	/*
+	 * A destroyed group serves no data: members destroy it once every
+	 * member's broadcasts are done, so whoever asks is a new incarnation
+	 * of the id, whose creation the old group's barrier messages may have
+	 * completed, and must not get the old group's bytes.
+	 */
+	if (g->zombie) {
+		fw_bc_ctrl(card, g, FW_PKT_BCAST_STATE, from, b->seq, -ECONNRESET, 0);
+		return;
+	}
 	if (b->seq < g->rstart)
 		return;		/* released: it has it (a stale ask) */
 	chan = b->seq - g->rstart;

@@ -670,9 +670,9 @@ static void test_tree_verdict(void **state)
 }
 
 /*
- * A group destroyed and created again under its id: broadcasts wait for the
- * new creation to end everywhere, so the old incarnation's lingering data
- * never answers them.
+ * A group destroyed and created again under its id while a member lingers
+ * in the old one: the old one serves no data, so the new group's broadcast
+ * fails rather than taking the old bytes.
  */
 static void test_incarnation(void **state)
 {
