@@ -1358,6 +1358,11 @@ static void fw_bc_rx_nack(struct fw_card *card, struct fw_bgrp *g, struct fw_pkt
 			return;
 	}
 	nfrag = fw_bc_nfrag(card, ch->total);
+	/* Still sending it the first time: alive, the burst will bring it. */
+	if (op && b->offset >= op->sent) {
+		fw_bc_ctrl(card, g, FW_PKT_BCAST_STATE, from, b->seq, -EAGAIN, 0);
+		return;
+	}
 	for (i = 0; i < FW_BC_NACK_WINDOW; i++) {
 		struct fw_pkt *r;
 
@@ -1501,12 +1506,38 @@ static bool fw_bc_from_member(const struct fw_bgrp *g, const struct fw_pkt *pkt)
 	       g->members[b->from].port == pkt->hdr.src_port;
 }
 
+/*
+ * Any packet from a member is a sign of its life for whoever waits on it
+ * (a root sending a large broadcast to many at TCG speed may answer no
+ * NACK for longer than the dead time, but its fragments keep coming).
+ */
+static void fw_bc_heard(struct fw_bgrp *g, u32 from, u64 now)
+{
+	struct fw_list *n;
+
+	if (!from)
+		g->heard_mgr = now;
+	if (from && (from - 1) / FW_BC_TREE_DEGREE == g->rank)
+		g->child_heard[(from - 1) % FW_BC_TREE_DEGREE] = now;
+	for (n = g->ops.next; n != &g->ops; n = n->next) {
+		struct fw_bop *op = fw_list_entry(n, struct fw_bop, node);
+
+		if (op->state == FW_BC_QUEUED)
+			break;
+		if (op->root == from)
+			op->heard = now;
+	}
+}
+
 static void fw_bc_rx_one(struct fw_card *card, struct fw_bgrp *g, struct fw_pkt *pkt, u64 now)
 {
 	u32 from = fw_bc_body(pkt)->from;
 
 	if (!g->members || !fw_bc_from_member(g, pkt))
 		return;
+	fw_bc_heard(g, from, now);
+	if (pkt->hdr.type == FW_PKT_BCAST && fw_bc_body(pkt)->root != from)
+		fw_bc_heard(g, fw_bc_body(pkt)->root, now);
 	switch (pkt->hdr.type) {
 	case FW_PKT_BCAST:
 		if (!g->err && !g->zombie)
