@@ -774,6 +774,12 @@ static void fw_bc_take(struct fw_card *card, struct fw_bgrp *g, u64 now)
 		}
 		op->wait = fw_bc_ivl(card);
 		op->nack_at = fw_add_sat(now, op->wait);
+		if (op->large && ch->seq == op->seq) {
+			/* Eager data for it came already: the root's length is another. */
+			fw_bc_finish(op, -EMSGSIZE);
+			fw_bc_fail(card, g, -ECONNRESET, false);
+			break;
+		}
 		if (op->large) {
 			op->bits = fwos_zalloc(card->host, ((op->nfrag + 63) / 64) * sizeof(u64));
 			if (!op->bits) {
@@ -1270,6 +1276,12 @@ static void fw_bc_rx_data(struct fw_card *card, struct fw_bgrp *g, struct fw_pkt
 			if (j == end)
 				fw_bc_nack(card, g, op, now);
 		}
+		return;
+	}
+	if (op && op->state == FW_BC_TAKEN && op->large) {
+		/* Posted large here, eager at the root. */
+		fw_bc_finish(op, -EMSGSIZE);
+		fw_bc_fail(card, g, -ECONNRESET, false);
 		return;
 	}
 	ch = &g->chans[chan];
