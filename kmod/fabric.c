@@ -119,25 +119,35 @@ static void nicoff_fabric_switch(struct fw_switch *sw)
 }
 
 /*
- * Runs in the sending card's context, under its lock, which makes its
- * link and fault generator its own.  The links have no gap and a time per
- * byte of 8000 / link_mbps ns.
+ * The switch and the sending card as the switch sees them: its link and
+ * fault generator, which its lock makes its own, and the faults in force.
  */
-void nicoff_fabric_send(struct nicoff_card *src, struct fw_pkt *pkt)
+static void nicoff_fabric_src(struct nicoff_card *src, struct fw_switch *sw,
+			      struct fw_switch_src *from, struct fw_fault_cfg *cfg)
 {
-	struct fw_switch sw;
-	struct fw_fault_cfg cfg;
-	struct fw_switch_src from = {
+	lockdep_assert_held(&src->lock);
+	nicoff_fabric_switch(sw);
+	nicoff_fault_config(src, cfg);
+	*from = (struct fw_switch_src){
 		.node = src->id,
 		.host = &src->host,
 		.link = &src->link,
 		.faults = &src->faults,
-		.fault_cfg = &cfg,
+		.fault_cfg = cfg,
 	};
+}
 
-	lockdep_assert_held(&src->lock);
-	nicoff_fabric_switch(&sw);
-	nicoff_fault_config(src, &cfg);
+/*
+ * Runs in the sending card's context, under its lock.  The links have no
+ * gap and a time per byte of 8000 / link_mbps ns.
+ */
+void nicoff_fabric_send(struct nicoff_card *src, struct fw_pkt *pkt)
+{
+	struct fw_switch sw;
+	struct fw_switch_src from;
+	struct fw_fault_cfg cfg;
+
+	nicoff_fabric_src(src, &sw, &from, &cfg);
 	/* No such node: the switch drops it, as real hardware would. */
 	if (fw_switch_send(&sw, &from, pkt, ktime_get_ns()) == FW_SWITCH_NO_ROUTE)
 		src->fabric_stats.no_route++;
@@ -147,18 +157,10 @@ void nicoff_fabric_send(struct nicoff_card *src, struct fw_pkt *pkt)
 int nicoff_fabric_send_range(struct nicoff_card *src, struct fw_pkt *pkt, u32 first, u32 last)
 {
 	struct fw_switch sw;
+	struct fw_switch_src from;
 	struct fw_fault_cfg cfg;
-	struct fw_switch_src from = {
-		.node = src->id,
-		.host = &src->host,
-		.link = &src->link,
-		.faults = &src->faults,
-		.fault_cfg = &cfg,
-	};
 
-	lockdep_assert_held(&src->lock);
-	nicoff_fabric_switch(&sw);
-	nicoff_fault_config(src, &cfg);
+	nicoff_fabric_src(src, &sw, &from, &cfg);
 	return fw_switch_replicate(&sw, &from, pkt, first, last, ktime_get_ns());
 }
 

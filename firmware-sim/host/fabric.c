@@ -64,6 +64,18 @@ const struct fw_switch_ops sim_switch_ops = {
 	.link_up = sim_link_up,
 };
 
+/* The sending card as the switch sees it. */
+static struct fw_switch_src sim_switch_src(struct fw_host *h)
+{
+	return (struct fw_switch_src){
+		.node = h->node,
+		.host = h,
+		.link = &h->link,
+		.faults = &h->faults,
+		.fault_cfg = &h->sim->cfg.faults,
+	};
+}
+
 /*
  * The card spends o on the packet, then the switch has it (switch.h).  A
  * packet lost on the way cost its sender as much; one to no node, nothing.
@@ -71,13 +83,7 @@ const struct fw_switch_ops sim_switch_ops = {
 void fwos_send(struct fw_host *h, struct fw_pkt *pkt)
 {
 	struct sim *s = h->sim;
-	struct fw_switch_src src = {
-		.node = h->node,
-		.host = h,
-		.link = &h->link,
-		.faults = &h->faults,
-		.fault_cfg = &s->cfg.faults,
-	};
+	struct fw_switch_src src = sim_switch_src(h);
 	enum fw_switch_fate fate;
 
 	s->stats.sent++;
@@ -99,13 +105,7 @@ void fwos_send(struct fw_host *h, struct fw_pkt *pkt)
 int fwos_send_range(struct fw_host *h, struct fw_pkt *pkt, u32 first, u32 last)
 {
 	struct sim *s = h->sim;
-	struct fw_switch_src src = {
-		.node = h->node,
-		.host = h,
-		.link = &h->link,
-		.faults = &h->faults,
-		.fault_cfg = &s->cfg.faults,
-	};
+	struct fw_switch_src src = sim_switch_src(h);
 	int n;
 
 	s->stats.sent++;
