@@ -35,6 +35,9 @@
  *   hold): seed 002's retransmission since the last synchronisation.
  *   Whoever waits on a member (a root, a child, rank 0) polls it; a live
  *   one answers, a silent one is dead after dead_ns and the group fails.
+ *   A large root sends a burst only while the switch has room for it at
+ *   every card it goes to (fwos_fabric_room()), so that those answers
+ *   never queue behind a whole broadcast.
  * - Fail-over.  With the card's bcast_hw off, the group's
  *   NICOFF_BCAST_F_P2P, or after a broadcast needed FW_BC_HW_TRIES
  *   retransmissions of its round, data and verdicts go down a binomial
@@ -56,6 +59,7 @@
 #define FW_BC_TREE_DEGREE	4u	/* of the synchronisation tree */
 #define FW_BC_NACK_WINDOW	64u	/* fragments one NACK asks for */
 #define FW_BC_BURST		32u	/* fragments of a large broadcast per pass */
+#define FW_BC_PACE_DIV		64u	/* a held burst tries again after rto_ns / this */
 #define FW_BC_HW_TRIES		8u	/* retransmission verdicts in a round before the tree */
 #define FW_BC_ANY		0xffffu	/* body.to of a multicast */
 #define FW_BC_ROUND_MASK	0xffffffu
@@ -806,10 +810,40 @@ static void fw_bc_progress(struct fw_card *card, struct fw_bgrp *g, u64 now)
 	fw_bc_rearm(card, g);
 }
 
-/* A large root sends its broadcast's fragments a burst per pass. */
+/*
+ * Whether every card a burst of this root's goes to has room for it in the
+ * switch (fwos_fabric_room()).  Nothing acknowledges a broadcast's data, so
+ * without this a root at full speed would queue a whole broadcast in front
+ * of every reply its receivers wait for from each other, longer than the
+ * dead time on a slow host.
+ */
+static bool fw_bc_room(struct fw_card *card, const struct fw_bgrp *g)
+{
+	u32 kids[32], n, i;
+
+	if (fw_bc_use_hw(card, g)) {
+		if (g->nlocal && !fwos_fabric_room(card->host, card->cfg.node, card->cfg.node))
+			return false;
+		for (i = 0; i < g->nruns; i++)
+			if (!fwos_fabric_room(card->host, g->runs[2 * i], g->runs[2 * i + 1]))
+				return false;
+		return true;
+	}
+	n = fw_bc_tree_children(g, g->rank, kids);
+	for (i = 0; i < n; i++) {
+		u32 c = g->members[kids[i]].card;
+
+		if (!fwos_fabric_room(card->host, c, c))
+			return false;
+	}
+	return true;
+}
+
+/* A large root sends its broadcast's fragments a burst per pass, when the fabric has room. */
 static void fw_bc_send_large(struct fw_card *card, struct fw_bgrp *g, u64 now)
 {
 	struct fw_list *n;
+	bool room = false;
 	u32 burst = 0;
 
 	g->send_at = FW_NEVER;
@@ -820,6 +854,12 @@ static void fw_bc_send_large(struct fw_card *card, struct fw_bgrp *g, u64 now)
 			break;
 		if (!op->root_op || !op->large || op->sent >= op->nfrag || op->seq < g->rstart)
 			continue;
+		if (!room && !fw_bc_room(card, g)) {
+			card->stats.bcast_paced++;
+			g->send_at = fw_add_sat(now, fw_bc_ivl(card) / FW_BC_PACE_DIV + 1);
+			break;
+		}
+		room = true;
 		while (op->sent < op->nfrag && burst < FW_BC_BURST) {
 			struct fw_pkt *pkt = fw_bc_frag(card, g, op->seq,
 							(u32)(op->seq - g->rstart), op->len,

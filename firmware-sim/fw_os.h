@@ -40,6 +40,15 @@ void fwos_send(struct fw_host *h, struct fw_pkt *pkt);
  * node or holding only the sender.
  */
 int fwos_send_range(struct fw_host *h, struct fw_pkt *pkt, u32 first, u32 last);
+/*
+ * Whether the switch's outputs to the nodes [@first, @last] have room for
+ * a packet now.  A real switch holds a packet while an output's buffer is
+ * full (link-level flow control); an emulated one would queue it without
+ * bound, and a sender that streams without acknowledgements (a large
+ * broadcast) would bury its receivers' replies under its data.  Such a
+ * sender asks first and sends later when there is none.
+ */
+bool fwos_fabric_room(struct fw_host *h, u32 first, u32 last);
 
 /*
  * Registered host memory of a port of this card.  @key is a local handle,

@@ -24,6 +24,7 @@ void nicoff_rxq_init(struct nicoff_rxq *q)
 	spin_lock_init(&q->lock);
 	INIT_LIST_HEAD(&q->pkts);
 	WRITE_ONCE(q->head_due, U64_MAX);
+	q->bytes = 0;
 }
 
 void nicoff_rxq_purge(struct nicoff_rxq *q)
@@ -35,6 +36,7 @@ void nicoff_rxq_purge(struct nicoff_rxq *q)
 		kfree(kp);
 	}
 	WRITE_ONCE(q->head_due, U64_MAX);
+	WRITE_ONCE(q->bytes, 0);
 }
 
 static struct nicoff_kpkt *nicoff_kpkt(struct fw_pkt *pkt)
@@ -76,6 +78,9 @@ static void nicoff_rxq_insert(struct nicoff_rxq *q, struct nicoff_kpkt *kp)
 	}
 	list_add(&kp->node, &q->pkts);
 out:
+	lockdep_assert_held(&q->lock);
+	/* Read without the lock by senders (nicoff_fabric_room()). */
+	WRITE_ONCE(q->bytes, q->bytes + kp->size);
 	/* Read without the lock by the owning engine (nicoff_fabric_deliver()). */
 	WRITE_ONCE(q->head_due, list_first_entry(&q->pkts, struct nicoff_kpkt, node)->due_ns);
 }
@@ -162,6 +167,17 @@ int nicoff_fabric_send_range(struct nicoff_card *src, struct fw_pkt *pkt, u32 fi
 
 	nicoff_fabric_src(src, &sw, &from, &cfg);
 	return fw_switch_replicate(&sw, &from, pkt, first, last, ktime_get_ns());
+}
+
+/* Whether every card of [@first, @last] has less than NICOFF_RXQ_ROOM queued. */
+bool nicoff_fabric_room(u32 first, u32 last)
+{
+	u32 i;
+
+	for (i = first; i <= last && i < nicoff_num_cards; i++)
+		if (READ_ONCE(nicoff_cards[i].rxq.bytes) >= NICOFF_RXQ_ROOM)
+			return false;
+	return true;
 }
 
 /* The faults in force on a card: its own, or the global tunables. */
@@ -267,6 +283,7 @@ unsigned int nicoff_fabric_deliver(struct nicoff_card *card, u64 now)
 		if (kp->due_ns > now)
 			break;
 		list_move_tail(&kp->node, &due);
+		WRITE_ONCE(q->bytes, q->bytes - kp->size);
 	}
 	WRITE_ONCE(q->head_due, list_empty(&q->pkts) ? U64_MAX :
 		   list_first_entry(&q->pkts, struct nicoff_kpkt, node)->due_ns);

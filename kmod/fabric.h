@@ -32,7 +32,15 @@ struct nicoff_rxq {
 	spinlock_t lock;	/* the sending engine vs the owning one */
 	struct list_head pkts;
 	u64 head_due;		/* due time of the first packet, or U64_MAX */
+	u64 bytes;		/* queued, not yet taken by the card (under @lock) */
 };
+
+/*
+ * What a switch output buffers for its card: a multicast sender waits
+ * while a destination holds more (fwos_fabric_room()), so that a reply
+ * queued behind data waits for 256 KiB at most, not for a whole broadcast.
+ */
+#define NICOFF_RXQ_ROOM		(256u * 1024)
 
 void nicoff_rxq_init(struct nicoff_rxq *q);
 void nicoff_rxq_purge(struct nicoff_rxq *q);
@@ -41,6 +49,7 @@ struct fw_pkt *nicoff_pkt_alloc(u32 payload);
 void nicoff_pkt_free(struct fw_pkt *pkt);
 void nicoff_fabric_send(struct nicoff_card *src, struct fw_pkt *pkt);
 int nicoff_fabric_send_range(struct nicoff_card *src, struct fw_pkt *pkt, u32 first, u32 last);
+bool nicoff_fabric_room(u32 first, u32 last);
 unsigned int nicoff_fabric_deliver(struct nicoff_card *card, u64 now);
 u64 nicoff_fabric_next_due(struct nicoff_card *card);
 

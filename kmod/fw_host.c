@@ -44,6 +44,11 @@ int fwos_send_range(struct fw_host *h, struct fw_pkt *pkt, u32 first, u32 last)
 	return nicoff_fabric_send_range(h->card, pkt, first, last);
 }
 
+bool fwos_fabric_room(struct fw_host *h, u32 first, u32 last)
+{
+	return nicoff_fabric_room(first, last);
+}
+
 static struct nicoff_mr *nicoff_host_mr(struct fw_host *h, u32 port_num, u32 key, u32 flags,
 					u64 off, u32 len, int *err)
 {

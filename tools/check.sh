@@ -115,9 +115,11 @@ vm_selftests() {
 	shift
 	echo "== kselftests (VM, $name)"
 	if env "$@" selftests/run-in-vm.sh > "$vm_log" 2>&1; then vm_rc=0; else vm_rc=$?; fi
-	# Show the TAP results of the tests, not the boot chatter.
-	grep -aE '^(# )?(TAP version|1\.\.|ok |not ok |# Totals|# .*(FAIL|Expected))|^=== vm: (PASS|FAIL)' \
-		"$vm_log" || true
+	# Show the TAP results of the tests, not the boot chatter; after a failed
+	# expectation, the test's own explanation (its TH_LOG line) too.
+	awk '/^(# )?(TAP version|1\.\.|ok |not ok |# Totals|# .*(FAIL|Expected))|^=== vm: (PASS|FAIL)/ {
+		print; why = /Expected/; next }
+	why && /^# # / { print } { why = 0 }' "$vm_log" || true
 	read -r p f s <<<"$(count_ksft "$vm_log")"
 	passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
 	if [ "$vm_rc" -ne 0 ] && [ "$f" -eq 0 ]; then

@@ -42,6 +42,9 @@ static void sim_queue(void *arg, u32 dst, struct fw_pkt *pkt, u32 size, u64 due,
 
 	p->node = dst;
 	p->size = size;
+	s->hosts[dst].rx_queued += size;
+	if (s->hosts[dst].rx_queued > s->stats.rx_queued_peak)
+		s->stats.rx_queued_peak = s->hosts[dst].rx_queued;
 	p->corrupt = !!(faults & FW_FAULT_CORRUPT);
 	if (faults & FW_FAULT_DUP) {
 		s->stats.dups++;
@@ -120,6 +123,18 @@ int fwos_send_range(struct fw_host *h, struct fw_pkt *pkt, u32 first, u32 last)
 	return n;
 }
 
+/* The sim_cfg's rx_room bounds what is on its way to each card (0: nothing does). */
+bool fwos_fabric_room(struct fw_host *h, u32 first, u32 last)
+{
+	struct sim *s = h->sim;
+	u32 i;
+
+	for (i = first; s->cfg.rx_room && i <= last && i < s->cfg.nodes; i++)
+		if (s->hosts[i].rx_queued >= s->cfg.rx_room)
+			return false;
+	return true;
+}
+
 /* A packet's last byte reached its card: the link, then the processor. */
 void sim_arrive(struct sim *s, const struct sim_ev *ev)
 {
@@ -127,6 +142,7 @@ void sim_arrive(struct sim *s, const struct sim_ev *ev)
 	struct fw_host *h = &s->hosts[p->node];
 	u64 r;
 
+	h->rx_queued -= p->size;
 	if (h->dead || !h->card) {
 		s->stats.dead++;
 		fwos_pkt_free(h, sim_pkt_fw(p));

@@ -115,6 +115,7 @@ struct fw_host {
 	u64 clock;		/* the card's time while the firmware runs */
 	u64 busy;		/* its processor is busy until then */
 	struct fw_switch_link link;
+	u64 rx_queued;		/* bytes the switch took for it, not arrived yet */
 	u64 timer_at;		/* its next deadline (its heap entry may be earlier) */
 	long zallocs;
 	u32 node;

@@ -224,6 +224,11 @@ void sim_set_faults(struct sim *s, const struct fw_fault_cfg *faults)
 	s->cfg.faults = *faults;
 }
 
+void sim_set_rx_room(struct sim *s, u32 bytes)
+{
+	s->cfg.rx_room = bytes;
+}
+
 void sim_set_hooks(struct sim *s, const struct sim_hooks *hooks)
 {
 	if (hooks)

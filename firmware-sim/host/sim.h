@@ -42,6 +42,7 @@ struct sim_cfg {
 	u32 gap_ns;		/* g: between two packets' first bytes on a link, plus s * G */
 	u32 byte_ps;		/* G: link time per byte, in picoseconds */
 	u64 seed;		/* of the fault generators */
+	u32 rx_room;		/* bytes a switch output holds for its card; 0: no limit */
 	struct fw_fault_cfg faults;
 	struct fw_config fw;	/* node and num_nodes are set per card */
 };
@@ -61,6 +62,7 @@ struct sim_stats {
 	u64 bad_mem;		/* memory calls for a port that is not attached */
 	u64 zalloc_leaks;	/* firmware allocations left at card destroy */
 	u64 completions;	/* posted to ports */
+	u64 rx_queued_peak;	/* most bytes on their way to one card at once */
 };
 
 /* Bytes the host holds; *_peak are high-water marks. */
@@ -107,6 +109,8 @@ struct fw_host *sim_host(struct sim *s, u32 node);
 const struct sim_stats *sim_stats(const struct sim *s);
 void sim_mem_usage(const struct sim *s, struct sim_mem *m);
 void sim_set_faults(struct sim *s, const struct fw_fault_cfg *faults);
+/* The cfg's rx_room from now on. */
+void sim_set_rx_room(struct sim *s, u32 bytes);
 void sim_set_hooks(struct sim *s, const struct sim_hooks *hooks);
 /* A dead card's packets, and packets to it, are lost. */
 void sim_set_dead(struct sim *s, u32 node, bool dead);

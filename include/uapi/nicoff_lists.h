@@ -65,6 +65,7 @@ NICOFF_NL_STAT_FW(BCAST_NACKS, bcast_nacks)		/* broadcast NACKs and polls sent *
 NICOFF_NL_STAT_FW(BCAST_SYNCS, bcast_syncs)		/* rounds synchronised here */
 NICOFF_NL_STAT_FW(BCAST_FAILOVERS, bcast_failovers)	/* groups moved to the p2p tree */
 NICOFF_NL_STAT_FW(BCAST_FAILURES, bcast_failures)	/* groups whose broadcasts failed */
+NICOFF_NL_STAT_FW(BCAST_PACED, bcast_paced)		/* large bursts held: switch output full */
 #endif
 
 /*
