@@ -915,17 +915,7 @@ static int noaccess_receiver(void)
 
 TEST_F_TIMEOUT(bcast, receiver_without_write, 120)
 {
-	pid_t pid;
-	int st = -1;
-
-	fflush(NULL);
-	pid = fork();
-	ASSERT_LE(0, pid);
-	if (!pid)
-		_exit(nt_run_child(noaccess_root));
-	EXPECT_EQ(0, nt_run_child(noaccess_receiver));
-	ASSERT_EQ(pid, waitpid(pid, &st, 0));
-	EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	EXPECT_EQ(0, nt_run_pair(noaccess_root, noaccess_receiver));
 }
 
 /* Member @rank of a two-member group; the root posts its broadcast after 2 s. */
@@ -970,17 +960,7 @@ static int early_receiver_fn(void)
 
 TEST_F_TIMEOUT(bcast, late_root, 120)
 {
-	pid_t pid;
-	int st = -1;
-
-	fflush(NULL);
-	pid = fork();
-	ASSERT_LE(0, pid);
-	if (!pid)
-		_exit(nt_run_child(late_root_fn));
-	EXPECT_EQ(0, nt_run_child(early_receiver_fn));
-	ASSERT_EQ(pid, waitpid(pid, &st, 0));
-	EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	EXPECT_EQ(0, nt_run_pair(late_root_fn, early_receiver_fn));
 }
 
 TEST_HARNESS_MAIN

@@ -447,20 +447,39 @@ void nt_fill_pattern(void *buf, size_t len, uint64_t seed)
 	}
 }
 
-int nt_run_child(int (*fn)(void))
+/* Fork a child that runs @fn: its pid, or -1. */
+static pid_t nt_fork_fn(int (*fn)(void))
 {
-	int status;
 	pid_t pid;
 
 	fflush(NULL);
 	pid = fork();
-	if (pid < 0)
-		return -1;
 	if (!pid)
 		_exit(fn());
-	if (waitpid(pid, &status, 0) != pid)
+	return pid;
+}
+
+/* Wait for @pid: its exit code, 128 + the signal that killed it, or -1. */
+static int nt_wait_code(pid_t pid)
+{
+	int status;
+
+	if (pid < 0 || waitpid(pid, &status, 0) != pid)
 		return -1;
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+int nt_run_child(int (*fn)(void))
+{
+	return nt_wait_code(nt_fork_fn(fn));
+}
+
+int nt_run_pair(int (*a)(void), int (*b)(void))
+{
+	pid_t pa = nt_fork_fn(a);
+	int rb = nt_run_child(b), ra = nt_wait_code(pa);
+
+	return ra ? ra : rb;
 }
 
 int nt_kmsg_open(void)

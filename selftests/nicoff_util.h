@@ -198,6 +198,13 @@ int nt_region_new(struct nt_port *p, struct nt_region *r, size_t len, uint32_t a
 int nt_run_child(int (*fn)(void));
 
 /*
+ * Run @a and @b in two forked children at once (two members of one
+ * group): 0 if both returned 0, else @a's code if not 0, else @b's
+ * (codes as nt_run_child()'s).
+ */
+int nt_run_pair(int (*a)(void), int (*b)(void));
+
+/*
  * In a forked child whose function returns its exit code: report a failed
  * check on stderr (the parent's TAP shows it) and return 1.
  */
