@@ -40,8 +40,8 @@
  */
 #include "barrier.h"
 #include "bcast.h"
+#include "grouptab.h"
 
-#define FW_GRP_HASH_BITS	5
 /* Member tables up to this size are checked whole (cards, duplicates). */
 #define FW_GROUP_CHECK_MAX	4096u
 /* Auto: barriers per candidate run before the timed ones. */
@@ -60,13 +60,10 @@ struct fw_bpeer {
 };
 
 struct fw_group {
-	struct fw_group *hnext;		/* bcard hash chain */
-	u32 port;
-	u32 id;
+	struct fw_gent e;		/* port, id, zombie: in the card's table */
 	u32 rank;
 	u32 size;
 	u8 state;			/* enum fw_gstate */
-	bool zombie;			/* destroyed or detached: answers NACKs only */
 	bool running;			/* an epoch is in progress */
 	bool host_op;			/* a command waits for the epoch's end */
 	u8 cmd_opcode;
@@ -113,14 +110,9 @@ struct fw_group {
 };
 
 struct fw_bcard {
-	struct fw_group *hash[1u << FW_GRP_HASH_BITS];
-	u64 members;			/* sizes of the groups in the hash, summed */
+	struct fw_gtab groups;
+	u64 members;			/* sizes of the groups in the table, summed */
 };
-
-static u32 fw_grp_hash(u32 port, u32 id)
-{
-	return ((port * 0x9e3779b1u) ^ (id * 0x85ebca6bu)) >> (32 - FW_GRP_HASH_BITS);
-}
 
 static struct fw_bcard *fw_bcard(struct fw_card *card)
 {
@@ -129,21 +121,15 @@ static struct fw_bcard *fw_bcard(struct fw_card *card)
 	return card->bar;
 }
 
+static struct fw_group *fw_grp_of(struct fw_gent *e)
+{
+	return e ? fw_container_of(e, struct fw_group, e) : NULL;
+}
+
 /* The live group (or, if @zombies, a zombie when no live one) of (port, id). */
 static struct fw_group *fw_grp_find(struct fw_card *card, u32 port, u32 id, bool zombies)
 {
-	struct fw_group *g, *z = NULL;
-
-	if (!card->bar)
-		return NULL;
-	for (g = card->bar->hash[fw_grp_hash(port, id)]; g; g = g->hnext) {
-		if (g->port != port || g->id != id)
-			continue;
-		if (!g->zombie)
-			return g;
-		z = g;
-	}
-	return zombies ? z : NULL;
+	return card->bar ? fw_grp_of(fw_gtab_find(&card->bar->groups, port, id, zombies)) : NULL;
 }
 
 /*
@@ -172,11 +158,7 @@ static void fw_grp_release(struct fw_card *card, struct fw_group *g)
 
 static void fw_grp_free(struct fw_card *card, struct fw_group *g)
 {
-	struct fw_group **pp = &card->bar->hash[fw_grp_hash(g->port, g->id)];
-
-	while (*pp != g)
-		pp = &(*pp)->hnext;
-	*pp = g->hnext;
+	fw_gtab_del(&card->bar->groups, &g->e);
 	card->bar->members -= g->size;
 	fw_grp_release(card, g);
 }
@@ -258,12 +240,12 @@ static void fw_grp_complete(struct fw_card *card, struct fw_group *g, s32 status
 	if (!g->host_op)
 		return;
 	g->host_op = false;
-	if (g->zombie)
+	if (g->e.zombie)
 		return;
 	/* Broadcasts wait for the group to be usable everywhere (bcast.c). */
 	if (g->cmd_opcode == NICOFF_OP_GROUP_CREATE)
-		fw_bcast_group_ready(card, g->port, g->id, status);
-	fw_complete(card, g->port, g->cmd_tag, g->cmd_opcode, status, result);
+		fw_bcast_group_ready(card, g->e.port, g->e.id, status);
+	fw_complete(card, g->e.port, g->cmd_tag, g->cmd_opcode, status, result);
 }
 
 static void fw_grp_fail(struct fw_card *card, struct fw_group *g, s32 err)
@@ -576,8 +558,6 @@ out:
 static int fw_grp_check(struct fw_card *card, u32 port, const struct nicoff_op_group *op,
 			u32 *alg)
 {
-	struct fw_group *g;
-	u32 i, live = 0;
 	int ret;
 
 	if (op->reserved || (op->bcast_flags & ~NICOFF_BCAST_F_ALL) ||
@@ -608,10 +588,7 @@ static int fw_grp_check(struct fw_card *card, u32 port, const struct nicoff_op_g
 		return -EEXIST;
 	if (!fw_bcard(card))
 		return -ENOMEM;
-	for (i = 0; i < (1u << FW_GRP_HASH_BITS); i++)
-		for (g = card->bar->hash[i]; g; g = g->hnext)
-			live += g->port == port && !g->zombie;
-	if (live >= card->cfg.max_groups)
+	if (fw_gtab_live(&card->bar->groups, port) >= card->cfg.max_groups)
 		return -ENOSPC;
 	/* A group's state grows with its size: the card's groups share a bound. */
 	return op->size > card->cfg.card_group_members ||
@@ -634,8 +611,8 @@ static int fw_grp_create(struct fw_card *card, struct fw_port *port, const struc
 			       offsetof(struct fw_group, timer), fw_grp_timer, FW_TIMER_GROUP);
 	if (!g)
 		return -ENOMEM;
-	g->port = port->id;
-	g->id = op->group_id;
+	g->e.port = port->id;
+	g->e.id = op->group_id;
 	g->rank = op->rank;
 	g->size = op->size;
 	g->want = alg;
@@ -683,17 +660,15 @@ static int fw_grp_create(struct fw_card *card, struct fw_port *port, const struc
 	}
 	g->tmpl.src_node = card->cfg.node;
 	g->tmpl.src_port = port->id;
-	g->tmpl.bar.group = g->id;
+	g->tmpl.bar.group = g->e.id;
 	g->tmpl.bar.from = g->rank;
 	g->tmpl.bar.size = g->size;
 
 	/* A new incarnation replaces a lingering one of the same name. */
-	z = fw_grp_find(card, port->id, g->id, true);
+	z = fw_grp_find(card, port->id, g->e.id, true);
 	if (z)
 		fw_grp_free(card, z);
-	a = fw_grp_hash(g->port, g->id);
-	g->hnext = card->bar->hash[a];
-	card->bar->hash[a] = g;
+	fw_gtab_add(&card->bar->groups, &g->e);
 	card->bar->members += g->size;
 
 	g->host_op = true;
@@ -714,8 +689,8 @@ fail:
  */
 static void fw_grp_bury(struct fw_card *card, struct fw_group *g, bool complete)
 {
-	fw_bcast_group_bury(card, g->port, g->id, complete);
-	g->zombie = true;
+	fw_bcast_group_bury(card, g->e.port, g->e.id, complete);
+	g->e.zombie = true;
 	g->running = false;
 	fw_grp_arm(card, g, fw_add_sat(fwos_now(card->host), card->dead_ns));
 }
@@ -761,30 +736,30 @@ int fw_barrier_cmd(struct fw_card *card, struct fw_port *port, const struct nico
 
 void fw_barrier_port_detach(struct fw_card *card, u32 port)
 {
-	struct fw_group *g;
-	u32 i;
+	struct fw_gtab *t = card->bar ? &card->bar->groups : NULL;
+	struct fw_gent *e;
 
-	if (!card->bar)
+	if (!t)
 		return;
-	for (i = 0; i < (1u << FW_GRP_HASH_BITS); i++) {
-		for (g = card->bar->hash[i]; g; g = g->hnext) {
-			if (g->port == port && !g->zombie) {
-				g->host_op = false;
-				fw_grp_bury(card, g, false);
-			}
+	/* Burying keeps a group in the table: the walk may go on from it. */
+	for (e = fw_gtab_next(t, NULL); e; e = fw_gtab_next(t, e)) {
+		struct fw_group *g = fw_grp_of(e);
+
+		if (e->port == port && !e->zombie) {
+			g->host_op = false;
+			fw_grp_bury(card, g, false);
 		}
 	}
 }
 
 void fw_barrier_card_free(struct fw_card *card)
 {
-	u32 i;
+	struct fw_gent *e;
 
 	if (!card->bar)
 		return;
-	for (i = 0; i < (1u << FW_GRP_HASH_BITS); i++)
-		while (card->bar->hash[i])
-			fw_grp_free(card, card->bar->hash[i]);
+	while ((e = fw_gtab_next(&card->bar->groups, NULL)))
+		fw_grp_free(card, fw_grp_of(e));
 	fwos_free(card->host, card->bar);
 	card->bar = NULL;
 }
@@ -819,7 +794,7 @@ static void fw_bar_rx_msg(struct fw_card *card, struct fw_group *g, const struct
 	u32 i = e & 1;
 	int slot;
 
-	if (g->zombie || g->state == FW_G_FAILED || e < g->epoch || e > g->epoch + 1)
+	if (g->e.zombie || g->state == FW_G_FAILED || e < g->epoch || e > g->epoch + 1)
 		return;
 	s = fw_grp_sched(g, e);
 	slot = s ? fw_bsched_recv_slot(s, h->bar.from) : -1;
@@ -861,7 +836,7 @@ static void fw_bar_rx_nack(struct fw_card *card, struct fw_group *g, const struc
 		fw_bar_send(card, g, FW_PKT_BARRIER, who, e, val, 0);
 		return;
 	}
-	if (g->zombie)
+	if (g->e.zombie)
 		err = -ECONNRESET;
 	else if (g->state == FW_G_FAILED)
 		err = g->err;
@@ -877,7 +852,7 @@ static void fw_bar_rx_state(struct fw_card *card, struct fw_group *g, const stru
 	const struct fw_bsched *s;
 	int slot;
 
-	if (g->zombie || !g->running || h->bar.epoch != g->epoch)
+	if (g->e.zombie || !g->running || h->bar.epoch != g->epoch)
 		return;
 	s = fw_grp_sched(g, g->epoch);
 	slot = s ? fw_bsched_recv_slot(s, h->bar.from) : -1;
@@ -936,7 +911,7 @@ static void fw_grp_timer(struct fw_card *card, struct fw_timer *t, u64 now)
 	u64 limit;
 	u32 i;
 
-	if (g->zombie) {
+	if (g->e.zombie) {
 		fw_grp_free(card, g);
 		return;
 	}

@@ -54,8 +54,8 @@
  */
 #include "bcast.h"
 #include "barrier.h"
+#include "grouptab.h"
 
-#define FW_BC_HASH_BITS		5
 #define FW_BC_TREE_DEGREE	4u	/* of the synchronisation tree */
 #define FW_BC_NACK_WINDOW	64u	/* fragments one NACK asks for */
 #define FW_BC_BURST		32u	/* fragments of a large broadcast per pass */
@@ -114,15 +114,12 @@ struct fw_bchan {
 };
 
 struct fw_bgrp {
-	struct fw_bgrp *hnext;
+	struct fw_gent e;	/* port, id, zombie: in the card's table */
 	struct fw_timer timer;
-	u32 port;
-	u32 id;
 	u32 rank;
 	u32 size;
 	u32 nchan;
 	u32 flags;		/* NICOFF_BCAST_F_* */
-	bool zombie;
 	bool ready;		/* created on every member: broadcasts may be taken */
 	bool hw_failed;		/* fell back to the tree for good */
 	u32 cookie;		/* in every packet: a hash of id, members, channels, flags */
@@ -159,28 +156,18 @@ struct fw_bgrp {
 };
 
 struct fw_bccard {
-	struct fw_bgrp *hash[1u << FW_BC_HASH_BITS];
+	struct fw_gtab groups;
 };
 
-static u32 fw_bc_hash(u32 id)
+static struct fw_bgrp *fw_bc_of(struct fw_gent *e)
 {
-	return (id * 0x9e3779b1u) >> (32 - FW_BC_HASH_BITS);
+	return e ? fw_container_of(e, struct fw_bgrp, e) : NULL;
 }
 
 static struct fw_bgrp *fw_bc_find(struct fw_card *card, u32 port, u32 id, bool zombies)
 {
-	struct fw_bgrp *g, *z = NULL;
-
-	if (!card->bcast)
-		return NULL;
-	for (g = card->bcast->hash[fw_bc_hash(id)]; g; g = g->hnext) {
-		if (g->port != port || g->id != id)
-			continue;
-		if (!g->zombie)
-			return g;
-		z = g;
-	}
-	return zombies ? z : NULL;
+	return card->bcast ? fw_bc_of(fw_gtab_find(&card->bcast->groups, port, id, zombies)) :
+			     NULL;
 }
 
 static u32 fw_bc_nfrag(const struct fw_card *card, u64 len)
@@ -239,11 +226,7 @@ static void fw_bc_release_mem(struct fw_card *card, struct fw_bgrp *g)
 
 static void fw_bc_unhash_free(struct fw_card *card, struct fw_bgrp *g)
 {
-	struct fw_bgrp **pp = &card->bcast->hash[fw_bc_hash(g->id)];
-
-	while (*pp != g)
-		pp = &(*pp)->hnext;
-	*pp = g->hnext;
+	fw_gtab_del(&card->bcast->groups, &g->e);
 	fw_bc_release_mem(card, g);
 }
 
@@ -334,7 +317,7 @@ static void fw_bc_spread(struct fw_card *card, struct fw_bgrp *g, struct fw_pkt 
 	}
 	/* A forwarded packet goes on as this member's. */
 	pkt->hdr.src_node = card->cfg.node;
-	pkt->hdr.src_port = g->port;
+	pkt->hdr.src_port = g->e.port;
 	fw_bc_body(pkt)->from = (u16)g->rank;
 	if (hw) {
 		for (i = 0; i < g->nlocal; i++) {
@@ -430,7 +413,7 @@ static struct fw_pkt *fw_bc_frag(struct fw_card *card, struct fw_bgrp *g, u64 se
 	if (!pkt)
 		return NULL;
 	if (op) {
-		if (fwos_mem_read(card->host, g->port, op->mr, 0, op->off + off, pkt->payload,
+		if (fwos_mem_read(card->host, g->e.port, op->mr, 0, op->off + off, pkt->payload,
 				  len)) {
 			fwos_pkt_free(card->host, pkt);
 			return NULL;
@@ -505,8 +488,8 @@ static void fw_bc_flush(struct fw_card *card, struct fw_bgrp *g)
 		/* Taken ops stay until their round ends: NACKs name them. */
 		if (op->seq >= g->rstart && op->seq && !g->err && !op->status)
 			break;
-		if (!g->zombie && !op->posted)
-			fw_complete(card, g->port, op->tag, NICOFF_OP_BCAST, op->status,
+		if (!g->e.zombie && !op->posted)
+			fw_complete(card, g->e.port, op->tag, NICOFF_OP_BCAST, op->status,
 				    op->status ? 0 : op->len);
 		fw_bop_free(card, op);
 	}
@@ -524,8 +507,8 @@ static void fw_bc_complete_ready(struct fw_card *card, struct fw_bgrp *g)
 			break;
 		if (op->posted)
 			continue;
-		if (!g->zombie)
-			fw_complete(card, g->port, op->tag, NICOFF_OP_BCAST, op->status,
+		if (!g->e.zombie)
+			fw_complete(card, g->e.port, op->tag, NICOFF_OP_BCAST, op->status,
 				    op->status ? 0 : op->len);
 		op->posted = true;
 	}
@@ -714,7 +697,7 @@ static void fw_bc_deliver(struct fw_card *card, struct fw_bgrp *g, struct fw_bop
 		fw_bc_fail(card, g, -ECONNRESET, false);
 		return;
 	}
-	ret = fwos_mem_write(card->host, g->port, op->mr, NICOFF_ACCESS_LOCAL_WRITE, op->off,
+	ret = fwos_mem_write(card->host, g->e.port, op->mr, NICOFF_ACCESS_LOCAL_WRITE, op->off,
 			     ch->buf, (u32)op->len);
 	if (ret) {
 		fw_bc_finish(op, ret);
@@ -759,7 +742,7 @@ static void fw_bc_take(struct fw_card *card, struct fw_bgrp *g, u64 now)
 				fw_bc_fail(card, g, -ECONNRESET, false);
 				break;
 			}
-			if (op->len && fwos_mem_read(card->host, g->port, op->mr, 0, op->off,
+			if (op->len && fwos_mem_read(card->host, g->e.port, op->mr, 0, op->off,
 						     ch->buf, (u32)op->len)) {
 				fw_bc_finish(op, -EFAULT);
 				fw_bc_fail(card, g, -ECONNRESET, false);
@@ -921,7 +904,7 @@ static void fw_bc_rearm(struct fw_card *card, struct fw_bgrp *g)
 	u64 t = FW_NEVER;
 	struct fw_list *n;
 
-	if (g->zombie)
+	if (g->e.zombie)
 		t = g->bury_at;
 	if (!g->err) {
 		for (n = g->ops.next; n != &g->ops; n = n->next) {
@@ -948,7 +931,7 @@ static void fw_bc_timer(struct fw_card *card, struct fw_timer *t, u64 now)
 	struct fw_list *n;
 	u32 i;
 
-	if (g->zombie && now >= g->bury_at) {
+	if (g->e.zombie && now >= g->bury_at) {
 		fw_bc_unhash_free(card, g);
 		return;
 	}
@@ -1056,7 +1039,7 @@ static int fw_bc_topology(struct fw_card *card, struct fw_bgrp *g)
 static u32 fw_bc_cookie(const struct fw_bgrp *g)
 {
 	u32 h = 2166136261u, i, j;
-	u32 head[4] = { g->id, g->size, g->nchan, g->flags };
+	u32 head[4] = { g->e.id, g->size, g->nchan, g->flags };
 
 	for (i = 0; i < 4; i++)
 		for (j = 0; j < 4; j++)
@@ -1083,8 +1066,8 @@ int fw_bcast_group_create(struct fw_card *card, u32 port, const struct nicoff_op
 	if (!g)
 		return -ENOMEM;
 	fw_list_init(&g->ops);
-	g->port = port;
-	g->id = op->group_id;
+	g->e.port = port;
+	g->e.id = op->group_id;
 	g->rank = op->rank;
 	g->size = op->size;
 	g->flags = op->bcast_flags;
@@ -1114,17 +1097,15 @@ int fw_bcast_group_create(struct fw_card *card, u32 port, const struct nicoff_op
 	g->tmpl.src_node = card->cfg.node;
 	g->tmpl.src_port = port;
 	g->tmpl.msg_id = 0;
-	fw_bc_body((struct fw_pkt *)&g->tmpl)->group = g->id;
+	fw_bc_body((struct fw_pkt *)&g->tmpl)->group = g->e.id;
 	fw_bc_body((struct fw_pkt *)&g->tmpl)->size_lo = (u16)g->size;
 	fw_bc_body((struct fw_pkt *)&g->tmpl)->from = (u16)g->rank;
 	fw_bc_body((struct fw_pkt *)&g->tmpl)->cookie = g->cookie;
 
-	z = fw_bc_find(card, port, g->id, true);
+	z = fw_bc_find(card, port, g->e.id, true);
 	if (z)
 		fw_bc_unhash_free(card, z);
-	h = fw_bc_hash(g->id);
-	g->hnext = card->bcast->hash[h];
-	card->bcast->hash[h] = g;
+	fw_gtab_add(&card->bcast->groups, &g->e);
 	return 0;
 fail:
 	fw_bc_release_mem(card, g);
@@ -1144,7 +1125,7 @@ static void fw_bc_bury(struct fw_card *card, struct fw_bgrp *g, bool complete)
 	}
 	if (complete)
 		fw_bc_complete_ready(card, g);
-	g->zombie = true;
+	g->e.zombie = true;
 	g->bury_at = fw_add_sat(fwos_now(card->host), card->dead_ns);
 	fw_bc_rearm(card, g);
 }
@@ -1173,26 +1154,25 @@ void fw_bcast_group_ready(struct fw_card *card, u32 port, u32 id, s32 status)
 
 void fw_bcast_port_detach(struct fw_card *card, u32 port)
 {
-	struct fw_bgrp *g;
-	u32 i;
+	struct fw_gent *e;
 
 	if (!card->bcast)
 		return;
-	for (i = 0; i < (1u << FW_BC_HASH_BITS); i++)
-		for (g = card->bcast->hash[i]; g; g = g->hnext)
-			if (g->port == port && !g->zombie)
-				fw_bc_bury(card, g, false);
+	/* Burying keeps a group in the table: the walk may go on from it. */
+	for (e = fw_gtab_next(&card->bcast->groups, NULL); e;
+	     e = fw_gtab_next(&card->bcast->groups, e))
+		if (e->port == port && !e->zombie)
+			fw_bc_bury(card, fw_bc_of(e), false);
 }
 
 void fw_bcast_destroy(struct fw_card *card)
 {
-	u32 i;
+	struct fw_gent *e;
 
 	if (!card->bcast)
 		return;
-	for (i = 0; i < (1u << FW_BC_HASH_BITS); i++)
-		while (card->bcast->hash[i])
-			fw_bc_unhash_free(card, card->bcast->hash[i]);
+	while ((e = fw_gtab_next(&card->bcast->groups, NULL)))
+		fw_bc_unhash_free(card, fw_bc_of(e));
 	fwos_free(card->host, card->bcast);
 	card->bcast = NULL;
 }
@@ -1293,7 +1273,7 @@ static void fw_bc_rx_data(struct fw_card *card, struct fw_bgrp *g, struct fw_pkt
 		}
 		if (op->bits[i / 64] >> (i % 64) & 1)
 			return;
-		if (fwos_mem_write(card->host, g->port, op->mr, NICOFF_ACCESS_LOCAL_WRITE,
+		if (fwos_mem_write(card->host, g->e.port, op->mr, NICOFF_ACCESS_LOCAL_WRITE,
 				   op->off + b->offset, pkt->payload, pkt->hdr.len)) {
 			fw_bc_finish(op, -EFAULT);
 			fw_bc_fail(card, g, -ECONNRESET, false);
@@ -1365,7 +1345,7 @@ static void fw_bc_rx_data(struct fw_card *card, struct fw_bgrp *g, struct fw_pkt
  */
 static s32 fw_bc_later(const struct fw_bgrp *g, bool sync)
 {
-	return g->zombie && !(sync && g->closed) ? -ECONNRESET : -EAGAIN;
+	return g->e.zombie && !(sync && g->closed) ? -ECONNRESET : -EAGAIN;
 }
 
 /* A member lacks fragments of a broadcast this member rooted. */
@@ -1385,7 +1365,7 @@ static void fw_bc_rx_nack(struct fw_card *card, struct fw_bgrp *g, struct fw_pkt
 	 * of the id, whose creation the old group's barrier messages may have
 	 * completed, and must not get the old group's bytes.
 	 */
-	if (g->zombie) {
+	if (g->e.zombie) {
 		fw_bc_ctrl(card, g, FW_PKT_BCAST_STATE, from, b->seq, -ECONNRESET, 0);
 		return;
 	}
@@ -1592,7 +1572,7 @@ static void fw_bc_rx_one(struct fw_card *card, struct fw_bgrp *g, struct fw_pkt 
 		fw_bc_heard(g, fw_bc_body(pkt)->root, now);
 	switch (pkt->hdr.type) {
 	case FW_PKT_BCAST:
-		if (!g->err && !g->zombie)
+		if (!g->err && !g->e.zombie)
 			fw_bc_rx_data(card, g, pkt, now);
 		break;
 	case FW_PKT_BCAST_NACK:
@@ -1615,7 +1595,8 @@ void fw_bcast_rx(struct fw_card *card, struct fw_pkt *pkt)
 {
 	const struct fw_bcast_body *b = fw_bc_body(pkt);
 	u64 now = fwos_now(card->host);
-	struct fw_bgrp *g, *next;
+	struct fw_gent *e, *next;
+	struct fw_bgrp *g;
 
 	card->stats.rx_pkts++;
 	card->stats.rx_bytes += fw_pkt_size(pkt);
@@ -1631,10 +1612,10 @@ void fw_bcast_rx(struct fw_card *card, struct fw_pkt *pkt)
 	if (pkt->hdr.type != FW_PKT_BCAST && pkt->hdr.type != FW_PKT_BCAST_VERDICT &&
 	    pkt->hdr.type != FW_PKT_BCAST_STATE)
 		goto out;
-	for (g = card->bcast->hash[fw_bc_hash(b->group)]; g; g = next) {
-		next = g->hnext;
-		if (g->id == b->group)
-			fw_bc_rx_one(card, g, pkt, now);
+	for (e = fw_gtab_chain(&card->bcast->groups, b->group); e; e = next) {
+		next = e->next;
+		if (e->id == b->group)
+			fw_bc_rx_one(card, fw_bc_of(e), pkt, now);
 	}
 out:
 	fwos_pkt_free(card->host, pkt);

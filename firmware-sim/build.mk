@@ -22,7 +22,7 @@ FWSIM_SIM_BIN := $(BUILD)/bin/nicoff-sim
 
 # ------------------------------------------------------------- firmware --
 FWSIM_FW_SRCS := $(addprefix $(FWSIM_DIR)/, card.c engine.c peer.c transport.c msg.c rma.c strided.c \
-	faults.c atomic.c barrier.c barrier_alg.c switch.c timer.c ping.c \
+	faults.c atomic.c barrier.c barrier_alg.c grouptab.c switch.c timer.c ping.c \
 	bcast.c)
 FWSIM_FW_OBJS := $(patsubst $(FWSIM_DIR)/%.c,$(FWSIM_OBJDIR)/%.o,$(FWSIM_FW_SRCS))
 
