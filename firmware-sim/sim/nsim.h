@@ -157,4 +157,52 @@ void nsim_metric(struct nsim *ns, const char *name, double value, const char *un
 /* A value from the seed and up to three numbers, for workloads' choices. */
 u64 nsim_hash(u64 seed, u64 a, u64 b, u64 c);
 
+/*
+ * Collectives run by the cards (group.c, for wl_barrier.c and wl_bcast.c):
+ * every node creates one group of all nodes (node i is card i, port 0; the
+ * member table fills the send slots), runs iters operations back to back,
+ * posting each as soon as the previous one completes, then destroys the
+ * group.  latency_us is the last node's completion of operation warmup to
+ * that of operation iters, over iters - warmup.
+ */
+struct nsim_group;
+
+struct nsim_group_kind {
+	const char *name;	/* of the workload family, in messages */
+	const char *ops;	/* what it counts, in messages: "barriers" */
+	u8 opcode;		/* NICOFF_OP_BARRIER or NICOFF_OP_BCAST */
+	/* Operation @n (from 1) of @node completed: its result is right (else nsim_fail()). */
+	bool (*check)(struct nsim *ns, u32 node, const struct nicoff_cqe *cqe, u32 n);
+	/* Every node did iters: the metrics after latency_us. */
+	void (*metrics)(struct nsim *ns, const struct nsim_group *g);
+};
+
+struct nsim_group {
+	const struct nsim_group_kind *kind;
+	u32 alg;		/* GROUP_CREATE's algorithm and bcast_flags */
+	u32 bcast_flags;
+	u32 created;		/* creations completed */
+	u64 chosen;		/* their result: the algorithm run */
+	u64 t_created;		/* the last node's creation */
+	u64 t_warm;		/* the last node's completion of operation warmup */
+	u64 t_end;		/* and of operation iters */
+	u32 done[];		/* operations completed per node */
+};
+
+/* The workload's init: check the parameters, allocate ns->wl_state, set the slots. */
+int nsim_group_init(struct nsim *ns, const struct nsim_group_kind *kind, u32 alg,
+		    u32 bcast_flags);
+/* The workload's start, cqe and finish (NSIM_WORKLOAD()'s pfx nsim_group). */
+void nsim_group_start(struct nsim *ns);
+void nsim_group_cqe(struct nsim *ns, u32 node, const struct nicoff_cqe *cqe, u64 t);
+void nsim_group_finish(struct nsim *ns);
+
+/* A workload of @kind's operations in a group created with @alg and @bcast_flags. */
+#define NSIM_GROUP_WORKLOAD(sym, wl_name, text, kind, alg, bcast_flags)	\
+static int sym##_init(struct nsim *ns)						\
+{										\
+	return nsim_group_init(ns, kind, alg, bcast_flags);			\
+}										\
+NSIM_WORKLOAD(sym, wl_name, text, sym##_init, nsim_group, NULL)
+
 #endif

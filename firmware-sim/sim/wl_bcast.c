@@ -14,135 +14,18 @@
 
 #include "nsim.h"
 
-struct bc_state {
-	u32 flags;
-	u64 t_warm;
-	u64 t_end;
-	u64 t_created;
-	u32 done[];		/* broadcasts completed per node */
-};
-
-static int bc_init_flags(struct nsim *ns, u32 flags)
+static bool bc_check(struct nsim *ns, u32 node, const struct nicoff_cqe *cqe, u32 n)
 {
-	struct bc_state *st;
-	u64 table = (u64)ns->p.nodes * sizeof(struct nicoff_member);
-
-	if (ns->p.iters <= ns->p.warmup || !ns->p.size) {
-		nsim_fail(ns, "bcast: iters (%u) must exceed warmup (%u), size must be > 0",
-			  ns->p.iters, ns->p.warmup);
-		return -EINVAL;
-	}
-	if (ns->p.nodes > 4096) {
-		nsim_fail(ns, "bcast: a group of more than 4096 members cannot broadcast");
-		return -EINVAL;
-	}
-	st = nsim_state(ns, sizeof(*st), sizeof(st->done[0]));
-	if (!st)
-		return -ENOMEM;
-	st->flags = flags;
-	/* The member table fills the send slots; the data is the receive slot. */
-	ns->send_slots = (u32)((table + ns->p.size - 1) / ns->p.size);
-	ns->recv_slots = 1;
-	return 0;
+	(void)n;	/* every broadcast carries size bytes */
+	if (cqe->result == ns->p.size)
+		return true;
+	nsim_fail(ns, "bcast: node %u: %llu bytes", node, (unsigned long long)cqe->result);
+	return false;
 }
 
-static void bc_post(struct nsim *ns, u32 node, u8 opcode, u64 t)
+static void bc_metrics(struct nsim *ns, const struct nsim_group *g)
 {
-	struct bc_state *st = ns->wl_state;
-	struct nicoff_cmd c;
-
-	memset(&c, 0, sizeof(c));
-	c.opcode = opcode;
-	c.tag = opcode;
-	if (opcode == NICOFF_OP_BCAST) {
-		c.bcast.group_id = 1;
-		c.bcast.mr = ns->mr;
-		c.bcast.off = (u64)ns->send_slots * ns->p.size;
-		c.bcast.len = ns->p.size;
-	} else {
-		c.group.group_id = 1;
-	}
-	if (opcode == NICOFF_OP_GROUP_CREATE) {
-		c.group.rank = node;
-		c.group.size = ns->p.nodes;
-		c.group.mr = ns->mr;
-		c.group.algorithm = NICOFF_BARRIER_DISSEMINATION;
-		c.group.bcast_flags = st->flags;
-	}
-	sim_post_at(ns->s, node, 0, &c, t);
-}
-
-static void bc_start(struct nsim *ns)
-{
-	u32 n, i;
-
-	for (n = 0; n < (ns->p.verify ? ns->p.nodes : 1); n++) {
-		u64 at = ns->p.verify ? (u64)n * ns->region : 0;
-		struct nicoff_member *tab = (struct nicoff_member *)(ns->bufs + at);
-
-		for (i = 0; i < ns->p.nodes; i++) {
-			tab[i].card = i;
-			tab[i].port = 0;
-		}
-	}
-	for (n = 0; n < ns->p.nodes; n++)
-		bc_post(ns, n, NICOFF_OP_GROUP_CREATE, 0);
-}
-
-static void bc_cqe(struct nsim *ns, u32 node, const struct nicoff_cqe *cqe, u64 t)
-{
-	struct bc_state *st = ns->wl_state;
-
-	if (cqe->status) {
-		nsim_fail(ns, "bcast: node %u: opcode %u failed: %d", node, cqe->opcode,
-			  cqe->status);
-		nsim_node_done(ns, t);
-		return;
-	}
-	switch (cqe->opcode) {
-	case NICOFF_OP_GROUP_CREATE:
-		if (t > st->t_created)
-			st->t_created = t;
-		bc_post(ns, node, NICOFF_OP_BCAST, t);
-		break;
-	case NICOFF_OP_BCAST:
-		if (cqe->result != ns->p.size) {
-			nsim_fail(ns, "bcast: node %u: %llu bytes", node,
-				  (unsigned long long)cqe->result);
-			return;
-		}
-		st->done[node]++;
-		if (st->done[node] == ns->p.warmup && t > st->t_warm)
-			st->t_warm = t;
-		if (st->done[node] < ns->p.iters) {
-			bc_post(ns, node, NICOFF_OP_BCAST, t);
-			return;
-		}
-		if (t > st->t_end)
-			st->t_end = t;
-		nsim_node_done(ns, t);
-		bc_post(ns, node, NICOFF_OP_GROUP_DESTROY, t);
-		break;
-	default:
-		break;
-	}
-}
-
-static void bc_finish(struct nsim *ns)
-{
-	struct bc_state *st = ns->wl_state;
-	u32 runs = ns->p.iters - ns->p.warmup, n;
-
-	for (n = 0; n < ns->p.nodes; n++) {
-		if (st->done[n] != ns->p.iters) {
-			nsim_fail(ns, "bcast: node %u did %u of %u broadcasts", n, st->done[n],
-				  ns->p.iters);
-			return;
-		}
-	}
-	if (!ns->p.warmup)
-		st->t_warm = st->t_created;
-	nsim_metric(ns, "latency_us", (double)(st->t_end - st->t_warm) / runs / 1000, "us", runs);
+	(void)g;
 	nsim_metric(ns, "bcast_pkts_per_bcast", (double)ns->fw.bcast_pkts / ns->p.iters,
 		    "packets", 1);
 	nsim_metric(ns, "bcast_mcasts_per_bcast", (double)ns->fw.bcast_mcasts / ns->p.iters,
@@ -154,12 +37,16 @@ static void bc_finish(struct nsim *ns)
 	nsim_metric(ns, "bcast_failovers", (double)ns->fw.bcast_failovers, "groups", 1);
 }
 
+static const struct nsim_group_kind bc_kind = {
+	.name = "bcast",
+	.ops = "broadcasts",
+	.opcode = NICOFF_OP_BCAST,
+	.check = bc_check,
+	.metrics = bc_metrics,
+};
+
 #define BC_WORKLOAD(sym, wname, flags, text)					\
-static int sym##_init(struct nsim *ns)						\
-{										\
-	return bc_init_flags(ns, flags);					\
-}										\
-NSIM_WORKLOAD(sym, wname, text, sym##_init, bc, NULL)
+	NSIM_GROUP_WORKLOAD(sym, wname, text, &bc_kind, NICOFF_BARRIER_DISSEMINATION, flags)
 
 BC_WORKLOAD(nsim_wl_bcast, "bcast", 0,
 	    "card-run broadcast from node 0 by the fabric's multicast, back to back: mean time");

@@ -68,6 +68,27 @@ struct nicoff_cmd t_group(u8 opcode, u64 tag, u32 gid, u32 rank, u32 size, u32 m
 	return c;
 }
 
+struct nicoff_cmd t_bcast(u64 tag, u32 gid, u32 root, u32 mr, u64 off, u64 len)
+{
+	struct nicoff_cmd c = t_cmd(NICOFF_OP_BCAST, tag);
+
+	c.bcast.group_id = gid;
+	c.bcast.root = root;
+	c.bcast.mr = mr;
+	c.bcast.off = off;
+	c.bcast.len = len;
+	return c;
+}
+
+struct nicoff_cmd t_ping(u64 tag, u32 dst, u32 dport)
+{
+	struct nicoff_cmd c = t_cmd(NICOFF_OP_PING, tag);
+
+	c.ping.dst_card = dst;
+	c.ping.dst_port = dport;
+	return c;
+}
+
 void t_post(struct sim *s, u32 node, u32 port, struct nicoff_cmd c)
 {
 	sim_post(s, node, port, &c);
@@ -100,16 +121,23 @@ bool t_check(const void *buf, size_t len, u32 seed)
 	return true;
 }
 
-struct sim *t_sim_pair(const struct fw_fault_cfg *faults)
+struct sim *t_sim(u32 nodes, u32 mtu, u32 window, const struct fw_fault_cfg *faults)
 {
 	struct sim_cfg cfg;
 
-	sim_cfg_default(&cfg, 2);
-	cfg.fw.mtu = 1000;
-	cfg.fw.window = 32;
+	sim_cfg_default(&cfg, nodes);
+	if (mtu)
+		cfg.fw.mtu = mtu;
+	if (window)
+		cfg.fw.window = window;
 	if (faults)
 		cfg.faults = *faults;
 	return sim_create(&cfg);
+}
+
+struct sim *t_sim_pair(const struct fw_fault_cfg *faults)
+{
+	return t_sim(2, 1000, 32, faults);
 }
 
 u32 t_port_mr(struct sim *s, u32 node, u32 port, void *buf, u64 len, u32 access, u32 *rkey)
@@ -189,4 +217,29 @@ void t_finish(struct sim *s)
 	assert_int_equal(st->bad_completions, 0);
 	assert_int_equal(st->bad_mem, 0);
 	assert_int_equal(sim_destroy(s), 0);
+}
+
+struct fw_pkt *t_pkt(struct sim *s, u8 type, u8 flags, u32 len)
+{
+	struct fw_pkt *pkt = fwos_pkt_alloc(sim_card(s, 0)->host, len);
+
+	assert_non_null(pkt);
+	memset(pkt, 0, FW_PKT_HDR_SIZE + len);
+	pkt->hdr.src_node = 0;
+	pkt->hdr.dst_node = 1;
+	pkt->hdr.src_port = 1;
+	pkt->hdr.dst_port = 2;
+	pkt->hdr.type = type;
+	pkt->hdr.flags = flags;
+	pkt->hdr.len = len;
+	return pkt;
+}
+
+void t_pkt_send(struct sim *s, struct fw_pkt *pkt)
+{
+	u32 crc = fwos_crc32c(0, &pkt->hdr, FW_PKT_HDR_SIZE);
+
+	pkt->hdr.crc = fwos_crc32c(crc, pkt->payload, pkt->hdr.len);
+	fwos_send(sim_card(s, 0)->host, pkt);
+	assert_true(sim_run_idle(s, sim_now(s) + T_SEC));
 }

@@ -39,6 +39,8 @@ struct nicoff_cmd t_atomic(u8 opcode, u64 tag, u32 dst, u32 dport, u32 rkey, u64
 /* GROUP_CREATE takes every argument; BARRIER and GROUP_DESTROY only @gid. */
 struct nicoff_cmd t_group(u8 opcode, u64 tag, u32 gid, u32 rank, u32 size, u32 mr, u32 alg,
 			  u32 param);
+struct nicoff_cmd t_bcast(u64 tag, u32 gid, u32 root, u32 mr, u64 off, u64 len);
+struct nicoff_cmd t_ping(u64 tag, u32 dst, u32 dport);
 /* sim_post() of a command built in the call: t_post(s, 0, 0, t_send(...)). */
 void t_post(struct sim *s, u32 node, u32 port, struct nicoff_cmd c);
 
@@ -46,6 +48,8 @@ void t_post(struct sim *s, u32 node, u32 port, struct nicoff_cmd c);
 void t_fill(void *buf, size_t len, u32 seed);
 bool t_check(const void *buf, size_t len, u32 seed);
 
+/* sim_cfg_default()'s fabric of @nodes cards; @mtu, @window (0: default) and @faults if any. */
+struct sim *t_sim(u32 nodes, u32 mtu, u32 window, const struct fw_fault_cfg *faults);
 /* Two cards with a small MTU (1000) and window (32), so that transfers take many packets. */
 struct sim *t_sim_pair(const struct fw_fault_cfg *faults);
 
@@ -71,6 +75,14 @@ extern const struct fw_fault_cfg t_lossy;
  * no connection failed, and the targets refused exactly @remote_errors.
  */
 void t_expect_lossy(struct sim *s, u64 remote_errors);
+
+/*
+ * A crafted packet of header type @type from card 0 port 1 to card 1
+ * port 2 with @len bytes of payload, zeroed but for type, flags and len;
+ * t_pkt_send() seals it with its CRC, sends it and lets the fabric go quiet.
+ */
+struct fw_pkt *t_pkt(struct sim *s, u8 type, u8 flags, u32 len);
+void t_pkt_send(struct sim *s, struct fw_pkt *pkt);
 
 /* Let the fabric go quiet, then destroy it and demand no leak. */
 void t_finish(struct sim *s);

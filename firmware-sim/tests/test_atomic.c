@@ -384,20 +384,10 @@ static void test_retirement(void **state)
 static void a_inject(struct a_env *e, u8 type, u32 epoch, u32 seq, u32 mark, u64 operand,
 		     u32 len)
 {
-	struct fw_host *h = sim_card(e->s, 0)->host;
-	struct fw_pkt *pkt = fwos_pkt_alloc(h, len);
+	u8 flags = type == FW_PKT_ATOMIC_ACK ? FW_PKT_F_ACKREQ : 0;
+	struct fw_pkt *pkt = t_pkt(e->s, type, flags, len);
 	struct fw_atomic_body b;
-	u32 crc;
 
-	assert_non_null(pkt);
-	memset(&pkt->hdr, 0, sizeof(pkt->hdr));
-	pkt->hdr.src_node = 0;
-	pkt->hdr.dst_node = 1;
-	pkt->hdr.src_port = 1;
-	pkt->hdr.dst_port = 2;
-	pkt->hdr.type = type;
-	pkt->hdr.flags = type == FW_PKT_ATOMIC_ACK ? FW_PKT_F_ACKREQ : 0;
-	pkt->hdr.len = len;
 	pkt->hdr.epoch = epoch;
 	pkt->hdr.seq = seq;
 	pkt->hdr.ack = mark;
@@ -407,10 +397,7 @@ static void a_inject(struct a_env *e, u8 type, u32 epoch, u32 seq, u32 mark, u64
 	b.width = 8;
 	b.operand = operand;
 	memcpy(pkt->payload, &b, fw_min_u32(len, sizeof(b)));
-	crc = fwos_crc32c(0, &pkt->hdr, FW_PKT_HDR_SIZE);
-	pkt->hdr.crc = fwos_crc32c(crc, pkt->payload, len);
-	fwos_send(h, pkt);
-	assert_true(sim_run_idle(e->s, sim_now(e->s) + T_SEC));
+	t_pkt_send(e->s, pkt);
 }
 
 static void a_req(struct a_env *e, u32 epoch, u32 seq, u32 mark, u64 operand)

@@ -165,17 +165,7 @@ static void c_create(struct c_run *r, u32 channels, u32 flags)
 
 static struct nicoff_cmd c_bcast(u64 tag, u32 root, u32 mr, u64 off, u64 len)
 {
-	struct nicoff_cmd c;
-
-	memset(&c, 0, sizeof(c));
-	c.opcode = NICOFF_OP_BCAST;
-	c.tag = tag;
-	c.bcast.group_id = C_GID;
-	c.bcast.root = root;
-	c.bcast.mr = mr;
-	c.bcast.off = off;
-	c.bcast.len = len;
-	return c;
+	return t_bcast(tag, C_GID, root, mr, off, len);
 }
 
 /* Called once when the run reaches its time. */
@@ -285,6 +275,15 @@ static void c_expect_all(struct c_run *r, u64 gap, u64 skew, u64 limit)
 	}
 }
 
+/* Create the group with @channels and @flags, run c_expect_all() and sum the cards' counters. */
+static void c_run_all(struct c_run *r, u32 channels, u32 flags, u64 gap, u64 skew, u64 limit,
+		      struct fw_stats *st)
+{
+	c_create(r, channels, flags);
+	c_expect_all(r, gap, skew, limit);
+	t_stats_sum(r->s, st);
+}
+
 static const u64 c_sizes[] = { 0, 1, 999, 1000, 1001, 4096, 16384, 16385, 50000 };
 
 /* Every root, every size, groups of 1 to 13 on their own cards. */
@@ -337,9 +336,7 @@ static void test_scattered(void **state)
 		r->root[k] = (k * 3) % n;
 		r->len[k] = (k * 131) % 2000;
 	}
-	c_create(r, 2, 0);
-	c_expect_all(r, 3000, 20000, 100 * T_SEC);
-	t_stats_sum(r->s, &st);
+	c_run_all(r, 2, 0, 3000, 20000, 100 * T_SEC, &st);
 	assert_true(st.bcast_mcasts > 0);
 	assert_true(st.bcast_syncs >= 150 * n);
 	assert_int_equal(st.bcast_failovers, 0);
@@ -357,9 +354,7 @@ static void c_lossy(u64 seed)
 		r->root[k] = (k * 5 + (u32)seed) % 8;
 		r->len[k] = k % 10 == 9 ? 60000 : (k * 977) % 3000;
 	}
-	c_create(r, 4, 0);
-	c_expect_all(r, 50000, 20000, 1000 * T_SEC);
-	t_stats_sum(r->s, &st);
+	c_run_all(r, 4, 0, 50000, 20000, 1000 * T_SEC, &st);
 	assert_true(st.bcast_resends > 0);
 	assert_true(st.crc_errors > 0);
 	assert_int_equal(st.bcast_failures, 0);
@@ -572,9 +567,7 @@ static void test_back_to_back(void **state)
 		r->root[k] = k % 5;
 		r->len[k] = 8 + k % 57;
 	}
-	c_create(r, 2, 0);
-	c_expect_all(r, 0, 0, 100 * T_SEC);
-	t_stats_sum(r->s, &st);
+	c_run_all(r, 2, 0, 0, 0, 100 * T_SEC, &st);
 	/* One synchronisation per two broadcasts, on every member. */
 	assert_true(st.bcast_syncs >= 5 * (r->k / 2));
 	/* Nothing lost, nothing sent twice. */
@@ -593,9 +586,7 @@ static void test_deep_queue(void **state)
 	(void)state;
 	for (k = 0; k < r->k; k++)
 		r->len[k] = 16;
-	c_create(r, 2, 0);
-	c_expect_all(r, 0, 0, 10 * T_SEC);
-	t_stats_sum(r->s, &st);
+	c_run_all(r, 2, 0, 0, 0, 10 * T_SEC, &st);
 	assert_int_equal(st.bcast_syncs, r->k / 2);
 	c_destroy_free(r);
 }
@@ -659,9 +650,7 @@ static void test_tree_verdict(void **state)
 			r->root[k] = k % 13;
 			r->len[k] = 100;
 		}
-		c_create(r, 2, mode ? NICOFF_BCAST_F_P2P : 0);
-		c_expect_all(r, 0, 0, 100 * T_SEC);
-		t_stats_sum(r->s, &st);
+		c_run_all(r, 2, mode ? NICOFF_BCAST_F_P2P : 0, 0, 0, 100 * T_SEC, &st);
 		polls[mode] = st.bcast_nacks;
 		c_destroy_free(r);
 	}
@@ -810,9 +799,7 @@ static void test_local_large(void **state)
 	r->len[0] = 200000;
 	r->root[1] = 0;
 	r->len[1] = 200000;
-	c_create(r, 0, 0);
-	c_expect_all(r, 0, 0, 10 * T_SEC);
-	t_stats_sum(r->s, &st);
+	c_run_all(r, 0, 0, 0, 0, 10 * T_SEC, &st);
 	assert_int_equal(st.bcast_resends, 0);
 	c_destroy_free(r);
 }
@@ -835,9 +822,7 @@ static void c_paced(u32 flags)
 		r->root[k] = k;
 		r->len[k] = 200000 - k;
 	}
-	c_create(r, 0, flags);
-	c_expect_all(r, 0, 0, 100 * T_SEC);
-	t_stats_sum(r->s, &st);
+	c_run_all(r, 0, flags, 0, 0, 100 * T_SEC, &st);
 	assert_true(sim_stats(r->s)->rx_queued_peak <= room + 2 * 32 * 1200);
 	assert_true(st.bcast_paced > 0);
 	assert_int_equal(st.bcast_failures, 0);

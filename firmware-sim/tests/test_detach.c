@@ -11,14 +11,7 @@
 
 static struct sim *d_sim(const struct fw_fault_cfg *faults)
 {
-	struct sim_cfg cfg;
-
-	sim_cfg_default(&cfg, 3);
-	cfg.fw.mtu = 1024;
-	cfg.fw.window = 16;
-	if (faults)
-		cfg.faults = *faults;
-	return sim_create(&cfg);
+	return t_sim(3, 1024, 16, faults);
 }
 
 /* Three cards; a on card 0 port @aport and b on card 1 port 0, D_BIG each. */

@@ -131,26 +131,12 @@ static void test_unknown_opcode(void **state)
 /* A packet from node 0 to node 1 with a good CRC and header type @type. */
 static void e_inject(struct e_env *e, u8 type, u32 len)
 {
-	struct fw_host *h = sim_card(e->s, 0)->host;
-	struct fw_pkt *pkt = fwos_pkt_alloc(h, len);
-	u32 crc;
+	struct fw_pkt *pkt = t_pkt(e->s, type, FW_PKT_F_SYN | FW_PKT_F_ACKREQ, len);
 
-	assert_non_null(pkt);
-	memset(pkt, 0, FW_PKT_HDR_SIZE + len);
-	pkt->hdr.src_node = 0;
-	pkt->hdr.dst_node = 1;
-	pkt->hdr.src_port = 1;
-	pkt->hdr.dst_port = 2;
-	pkt->hdr.type = type;
-	pkt->hdr.flags = FW_PKT_F_SYN | FW_PKT_F_ACKREQ;
-	pkt->hdr.len = len;
 	pkt->hdr.epoch = 77;
 	pkt->hdr.msg_id = 5;
 	pkt->hdr.total = len;
-	crc = fwos_crc32c(0, &pkt->hdr, FW_PKT_HDR_SIZE);
-	pkt->hdr.crc = fwos_crc32c(crc, pkt->payload, len);
-	fwos_send(h, pkt);
-	assert_true(sim_run_idle(e->s, sim_now(e->s) + T_SEC));
+	t_pkt_send(e->s, pkt);
 }
 
 static void test_unknown_packet(void **state)

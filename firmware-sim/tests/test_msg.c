@@ -9,11 +9,7 @@
 
 static struct sim *mk(u32 nodes, u32 mtu)
 {
-	struct sim_cfg cfg;
-
-	sim_cfg_default(&cfg, nodes);
-	cfg.fw.mtu = mtu;
-	return sim_create(&cfg);
+	return t_sim(nodes, mtu, 0, NULL);
 }
 
 static void test_basic(void **state)

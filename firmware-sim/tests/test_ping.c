@@ -11,18 +11,6 @@
 /* A header-only packet one way on sim_cfg_default()'s fabric: L + s * G. */
 #define P_ONE_WAY	(SIM_DEFAULT_L_NS + FW_PKT_HDR_SIZE * SIM_DEFAULT_BYTE_PS / 1000)
 
-static struct nicoff_cmd p_ping(u64 tag, u32 dst, u32 dport)
-{
-	struct nicoff_cmd c;
-
-	memset(&c, 0, sizeof(c));
-	c.opcode = NICOFF_OP_PING;
-	c.tag = tag;
-	c.ping.dst_card = dst;
-	c.ping.dst_port = dport;
-	return c;
-}
-
 /* Two cards, node 0 port 1 and node 1 port 2 open, under @faults if any. */
 static struct sim *p_setup(const struct fw_fault_cfg *faults)
 {
@@ -42,7 +30,7 @@ static struct sim *p_setup(const struct fw_fault_cfg *faults)
 /* Ping @dst:@dport from @node port 1; its completion, tag and opcode checked. */
 static struct nicoff_cqe p_run(struct sim *s, u32 node, u64 tag, u32 dst, u32 dport)
 {
-	struct nicoff_cmd c = p_ping(tag, dst, dport);
+	struct nicoff_cmd c = t_ping(tag, dst, dport);
 	struct nicoff_cqe q;
 
 	sim_post(s, node, 1, &c);
@@ -92,7 +80,7 @@ static void test_lost_retried(void **state)
 	struct sim *s = p_setup(NULL);
 	const struct sim_cfg *cfg = sim_config(s);
 	u64 rto = cfg->fw.rto_ns, t0 = sim_now(s);
-	struct nicoff_cmd c = p_ping(5, 1, 2);
+	struct nicoff_cmd c = t_ping(5, 1, 2);
 	struct fw_stats st0 = p_stats(s, 0);
 	struct nicoff_cqe q;
 
@@ -172,7 +160,7 @@ static void test_stray_pong(void **state)
 static void test_detach(void **state)
 {
 	struct sim *s = p_setup(NULL);
-	struct nicoff_cmd c = p_ping(12, 1, 2);
+	struct nicoff_cmd c = t_ping(12, 1, 2);
 	struct fw_stats st0;
 
 	(void)state;
@@ -205,19 +193,19 @@ static void test_bad_args(void **state)
 	u32 i;
 
 	(void)state;
-	c = p_ping(13, 2, 2);		/* no such card */
+	c = t_ping(13, 2, 2);		/* no such card */
 	sim_post(s, 0, 1, &c);
 	q = t_cqe(s, 0, 1, sim_now(s) + T_SEC);
 	assert_int_equal(q.status, -EINVAL);
 	for (i = 0; i < T_ARRAY_SIZE(c.ping.reserved); i++) {
-		c = p_ping(14 + i, 1, 2);
+		c = t_ping(14 + i, 1, 2);
 		c.ping.reserved[i] = 1ull << 63;
 		sim_post(s, 0, 1, &c);
 		q = t_cqe(s, 0, 1, sim_now(s) + T_SEC);
 		assert_int_equal(q.tag, 14 + i);
 		assert_int_equal(q.status, -EINVAL);
 	}
-	c = p_ping(20, 1, 2);
+	c = t_ping(20, 1, 2);
 	c.flags = 1;
 	sim_post(s, 0, 1, &c);
 	q = t_cqe(s, 0, 1, sim_now(s) + T_SEC);

@@ -352,23 +352,14 @@ static void test_refusals(void **state)
 static void s_inject(struct s_env *e, u32 epoch, u32 n, u64 count, const u64 *len, u64 roff,
 		     u64 offset, u64 total)
 {
-	struct fw_host *h = sim_card(e->s, 0)->host;
 	u64 data = 0, *w;
 	struct fw_pkt *pkt;
-	u32 plen, i, crc;
+	u32 i;
 
 	for (i = 0; i < n; i++)
 		data += len[i];
-	plen = 16 + 16 * n + (u32)data;
-	pkt = fwos_pkt_alloc(h, plen);
-	assert_non_null(pkt);
-	memset(pkt, 0, FW_PKT_HDR_SIZE + plen);
-	pkt->hdr.dst_node = 1;
-	pkt->hdr.src_port = 1;
-	pkt->hdr.dst_port = 2;
-	pkt->hdr.type = FW_PKT_PUT_STRIDED;
-	pkt->hdr.flags = FW_PKT_F_SYN | FW_PKT_F_ACKREQ;
-	pkt->hdr.len = plen;
+	pkt = t_pkt(e->s, FW_PKT_PUT_STRIDED, FW_PKT_F_SYN | FW_PKT_F_ACKREQ,
+		    16 + 16 * n + (u32)data);
 	pkt->hdr.epoch = epoch;
 	pkt->hdr.msg_id = epoch;
 	pkt->hdr.offset = offset;
@@ -383,10 +374,7 @@ static void s_inject(struct s_env *e, u32 epoch, u32 n, u64 count, const u64 *le
 		w[3 + 2 * i] = len[i];
 	}
 	memset(pkt->payload + 16 + 16 * n, 0xee, data);
-	crc = fwos_crc32c(0, &pkt->hdr, FW_PKT_HDR_SIZE);
-	pkt->hdr.crc = fwos_crc32c(crc, pkt->payload, plen);
-	fwos_send(h, pkt);
-	assert_true(sim_run_idle(e->s, sim_now(e->s) + T_SEC));
+	t_pkt_send(e->s, pkt);
 }
 
 static void test_malformed_pieces(void **state)
