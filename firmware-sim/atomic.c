@@ -96,8 +96,7 @@ static void fw_apeer_free(struct fw_card *card, struct fw_apeer *ap)
 	}
 	if (ap->win) {
 		for (s = ap->low; s != ap->next; s++)
-			if (ap->win[s & fw_atomic_mask(card)])
-				fwos_free(card->host, ap->win[s & fw_atomic_mask(card)]);
+			fwos_free(card->host, ap->win[s & fw_atomic_mask(card)]);
 		fwos_free(card->host, ap->win);
 	}
 	if (ap->ents) {

@@ -144,15 +144,11 @@ static void fw_grp_release(struct fw_card *card, struct fw_group *g)
 	for (i = 0; i < FW_BAR_NALG; i++)
 		fw_bsched_free(card, g->sched[i]);
 	for (i = 0; i < 2; i++) {
-		if (g->bits[i])
-			fwos_free(card->host, g->bits[i]);
-		if (g->got[i])
-			fwos_free(card->host, g->got[i]);
+		fwos_free(card->host, g->bits[i]);
+		fwos_free(card->host, g->got[i]);
 	}
-	if (g->peers)
-		fwos_free(card->host, g->peers);
-	if (g->round_ns)
-		fwos_free(card->host, g->round_ns);
+	fwos_free(card->host, g->peers);
+	fwos_free(card->host, g->round_ns);
 	fwos_free(card->host, g);
 }
 
@@ -548,10 +544,8 @@ static int fw_grp_members(struct fw_card *card, struct fw_group *g, u32 port,
 		g->peers[i].port = m.port;
 	}
 out:
-	if (tab)
-		fwos_free(card->host, tab);
-	if (ranks)
-		fwos_free(card->host, ranks);
+	fwos_free(card->host, tab);
+	fwos_free(card->host, ranks);
 	return ret;
 }
 

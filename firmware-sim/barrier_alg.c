@@ -293,15 +293,13 @@ struct fw_bsched *fw_bsched_build(struct fw_card *card, u32 alg, u32 param, u32 
 		s->recv[i].rank = (u32)(keys[i] >> 32);
 		s->recv[i].step = (u32)keys[i];
 	}
-	if (keys)
-		fwos_free(card->host, keys);
+	fwos_free(card->host, keys);
 	return s;
 }
 
 void fw_bsched_free(struct fw_card *card, struct fw_bsched *s)
 {
-	if (s)
-		fwos_free(card->host, s);
+	fwos_free(card->host, s);
 }
 
 int fw_rank_search(const void *v, u32 n, size_t size, size_t off, u32 rank)

@@ -191,16 +191,14 @@ static u64 fw_bc_ivl(const struct fw_card *card)
 
 static void fw_bc_chan_clear(struct fw_card *card, struct fw_bchan *ch)
 {
-	if (ch->buf)
-		fwos_free(card->host, ch->buf);
+	fwos_free(card->host, ch->buf);
 	memset(ch, 0, sizeof(*ch));
 }
 
 static void fw_bop_free(struct fw_card *card, struct fw_bop *op)
 {
 	fw_list_del(&op->node);
-	if (op->bits)
-		fwos_free(card->host, op->bits);
+	fwos_free(card->host, op->bits);
 	fwos_free(card->host, op);
 }
 
@@ -213,14 +211,10 @@ static void fw_bc_release_mem(struct fw_card *card, struct fw_bgrp *g)
 		fw_bop_free(card, fw_list_entry(g->ops.next, struct fw_bop, node));
 	for (i = 0; g->chans && i < g->nchan; i++)
 		fw_bc_chan_clear(card, &g->chans[i]);
-	if (g->chans)
-		fwos_free(card->host, g->chans);
-	if (g->members)
-		fwos_free(card->host, g->members);
-	if (g->runs)
-		fwos_free(card->host, g->runs);
-	if (g->local)
-		fwos_free(card->host, g->local);
+	fwos_free(card->host, g->chans);
+	fwos_free(card->host, g->members);
+	fwos_free(card->host, g->runs);
+	fwos_free(card->host, g->local);
 	fwos_free(card->host, g);
 }
 

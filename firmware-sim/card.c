@@ -170,8 +170,7 @@ void fw_card_destroy(struct fw_card *card)
 			fw_port_detach(card, i);
 	fw_engines_destroy(card);
 	fw_timer_heap_free(card->host, &card->timers);
-	if (card->ports)
-		fwos_free(card->host, card->ports);
+	fwos_free(card->host, card->ports);
 	fwos_free(card->host, card);
 }
 

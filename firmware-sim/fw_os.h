@@ -88,7 +88,7 @@ int fwos_mem_atomic(struct fw_host *h, u32 port, u32 rkey, u64 off, u32 width, u
  */
 void fwos_complete(struct fw_host *h, u32 port, const struct nicoff_cqe *cqe);
 
-/* Zeroed memory for firmware state; may return NULL. */
+/* Zeroed memory for firmware state; may return NULL.  Freeing NULL does nothing. */
 void *fwos_zalloc(struct fw_host *h, size_t size);
 void fwos_free(struct fw_host *h, void *p);
 

@@ -239,8 +239,7 @@ static void fw_rmsg_free(struct fw_card *card, struct fw_rmsg *rm)
 	fw_rmsg_uncharge(card, rm);
 	fw_list_del(&rm->peer_node);
 	fw_list_del(&rm->port_node);
-	if (rm->recv)
-		fwos_free(card->host, rm->recv);
+	fwos_free(card->host, rm->recv);
 	fwos_free(card->host, rm);
 }
 
@@ -430,8 +429,7 @@ static int fw_msg_refuse(struct fw_card *card, struct fw_peer *peer, const struc
 			return FW_RX_RNR;
 	}
 	if (!fw_reply_rnr(card, peer, h, why)) {
-		if (nb)
-			fwos_free(card->host, nb);
+		fwos_free(card->host, nb);
 		return FW_RX_RNR;
 	}
 	if (nb) {

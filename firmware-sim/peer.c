@@ -113,8 +113,7 @@ void fw_peers_free(struct fw_card *card)
 			next = p->hnext;
 			fw_peer_release(card, p);
 			fw_timer_del(&card->timers, &p->timer);
-			if (p->recs)
-				fwos_free(card->host, p->recs);
+			fwos_free(card->host, p->recs);
 			fwos_free(card->host, p);
 		}
 	}

@@ -151,7 +151,6 @@ u64 fw_timer_run(struct fw_card *card, struct fw_timer_heap *h, u64 now)
 
 void fw_timer_heap_free(struct fw_host *host, struct fw_timer_heap *h)
 {
-	if (h->v)
-		fwos_free(host, h->v);
+	fwos_free(host, h->v);
 	memset(h, 0, sizeof(*h));
 }

@@ -183,8 +183,7 @@ static bool fw_recs_room(struct fw_card *card, struct fw_peer *peer)
 		return false;
 	for (i = 0; i < n; i++)
 		recs[i] = *fw_rec_at(peer, peer->snd_una + i);
-	if (peer->recs)
-		fwos_free(card->host, peer->recs);
+	fwos_free(card->host, peer->recs);
 	peer->recs = recs;
 	peer->rec_cap = cap;
 	peer->rec_head = 0;
