@@ -85,8 +85,7 @@ FIXTURE_SETUP(copy)
 	self->c.fd = -1;
 	self->pinned0 = nt_pinned_pages();
 	ASSERT_LE(0, self->pinned0);
-	self->kmsg = nt_kmsg_open();
-	ASSERT_LE(0, self->kmsg);
+	NT_KMSG_WATCH(self->kmsg);
 	/* Two 64 MiB regions: more than an unprivileged user may lock. */
 	ASSERT_EQ(0, setrlimit(RLIMIT_MEMLOCK, &unlimited));
 	ASSERT_EQ(0, nt_query_card(0, &q));
@@ -108,16 +107,13 @@ FIXTURE_SETUP(copy)
 
 FIXTURE_TEARDOWN(copy)
 {
-	char line[256] = "";
-
 	nt_port_close(&self->a);
 	nt_port_close(&self->b);
 	nt_port_close(&self->c);
 	munmap(self->src, LEN);
 	munmap(self->dst, LEN);
 	EXPECT_EQ(self->pinned0, nt_wait_pinned(self->pinned0, 5000));
-	EXPECT_EQ(0, nt_kmsg_splat(self->kmsg, line, sizeof(line))) TH_LOG("kernel: %s", line);
-	close(self->kmsg);
+	NT_KMSG_CHECK(self->kmsg);
 }
 
 static int reg_both(FIXTURE_DATA(copy) *self)

@@ -2897,16 +2897,12 @@ FIXTURE(fuzz) {
 FIXTURE_SETUP(fuzz)
 {
 	ASSERT_EQ(0, nt_query_card(0, &self->q));
-	self->kmsg = nt_kmsg_open();
-	ASSERT_LE(0, self->kmsg);
+	NT_KMSG_WATCH(self->kmsg);
 }
 
 FIXTURE_TEARDOWN(fuzz)
 {
-	char line[256] = "";
-
-	EXPECT_EQ(0, nt_kmsg_splat(self->kmsg, line, sizeof(line))) TH_LOG("kernel: %s", line);
-	close(self->kmsg);
+	NT_KMSG_CHECK(self->kmsg);
 }
 
 /*

@@ -31,21 +31,17 @@ FIXTURE_SETUP(hostile)
 {
 	self->pinned0 = nt_pinned_pages();
 	ASSERT_LE(0, self->pinned0);
-	self->kmsg = nt_kmsg_open();
-	ASSERT_LE(0, self->kmsg);
+	NT_KMSG_WATCH(self->kmsg);
 	ASSERT_EQ(0, nt_port_open(&self->bad, 0, NICOFF_PORT_ANY, 64, 64));
 	ASSERT_EQ(0, nt_port_open(&self->good, 0, NICOFF_PORT_ANY, 64, 64));
 }
 
 FIXTURE_TEARDOWN(hostile)
 {
-	char line[256] = "";
-
 	nt_port_close(&self->bad);
 	nt_port_close(&self->good);
 	EXPECT_EQ(self->pinned0, nt_wait_pinned(self->pinned0, 2000));
-	EXPECT_EQ(0, nt_kmsg_splat(self->kmsg, line, sizeof(line))) TH_LOG("kernel: %s", line);
-	close(self->kmsg);
+	NT_KMSG_CHECK(self->kmsg);
 }
 
 /* The bystander port completes a NOP. */

@@ -581,8 +581,7 @@ TEST_F(card, reg_mr_huge_unmapped_range)
 	int kmsg, ret;
 
 	ASSERT_EQ(0, nt_port_open_fd(self->fd, NICOFF_PORT_ANY, 8, 8, NULL));
-	kmsg = nt_kmsg_open();
-	ASSERT_LE(0, kmsg);
+	NT_KMSG_WATCH(kmsg);
 	for (i = 0; i < ARRAY_SIZE(sizes); i++) {
 		/* Far below the program, the heap and the mmap area. */
 		ret = nt_reg_mr(self->fd, (void *)(uintptr_t)(1ull << 32), sizes[i], 0, NULL);
@@ -759,7 +758,6 @@ TEST_F_TIMEOUT(card, reg_dereg_race, 120)
 	struct race r = { .fd = self->fd };
 	struct nicoff_reg_mr req;
 	uint32_t h, hmax = 3;
-	char line[256];
 	pthread_t th;
 	uint64_t end;
 	int kmsg;
@@ -768,8 +766,7 @@ TEST_F_TIMEOUT(card, reg_dereg_race, 120)
 	ASSERT_NE(MAP_FAILED, r.buf);
 	memset(r.buf, 1, PAGE);
 	ASSERT_EQ(0, nt_port_open_fd(self->fd, NICOFF_PORT_ANY, 8, 8, NULL));
-	kmsg = nt_kmsg_open();
-	ASSERT_LE(0, kmsg);
+	NT_KMSG_WATCH(kmsg);
 	ASSERT_EQ(0, pthread_create(&th, NULL, race_dereg, &r));
 	end = nt_now_ns() + 5000000000ull;
 	while (nt_now_ns() < end) {
@@ -802,8 +799,7 @@ TEST_F_TIMEOUT(card, reg_dereg_race, 120)
 	/* A store into a freed region shows as slub_debug's poison report. */
 	close(self->fd);
 	self->fd = -1;
-	EXPECT_EQ(0, nt_kmsg_splat(kmsg, line, sizeof(line))) TH_LOG("kernel: %s", line);
-	close(kmsg);
+	NT_KMSG_CHECK(kmsg);
 	munmap(r.buf, PAGE);
 }
 

@@ -155,13 +155,11 @@ FIXTURE_SETUP(kill)
 		ring = q.max_ring_entries;
 	self->pinned0 = nt_pinned_pages();
 	ASSERT_LE(0, self->pinned0);
-	self->kmsg = nt_kmsg_open();
-	ASSERT_LE(0, self->kmsg);
+	NT_KMSG_WATCH(self->kmsg);
 }
 
 FIXTURE_TEARDOWN(kill)
 {
-	char line[256] = "";
 	struct nicoff_cmd c;
 	struct nicoff_cqe cqe;
 	struct nt_port p;
@@ -173,8 +171,7 @@ FIXTURE_TEARDOWN(kill)
 	EXPECT_EQ(42, cqe.tag);
 	EXPECT_EQ(0, cqe.status);
 	nt_port_close(&p);
-	EXPECT_EQ(0, nt_kmsg_splat(self->kmsg, line, sizeof(line))) TH_LOG("kernel: %s", line);
-	close(self->kmsg);
+	NT_KMSG_CHECK(self->kmsg);
 }
 
 /* Killed after several refills of the ring, while it drains. */

@@ -547,19 +547,15 @@ FIXTURE_SETUP(neighbour)
 	self->ncards = q.num_cards;
 	self->pinned0 = nt_pinned_pages();
 	ASSERT_LE(0, self->pinned0);
-	self->kmsg = nt_kmsg_open();
-	ASSERT_LE(0, self->kmsg);
+	NT_KMSG_WATCH(self->kmsg);
 }
 
 FIXTURE_TEARDOWN(neighbour)
 {
-	char line[256] = "";
-
 	if (self->preempt[0])
 		EXPECT_EQ(0, preempt_set(self->preempt));
 	EXPECT_EQ(self->pinned0, nt_wait_pinned(self->pinned0, 5000));
-	EXPECT_EQ(0, nt_kmsg_splat(self->kmsg, line, sizeof(line))) TH_LOG("kernel: %s", line);
-	close(self->kmsg);
+	NT_KMSG_CHECK(self->kmsg);
 }
 
 /* Another card served by card 0's thread: threads=0 means half the CPUs. */

@@ -175,6 +175,25 @@ int nt_kmsg_open(void);
 int nt_kmsg_splat(int fd, char *line, size_t len);
 
 /*
+ * For kselftest_harness.h tests: NT_KMSG_WATCH(fd) in a fixture's setup
+ * opens the log (the test fails if it cannot); NT_KMSG_CHECK(fd) in its
+ * teardown expects no splat since, showing the first, and closes @fd.
+ */
+#define NT_KMSG_WATCH(fd)				\
+	do {						\
+		(fd) = nt_kmsg_open();			\
+		ASSERT_LE(0, (fd));			\
+	} while (0)
+#define NT_KMSG_CHECK(fd)							\
+	do {									\
+		char nt_line_[256] = "";					\
+										\
+		EXPECT_EQ(0, nt_kmsg_splat((fd), nt_line_, sizeof(nt_line_)))	\
+			TH_LOG("kernel: %s", nt_line_);				\
+		close(fd);							\
+	} while (0)
+
+/*
  * One NOP kept in flight on p: post one if none is (*inflight), count the
  * one that completed in *done.  0 or -errno (-EIO: a wrong completion).
  */
