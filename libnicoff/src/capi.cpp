@@ -7,6 +7,7 @@
 #include <climits>
 #include <cstring>
 #include <new>
+#include <type_traits>
 #include <utility>
 
 struct nicoff_device {
@@ -43,11 +44,17 @@ struct nicoff_host_bcast {
 
 namespace {
 
-// Runs f, mapping every exception to a negative errno value.
+// Runs f, mapping every exception to a negative errno value; 0 once an f
+// that returns nothing has run.
 template <class F>
 int guarded(F &&f) noexcept {
     try {
-        return f();
+        if constexpr (std::is_void_v<std::invoke_result_t<F>>) {
+            f();
+            return 0;
+        } else {
+            return f();
+        }
     } catch (const std::system_error &e) {
         const int v = e.code().value();
         return v > 0 ? -v : -EIO;
@@ -297,10 +304,7 @@ int nicoff_mr_dereg(nicoff_mr *mr) {
     if (!mr)
         return -EINVAL;
     std::unique_ptr<nicoff_mr> owned(mr);
-    return guarded([&] {
-        owned->mr.deregister();
-        return 0;
-    });
+    return guarded([&] { owned->mr.deregister(); });
 }
 
 uint32_t nicoff_mr_handle(const nicoff_mr *mr) { return mr ? mr->mr.handle() : 0; }
@@ -421,10 +425,7 @@ int nicoff_group_broadcast(nicoff_group *group, const nicoff_mr *mr, uint64_t of
                            uint32_t root) {
     if (!group || !group->group.valid() || !mr)
         return -EINVAL;
-    return guarded([&] {
-        group->group.broadcast(mr->mr, off, len, root);
-        return 0;
-    });
+    return guarded([&] { group->group.broadcast(mr->mr, off, len, root); });
 }
 
 int nicoff_group_broadcast_buf(nicoff_group *group, void *buf, size_t len, uint32_t root) {
@@ -432,7 +433,6 @@ int nicoff_group_broadcast_buf(nicoff_group *group, void *buf, size_t len, uint3
         return -EINVAL;
     return guarded([&] {
         group->group.broadcast(std::span<std::byte>(static_cast<std::byte *>(buf), len), root);
-        return 0;
     });
 }
 
@@ -460,10 +460,7 @@ int nicoff_bcast_wait(nicoff_bcast_req *req) {
     if (!req)
         return -EINVAL;
     std::unique_ptr<nicoff_bcast_req> owned(req);
-    return guarded([&] {
-        owned->req.wait();
-        return 0;
-    });
+    return guarded([&] { owned->req.wait(); });
 }
 
 int nicoff_bcast_test(nicoff_bcast_req *req) {
@@ -489,10 +486,7 @@ int nicoff_host_broadcast(nicoff_host_bcast *bcast, const nicoff_mr *mr, uint64_
                           uint32_t root) {
     if (!bcast || !mr)
         return -EINVAL;
-    return guarded([&] {
-        bcast->bcast.broadcast(mr->mr, off, len, root);
-        return 0;
-    });
+    return guarded([&] { bcast->bcast.broadcast(mr->mr, off, len, root); });
 }
 
 int nicoff_host_broadcast_buf(nicoff_host_bcast *bcast, void *buf, size_t len, uint32_t root) {
@@ -500,7 +494,6 @@ int nicoff_host_broadcast_buf(nicoff_host_bcast *bcast, void *buf, size_t len, u
         return -EINVAL;
     return guarded([&] {
         bcast->bcast.broadcast(std::span<std::byte>(static_cast<std::byte *>(buf), len), root);
-        return 0;
     });
 }
 
@@ -511,10 +504,7 @@ void nicoff_host_bcast_free(nicoff_host_bcast *bcast) {
 int nicoff_group_barrier(nicoff_group *group) {
     if (!group || !group->group.valid())
         return -EINVAL;
-    return guarded([&] {
-        group->group.barrier();
-        return 0;
-    });
+    return guarded([&] { group->group.barrier(); });
 }
 
 int nicoff_group_algorithm(const nicoff_group *group) {
@@ -529,10 +519,7 @@ int nicoff_group_destroy(nicoff_group *group) {
     std::unique_ptr<nicoff_group> owned(group);
     if (!group)
         return 0;
-    return guarded([&] {
-        group->group.destroy();
-        return 0;
-    });
+    return guarded([&] { group->group.destroy(); });
 }
 
 int nicoff_host_barrier_create(nicoff_port *port, const struct nicoff_member *members,
@@ -550,10 +537,7 @@ int nicoff_host_barrier_create(nicoff_port *port, const struct nicoff_member *me
 int nicoff_host_barrier_wait(nicoff_host_barrier *barrier) {
     if (!barrier)
         return -EINVAL;
-    return guarded([&] {
-        barrier->barrier.barrier();
-        return 0;
-    });
+    return guarded([&] { barrier->barrier.barrier(); });
 }
 
 void nicoff_host_barrier_free(nicoff_host_barrier *barrier) {
@@ -593,7 +577,6 @@ int on_lock(nicoff_lock *lock, F f) {
             f(*lock->mcs);
         else
             f(*lock->tas);
-        return 0;
     });
 }
 
@@ -620,10 +603,7 @@ int nicoff_rmem_atomic(nicoff_rmem *mem, uint8_t opcode, const struct nicoff_rem
                        uint64_t operand, uint64_t compare, uint64_t *old) {
     if (!mem || !w || !old)
         return -EINVAL;
-    return guarded([&] {
-        *old = mem->mem->atomic(opcode, remote_word(*w), operand, compare);
-        return 0;
-    });
+    return guarded([&] { *old = mem->mem->atomic(opcode, remote_word(*w), operand, compare); });
 }
 
 int nicoff_lock_create(nicoff_rmem *mem, int kind, uint32_t rank,
@@ -647,7 +627,6 @@ int nicoff_lock_create(nicoff_rmem *mem, int kind, uint32_t rank,
             l->tas = std::make_unique<nicoff::TasLock>(*mem->mem, rank, remote_word(*word));
         }
         *out = l.release();
-        return 0;
     });
 }
 
@@ -676,10 +655,7 @@ int nicoff_atomic_server_create(nicoff_port *port, void *mem, size_t len, int mo
 int nicoff_atomic_server_serve(nicoff_atomic_server *server, const volatile int *stop) {
     if (!server || !stop)
         return -EINVAL;
-    return guarded([&] {
-        server->server->serve([stop] { return *stop != 0; });
-        return 0;
-    });
+    return guarded([&] { server->server->serve([stop] { return *stop != 0; }); });
 }
 
 int nicoff_atomic_server_serve_ready(nicoff_atomic_server *server) {

@@ -591,20 +591,100 @@ void Group::destroy() {
     check_status(q, "GROUP_DESTROY");
 }
 
+// ------------------------------------------------------ HostCollective --
+
+namespace detail {
+
+template <class H>
+HostCollective<H>::HostCollective(Port &port, std::span<const nicoff_member> members,
+                                  std::uint32_t rank, const GroupConfig &cfg)
+    : cfg_(cfg), members_(members.begin(), members.end()), rank_(rank) {
+    const std::string who = std::string("nicoff: ") + H::name;
+    if (members.empty() || members.size() > UINT32_MAX || rank >= members.size())
+        fail(EINVAL, who + ": rank outside the member list");
+    // As the card checks a group: this port at its rank, nobody twice.
+    if (members[rank].card != port.card() || members[rank].port != port.number())
+        fail(EINVAL, who + ": the member at this rank is another port");
+    for (std::size_t i = 0; i < members.size(); i++)
+        for (std::size_t j = i + 1; j < members.size(); j++)
+            if (members[i].card == members[j].card && members[i].port == members[j].port)
+                fail(EINVAL, who + ": a member is listed twice");
+}
+
+template <class H>
+HostCollective<H>::HostCollective(HostCollective &&o) noexcept
+    : port_(std::exchange(o.port_, nullptr)), owner_(o.owner_), cfg_(o.cfg_),
+      members_(std::move(o.members_)), rank_(o.rank_), epoch_(o.epoch_),
+      sends_out_(std::exchange(o.sends_out_, 0)), error_(o.error_), stray_(o.stray_) {
+    if (port_)
+        port_->dispatcher().set(
+            owner_, [this](const nicoff_cqe &c) { static_cast<H *>(this)->on_completion(c); });
+}
+
+template <class H>
+H &HostCollective<H>::replace(H &&o) noexcept {
+    H &self = static_cast<H &>(*this);
+    if (&self != &o) {
+        self.~H();
+        new (&self) H(std::move(o));
+    }
+    return self;
+}
+
+template <class H>
+void HostCollective<H>::attach(Port &port) {
+    owner_ = port.dispatcher().add(
+        [this](const nicoff_cqe &c) { static_cast<H *>(this)->on_completion(c); });
+    port_ = &port;
+}
+
+template <class H>
+void HostCollective<H>::detach() noexcept {
+    if (!port_)
+        return;
+    try {
+        await([this] { return sends_out_ == 0; });
+    } catch (...) {
+    }
+    port_->dispatcher().remove(owner_);
+}
+
+template <class H>
+void HostCollective<H>::post(const nicoff_cmd &c) {
+    if (!port_->try_post(c))
+        await([&] { return port_->try_post(c); });
+}
+
+template <class H>
+void HostCollective<H>::record(const nicoff_cqe &c, const char *what) noexcept {
+    if (c.status < 0 && !error_.err)
+        error_ = {-c.status, what};
+}
+
+template <class H>
+void HostCollective<H>::await(const std::function<bool()> &done) {
+    const bool ok = nicoff::await(*port_, cfg_, detail::Deadline::after_silence(cfg_.timeout), true,
+                                  [&] { return stray_ || error_.err || done(); });
+    if (stray_) {
+        stray_ = false;
+        fail(EPROTO,
+             std::string("nicoff: ") + H::name + ": a completion of none of its operations");
+    }
+    if (error_.err) {
+        const Error e = std::exchange(error_, {});
+        fail(e.err, std::string("nicoff: ") + e.what + " failed");
+    }
+    if (!ok)
+        fail(ETIME, "nicoff: no completion within the group's timeout");
+}
+
+} // namespace detail
+
 // --------------------------------------------------------- HostBarrier --
 
 HostBarrier::HostBarrier(Port &port, std::span<const nicoff_member> members, std::uint32_t rank,
                          std::uint32_t algorithm, std::uint32_t param, const GroupConfig &cfg)
-    : cfg_(cfg), members_(members.begin(), members.end()), rank_(rank), alg_(algorithm), buf_(64) {
-    if (members.empty() || rank >= members.size())
-        fail(EINVAL, "nicoff: HostBarrier: rank outside the member list");
-    // As the card checks a group: this port at its rank, nobody twice.
-    if (members[rank].card != port.card() || members[rank].port != port.number())
-        fail(EINVAL, "nicoff: HostBarrier: the member at this rank is another port");
-    for (std::size_t i = 0; i < members.size(); i++)
-        for (std::size_t j = i + 1; j < members.size(); j++)
-            if (members[i].card == members[j].card && members[i].port == members[j].port)
-                fail(EINVAL, "nicoff: HostBarrier: a member is listed twice");
+    : HostCollective(port, members, rank, cfg), alg_(algorithm), buf_(64) {
     const std::vector<BarrierStep> steps =
         barrier_schedule(algorithm, param, rank, static_cast<std::uint32_t>(members.size()));
     nsteps_ = static_cast<std::uint32_t>(steps.size());
@@ -618,83 +698,39 @@ HostBarrier::HostBarrier(Port &port, std::span<const nicoff_member> members, std
         need_[s] = static_cast<std::uint32_t>(steps[s].recv.size());
     }
     mr_ = MemoryRegion(port, buf_, NICOFF_ACCESS_LOCAL_WRITE);
-    port_ = &port;
-    owner_ = port.dispatcher().add([this](const nicoff_cqe &c) { on_completion(c); });
+    attach(port);
 }
 
 HostBarrier::HostBarrier(Port &port, const Job &job, std::uint32_t algorithm, std::uint32_t param,
                          const GroupConfig &cfg)
     : HostBarrier(port, job_members(job), job.rank(), algorithm, param, cfg) {}
 
+// The base moves only its own part of o.
 HostBarrier::HostBarrier(HostBarrier &&o) noexcept
-    : port_(std::exchange(o.port_, nullptr)), owner_(o.owner_), cfg_(o.cfg_),
-      members_(std::move(o.members_)), rank_(o.rank_), alg_(o.alg_), sends_(std::move(o.sends_)),
+    : HostCollective(std::move(o)), alg_(o.alg_), sends_(std::move(o.sends_)),
       recvs_(std::move(o.recvs_)), need_(std::move(o.need_)), nsteps_(o.nsteps_),
-      buf_(std::move(o.buf_)), mr_(std::move(o.mr_)), epoch_(o.epoch_), got_(std::move(o.got_)),
-      sends_out_(std::exchange(o.sends_out_, 0)), error_(o.error_), stray_(o.stray_) {
-    if (port_)
-        port_->dispatcher().set(owner_, [this](const nicoff_cqe &c) { on_completion(c); });
-}
+      buf_(std::move(o.buf_)), mr_(std::move(o.mr_)), got_(std::move(o.got_)) {}
 
-HostBarrier &HostBarrier::operator=(HostBarrier &&o) noexcept {
-    if (this != &o) {
-        this->~HostBarrier();
-        new (this) HostBarrier(std::move(o));
-    }
-    return *this;
-}
+HostBarrier &HostBarrier::operator=(HostBarrier &&o) noexcept { return replace(std::move(o)); }
 
-// Waits for its SENDs still in flight, so that their completions do not
-// turn up as strangers to whoever polls the port next.
-HostBarrier::~HostBarrier() {
-    if (!port_)
-        return;
-    try {
-        await([this] { return sends_out_ == 0; });
-    } catch (...) {
-    }
-    port_->dispatcher().remove(owner_);
-}
+HostBarrier::~HostBarrier() { detach(); }
 
 void HostBarrier::on_completion(const nicoff_cqe &c) noexcept {
     const std::uint64_t local = Dispatcher::local(c.tag);
     if (c.opcode == NICOFF_OP_SEND && (local & tag_send) && sends_out_) {
-        if (c.status < 0 && !error_.err)
-            error_ = {-c.status, "SEND"};
+        record(c, "SEND");
         sends_out_--;
     } else if (c.opcode == NICOFF_OP_RECV && (local & tag_recv) &&
                static_cast<std::uint32_t>(local) < nsteps_) {
-        if (c.status < 0 && !error_.err)
-            error_ = {-c.status, "RECV"};
+        record(c, "RECV");
         got_[static_cast<std::uint32_t>(local)]++;
     } else {
         stray_ = true;
     }
 }
 
-// Dispatches until done(); ETIME when no completion came for cfg.timeout,
-// and the first error a completion brought.
-void HostBarrier::await(const std::function<bool()> &done) {
-    const bool ok = nicoff::await(*port_, cfg_, detail::Deadline::after_silence(cfg_.timeout), true,
-                                  [&] { return stray_ || error_.err || done(); });
-    if (stray_) {
-        stray_ = false;
-        fail(EPROTO, "nicoff: HostBarrier: a completion of none of its operations");
-    }
-    if (error_.err) {
-        const Error e = std::exchange(error_, {});
-        fail(e.err, std::string("nicoff: ") + e.what + " failed");
-    }
-    if (!ok)
-        fail(ETIME, "nicoff: no completion within the group's timeout");
-}
-
 void HostBarrier::barrier() {
     const std::uint64_t e = ++epoch_;
-    auto post = [this](const nicoff_cmd &c) {
-        if (!port_->try_post(c))
-            await([&] { return port_->try_post(c); });
-    };
     std::fill(got_.begin(), got_.end(), 0);
     // Receive tokens for the whole barrier first (messages that came early
     // wait on the card as unexpected ones).
@@ -720,84 +756,37 @@ void HostBarrier::barrier() {
 
 HostBroadcast::HostBroadcast(Port &port, std::span<const nicoff_member> members, std::uint32_t rank,
                              const GroupConfig &cfg)
-    : cfg_(cfg), members_(members.begin(), members.end()), rank_(rank), bounce_(bounce_min) {
-    if (members.empty() || members.size() > UINT32_MAX || rank >= members.size())
-        fail(EINVAL, "nicoff: HostBroadcast: rank outside the member list");
-    if (members[rank].card != port.card() || members[rank].port != port.number())
-        fail(EINVAL, "nicoff: HostBroadcast: the member at this rank is another port");
-    for (std::size_t i = 0; i < members.size(); i++)
-        for (std::size_t j = i + 1; j < members.size(); j++)
-            if (members[i].card == members[j].card && members[i].port == members[j].port)
-                fail(EINVAL, "nicoff: HostBroadcast: a member is listed twice");
+    : HostCollective(port, members, rank, cfg), bounce_(bounce_min) {
     bounce_mr_ = MemoryRegion(port, bounce_, NICOFF_ACCESS_LOCAL_WRITE);
-    port_ = &port;
-    owner_ = port.dispatcher().add([this](const nicoff_cqe &c) { on_completion(c); });
+    attach(port);
 }
 
 HostBroadcast::HostBroadcast(Port &port, const Job &job, const GroupConfig &cfg)
     : HostBroadcast(port, job_members(job), job.rank(), cfg) {}
 
+// The base moves only its own part of o.
 HostBroadcast::HostBroadcast(HostBroadcast &&o) noexcept
-    : port_(std::exchange(o.port_, nullptr)), owner_(o.owner_), cfg_(o.cfg_),
-      members_(std::move(o.members_)), rank_(o.rank_), epoch_(o.epoch_),
-      sends_out_(std::exchange(o.sends_out_, 0)), received_(o.received_), got_(o.got_),
-      error_(o.error_), stray_(o.stray_), bounce_(std::move(o.bounce_)),
-      bounce_mr_(std::move(o.bounce_mr_)) {
-    if (port_)
-        port_->dispatcher().set(owner_, [this](const nicoff_cqe &c) { on_completion(c); });
-}
+    : HostCollective(std::move(o)), received_(o.received_), got_(o.got_),
+      bounce_(std::move(o.bounce_)), bounce_mr_(std::move(o.bounce_mr_)) {}
 
 HostBroadcast &HostBroadcast::operator=(HostBroadcast &&o) noexcept {
-    if (this != &o) {
-        this->~HostBroadcast();
-        new (this) HostBroadcast(std::move(o));
-    }
-    return *this;
+    return replace(std::move(o));
 }
 
-// Waits for its SENDs still in flight (after an error), so that their
-// completions do not turn up as strangers to whoever polls the port next.
-HostBroadcast::~HostBroadcast() {
-    if (!port_)
-        return;
-    try {
-        await([this] { return sends_out_ == 0; });
-    } catch (...) {
-    }
-    port_->dispatcher().remove(owner_);
-}
+HostBroadcast::~HostBroadcast() { detach(); }
 
 void HostBroadcast::on_completion(const nicoff_cqe &c) noexcept {
     const std::uint64_t local = Dispatcher::local(c.tag);
     if (c.opcode == NICOFF_OP_SEND && local == tag_send && sends_out_) {
-        if (c.status < 0 && !error_.err)
-            error_ = {-c.status, "SEND"};
+        record(c, "SEND");
         sends_out_--;
     } else if (c.opcode == NICOFF_OP_RECV && local == tag_recv && !received_) {
-        if (c.status < 0 && !error_.err)
-            error_ = {-c.status, "RECV"};
+        record(c, "RECV");
         received_ = true;
         got_ = c.result;
     } else {
         stray_ = true;
     }
-}
-
-// As HostBarrier's: ETIME after cfg.timeout without a completion, the first
-// error a completion brought.
-void HostBroadcast::await(const std::function<bool()> &done) {
-    const bool ok = nicoff::await(*port_, cfg_, detail::Deadline::after_silence(cfg_.timeout), true,
-                                  [&] { return stray_ || error_.err || done(); });
-    if (stray_) {
-        stray_ = false;
-        fail(EPROTO, "nicoff: HostBroadcast: a completion of none of its operations");
-    }
-    if (error_.err) {
-        const Error e = std::exchange(error_, {});
-        fail(e.err, std::string("nicoff: ") + e.what + " failed");
-    }
-    if (!ok)
-        fail(ETIME, "nicoff: no completion within the group's timeout");
 }
 
 void HostBroadcast::broadcast(const MemoryRegion &mr, std::uint64_t off, std::uint64_t len,
@@ -809,10 +798,6 @@ void HostBroadcast::broadcast(const MemoryRegion &mr, std::uint64_t off, std::ui
     check_range(mr, *port_, off, len, "HostBroadcast::broadcast");
     const BcastTree t = bcast_tree(root, rank_, size());
     const std::uint64_t msg = host_bcast_tag(++epoch_);
-    auto post = [this](const nicoff_cmd &c) {
-        if (!port_->try_post(c))
-            await([&] { return port_->try_post(c); });
-    };
     if (t.parent) {
         received_ = false;
         const nicoff_member &src = members_[*t.parent];

@@ -214,11 +214,59 @@ private:
     std::shared_ptr<BcastRequest::State> bcast_; // the broadcasts in flight
 };
 
+namespace detail {
+
+// What HostBarrier and HostBroadcast (H) share: a member list checked as
+// the card checks a group's, an owner id in the port's dispatcher that
+// hands H::on_completion() the port's completions, the SENDs in flight,
+// and what the waits report (the first failed completion, a stray one).
+template <class H>
+class HostCollective {
+protected:
+    struct Error {
+        int err = 0;
+        const char *what = nullptr;
+    };
+    HostCollective(Port &port, std::span<const nicoff_member> members, std::uint32_t rank,
+                   const GroupConfig &cfg);
+    HostCollective(HostCollective &&o) noexcept;
+    ~HostCollective() = default;
+    // Move assignment of H: this one destroyed, then moved into.
+    H &replace(H &&o) noexcept;
+    // Takes the port's completions from now on (the last step of H's
+    // constructor, so that a failed one leaves no owner behind).
+    void attach(Port &port);
+    // H's destructor, while its regions are still registered: waits for
+    // the SENDs in flight, so that their completions do not turn up as
+    // strangers to whoever polls the port next, then leaves the dispatcher.
+    void detach() noexcept;
+    // Posts c, dispatching completions while the ring is full.
+    void post(const nicoff_cmd &c);
+    // Keeps c's error if it is the first.
+    void record(const nicoff_cqe &c, const char *what) noexcept;
+    // Dispatches until done(); ETIME when no completion came for
+    // cfg.timeout, EPROTO for a stray completion, and the first error a
+    // completion brought.
+    void await(const std::function<bool()> &done);
+
+    Port *port_ = nullptr;
+    std::uint16_t owner_ = 0; // in the port's dispatcher
+    GroupConfig cfg_;
+    std::vector<nicoff_member> members_;
+    std::uint32_t rank_ = 0;
+    std::uint64_t epoch_ = 0;     // barriers or broadcasts run
+    std::uint64_t sends_out_ = 0; // SENDs not completed yet
+    Error error_;                 // the first failed completion
+    bool stray_ = false;          // a completion of ours that nobody expects
+};
+
+} // namespace detail
+
 // The same algorithms run by the process over SEND/RECV: every message a
 // zero-byte SEND, received by a RECV posted at the start of the barrier
 // (tag: the barrier's number).  NICOFF_BARRIER_AUTO and DEFAULT are not
 // algorithms here (EINVAL).
-class NICOFF_API HostBarrier {
+class NICOFF_API HostBarrier : detail::HostCollective<HostBarrier> {
 public:
     HostBarrier(Port &port, std::span<const nicoff_member> members, std::uint32_t rank,
                 std::uint32_t algorithm, std::uint32_t param = 0, const GroupConfig &cfg = {});
@@ -233,33 +281,21 @@ public:
     std::uint64_t barriers() const noexcept { return epoch_; }
 
 private:
+    friend class detail::HostCollective<HostBarrier>;
+    static constexpr const char *name = "HostBarrier";
     struct Msg {
         std::uint32_t rank;
         std::uint32_t step;
     };
-    struct Error {
-        int err = 0;
-        const char *what = nullptr;
-    };
     void on_completion(const nicoff_cqe &c) noexcept;
-    void await(const std::function<bool()> &done);
 
-    Port *port_ = nullptr;
-    std::uint16_t owner_ = 0; // in the port's dispatcher
-    GroupConfig cfg_;
-    std::vector<nicoff_member> members_;
-    std::uint32_t rank_ = 0;
     std::uint32_t alg_ = 0;
     std::vector<Msg> sends_, recvs_; // by step
     std::vector<std::uint32_t> need_;
     std::uint32_t nsteps_ = 0;
     std::vector<std::byte> buf_;
     MemoryRegion mr_;
-    std::uint64_t epoch_ = 0;
     std::vector<std::uint32_t> got_; // receives completed per step, this barrier
-    std::uint64_t sends_out_ = 0;    // SENDs not completed yet
-    Error error_;                    // the first failed completion
-    bool stray_ = false;             // a completion of ours that nobody expects
 };
 
 // A broadcast run by the processes: a binomial tree rooted at the
@@ -270,7 +306,7 @@ private:
 // so the buffer may be reused at once.  Any root, any length the card's
 // messages take (64 MiB by default), 0 included.  Same member list and
 // rank conventions as HostBarrier; errors as Group's.
-class NICOFF_API HostBroadcast {
+class NICOFF_API HostBroadcast : detail::HostCollective<HostBroadcast> {
 public:
     HostBroadcast(Port &port, std::span<const nicoff_member> members, std::uint32_t rank,
                   const GroupConfig &cfg = {});
@@ -291,25 +327,12 @@ public:
     std::uint64_t broadcasts() const noexcept { return epoch_; }
 
 private:
-    struct Error {
-        int err = 0;
-        const char *what = nullptr;
-    };
+    friend class detail::HostCollective<HostBroadcast>;
+    static constexpr const char *name = "HostBroadcast";
     void on_completion(const nicoff_cqe &c) noexcept;
-    void await(const std::function<bool()> &done);
-    void check_region(const MemoryRegion &mr, std::uint64_t off, std::uint64_t len) const;
 
-    Port *port_ = nullptr;
-    std::uint16_t owner_ = 0; // in the port's dispatcher
-    GroupConfig cfg_;
-    std::vector<nicoff_member> members_;
-    std::uint32_t rank_ = 0;
-    std::uint64_t epoch_ = 0;
-    std::uint64_t sends_out_ = 0; // SENDs not completed yet
-    bool received_ = false;       // this broadcast's RECV completed
-    std::uint64_t got_ = 0;       // its length
-    Error error_;                 // the first failed completion
-    bool stray_ = false;          // a completion of ours that nobody expects
+    bool received_ = false; // this broadcast's RECV completed
+    std::uint64_t got_ = 0; // its length
     std::vector<std::byte> bounce_;
     MemoryRegion bounce_mr_;
 };

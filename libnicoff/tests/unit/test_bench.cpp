@@ -174,6 +174,15 @@ void test_tunable(void **) {
     assert_int_equal(::rmdir(dir), 0);
 }
 
+// r alone: its JSON is json (one object in a list), its table's header
+// ends in header.  Returns the table.
+std::string check_record(const Record &r, const std::string &json, const char *header) {
+    assert_string_equal(format_json({r}).c_str(), ("[\n " + json + "\n]\n").c_str());
+    std::string table = format_table({r});
+    assert_non_null(std::strstr(table.c_str(), header));
+    return table;
+}
+
 void test_json_and_table(void **) {
     Context ctx("doorbell", Options(global_options(), {}));
     Record r = ctx.record("nop", "batch1", "rtt_us", 1.5, "us");
@@ -200,25 +209,21 @@ void test_json_and_table(void **) {
     Record s = ctx.record("square2d", "nic", "mb_per_s", 2.5, "MB/s");
     s.bytes = 512;
     s.chunk = 64;
-    assert_string_equal(format_json({s}).c_str(),
-                        "[\n"
-                        " {\"suite\":\"doorbell\",\"case\":\"square2d\",\"method\":\"nic\","
-                        "\"nodes\":null,\"bytes\":512,\"metric\":\"mb_per_s\",\"value\":2.5,"
-                        "\"unit\":\"MB/s\",\"runs\":null,\"chunk\":64}\n"
-                        "]\n");
-    const std::string with_chunk = format_table({s});
-    assert_non_null(std::strstr(with_chunk.c_str(), "runs  chunk\n"));
+    const std::string with_chunk =
+        check_record(s,
+                     "{\"suite\":\"doorbell\",\"case\":\"square2d\",\"method\":\"nic\","
+                     "\"nodes\":null,\"bytes\":512,\"metric\":\"mb_per_s\",\"value\":2.5,"
+                     "\"unit\":\"MB/s\",\"runs\":null,\"chunk\":64}",
+                     "runs  chunk\n");
     assert_non_null(std::strstr(with_chunk.c_str(), "-     64\n"));
     Record c = ctx.record("channels", "card", "latency_us", 4.25, "us");
     c.channels = 16;
-    assert_string_equal(format_json({c}).c_str(),
-                        "[\n"
-                        " {\"suite\":\"doorbell\",\"case\":\"channels\",\"method\":\"card\","
-                        "\"nodes\":null,\"bytes\":null,\"metric\":\"latency_us\",\"value\":4.25,"
-                        "\"unit\":\"us\",\"runs\":null,\"channels\":16}\n"
-                        "]\n");
-    const std::string with_channels = format_table({c});
-    assert_non_null(std::strstr(with_channels.c_str(), "runs  channels\n"));
+    const std::string with_channels =
+        check_record(c,
+                     "{\"suite\":\"doorbell\",\"case\":\"channels\",\"method\":\"card\","
+                     "\"nodes\":null,\"bytes\":null,\"metric\":\"latency_us\",\"value\":4.25,"
+                     "\"unit\":\"us\",\"runs\":null,\"channels\":16}",
+                     "runs  channels\n");
     assert_null(std::strstr(with_channels.c_str(), "chunk"));
 }
 

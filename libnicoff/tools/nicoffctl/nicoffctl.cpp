@@ -270,16 +270,16 @@ private:
         if (genlmsg_parse(nlmsg_hdr(msg), 0, tb, NICOFF_NL_A_MAX, nullptr) < 0)
             return NL_SKIP;
         Reply r;
-        if (tb[NICOFF_NL_A_CARD])
-            r.card = nla_get_u32(tb[NICOFF_NL_A_CARD]);
-        if (tb[NICOFF_NL_A_NUM_CARDS])
-            r.num_cards = nla_get_u32(tb[NICOFF_NL_A_NUM_CARDS]);
-        if (tb[NICOFF_NL_A_ABI_VERSION])
-            r.abi = nla_get_u32(tb[NICOFF_NL_A_ABI_VERSION]);
-        if (tb[NICOFF_NL_A_PORTS_OPEN])
-            r.ports_open = nla_get_u32(tb[NICOFF_NL_A_PORTS_OPEN]);
-        if (tb[NICOFF_NL_A_BCAST_HW])
-            r.bcast_hw = nla_get_u32(tb[NICOFF_NL_A_BCAST_HW]);
+        // An attribute the reply lacks leaves its field empty.
+        auto u32 = [&](int attr, std::optional<std::uint32_t> &field) {
+            if (tb[attr])
+                field = nla_get_u32(tb[attr]);
+        };
+        u32(NICOFF_NL_A_CARD, r.card);
+        u32(NICOFF_NL_A_NUM_CARDS, r.num_cards);
+        u32(NICOFF_NL_A_ABI_VERSION, r.abi);
+        u32(NICOFF_NL_A_PORTS_OPEN, r.ports_open);
+        u32(NICOFF_NL_A_BCAST_HW, r.bcast_hw);
         if (tb[NICOFF_NL_A_PINNED_PAGES])
             r.pinned = nla_get_u64(tb[NICOFF_NL_A_PINNED_PAGES]);
         if (tb[NICOFF_NL_A_STATS]) {

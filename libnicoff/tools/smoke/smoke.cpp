@@ -283,18 +283,24 @@ void broadcast(unsigned card) {
             if (!ok && bad[rank].empty())
                 bad[rank] = what;
         };
+        // Broadcast seq, of len bytes from root, through bc's span form (a
+        // Group's or a HostBroadcast's): every member ends with root's bytes.
+        auto span_broadcast = [&](auto &bc, std::size_t len, std::uint32_t root, std::uint64_t seq,
+                                  const char *what) {
+            std::vector<std::byte> v(len);
+            for (std::size_t b = 0; b < len; b++)
+                v[b] = rank == root ? fill(root, seq, b) : std::byte{0};
+            bc.broadcast(v, root);
+            for (std::size_t b = 0; b < len; b++)
+                expect(v[b] == fill(root, seq, b), what);
+        };
         std::vector<std::byte> buf(100000);
         const nicoff::MemoryRegion mr(port, buf, NICOFF_ACCESS_LOCAL_WRITE);
         std::uint64_t i = 0;
         for (const std::size_t len : {std::size_t{100}, std::size_t{40000}, std::size_t{0}})
             for (std::uint32_t root = 0; root < n; root++, i++) {
                 stage[rank] = "span " + std::to_string(len) + " B from " + std::to_string(root);
-                std::vector<std::byte> v(len);
-                for (std::size_t b = 0; b < len; b++)
-                    v[b] = rank == root ? fill(root, i, b) : std::byte{0};
-                g.broadcast(v, root);
-                for (std::size_t b = 0; b < len; b++)
-                    expect(v[b] == fill(root, i, b), "span broadcast data");
+                span_broadcast(g, len, root, i, "span broadcast data");
                 std::fill(buf.begin(), buf.end(), std::byte{0});
                 if (rank == root)
                     for (std::size_t b = 0; b < len; b++)
@@ -335,14 +341,8 @@ void broadcast(unsigned card) {
         nicoff::HostBroadcast hb(port, members, rank, cfg);
         stage[rank] = "host";
         for (const std::size_t len : {std::size_t{0}, std::size_t{100}, std::size_t{70000}})
-            for (std::uint32_t root = 0; root < n; root++, i++) {
-                std::vector<std::byte> v(len);
-                for (std::size_t b = 0; b < len; b++)
-                    v[b] = rank == root ? fill(root, i, b) : std::byte{0};
-                hb.broadcast(v, root);
-                for (std::size_t b = 0; b < len; b++)
-                    expect(v[b] == fill(root, i, b), "host broadcast data");
-            }
+            for (std::uint32_t root = 0; root < n; root++, i++)
+                span_broadcast(hb, len, root, i, "host broadcast data");
     };
     std::vector<std::thread> threads;
     std::vector<std::string> errors(n);
