@@ -222,13 +222,30 @@ void test_json_and_table(void **) {
     assert_null(std::strstr(with_channels.c_str(), "chunk"));
 }
 
+// Fields named when the record is made land where they would set one by one.
+void test_fields(void **) {
+    Context ctx("strided", Options(global_options(), {}));
+    ctx.add("square2d", "nic", "mb_per_s", 2.5, "MB/s",
+            {.nodes = 2, .bytes = 512, .runs = 3, .chunk = 64});
+    ctx.add("channels", "card", "ratio", 1.5, "x", {.channels = 16});
+    assert_string_equal(format_json(ctx.records()).c_str(),
+                        "[\n"
+                        " {\"suite\":\"strided\",\"case\":\"square2d\",\"method\":\"nic\","
+                        "\"nodes\":2,\"bytes\":512,\"metric\":\"mb_per_s\",\"value\":2.5,"
+                        "\"unit\":\"MB/s\",\"runs\":3,\"chunk\":64},\n"
+                        " {\"suite\":\"strided\",\"case\":\"channels\",\"method\":\"card\","
+                        "\"nodes\":null,\"bytes\":null,\"metric\":\"ratio\",\"value\":1.5,"
+                        "\"unit\":\"x\",\"runs\":null,\"channels\":16}\n"
+                        "]\n");
+}
+
 } // namespace
 
 int main() {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_proc_stat), cmocka_unit_test(test_summary),
         cmocka_unit_test(test_options),   cmocka_unit_test(test_json_and_table),
-        cmocka_unit_test(test_tunable),
+        cmocka_unit_test(test_tunable),   cmocka_unit_test(test_fields),
     };
     return cmocka_run_group_tests_name("nicoff-bench framework", tests, nullptr, nullptr);
 }
