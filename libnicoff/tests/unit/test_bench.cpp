@@ -1,7 +1,9 @@
 // nicoff-bench's framework pieces that need no card: /proc/<pid>/stat
 // parsing, statistics, option parsing, JSON records with nulls, tunables
-// set for a scope (on files of a directory standing in for sysfs).
+// set for a scope (on files of a directory standing in for sysfs), the
+// collective suites' card counts.
 #include "bench.hpp"
+#include "collective.hpp"
 #include "procstat.hpp"
 #include "tunable.hpp"
 
@@ -227,13 +229,47 @@ void test_json_and_table(void **) {
     assert_null(std::strstr(with_channels.c_str(), "chunk"));
 }
 
+// Fields named when the record is made land where they would set one by one.
+void test_fields(void **) {
+    Context ctx("strided", Options(global_options(), {}));
+    ctx.add("square2d", "nic", "mb_per_s", 2.5, "MB/s",
+            {.nodes = 2, .bytes = 512, .runs = 3, .chunk = 64});
+    ctx.add("channels", "card", "ratio", 1.5, "x", {.channels = 16});
+    assert_string_equal(format_json(ctx.records()).c_str(),
+                        "[\n"
+                        " {\"suite\":\"strided\",\"case\":\"square2d\",\"method\":\"nic\","
+                        "\"nodes\":2,\"bytes\":512,\"metric\":\"mb_per_s\",\"value\":2.5,"
+                        "\"unit\":\"MB/s\",\"runs\":3,\"chunk\":64},\n"
+                        " {\"suite\":\"strided\",\"case\":\"channels\",\"method\":\"card\","
+                        "\"nodes\":null,\"bytes\":null,\"metric\":\"ratio\",\"value\":1.5,"
+                        "\"unit\":\"x\",\"runs\":null,\"channels\":16}\n"
+                        "]\n");
+}
+
+void test_card_counts(void **) {
+    auto counts = [](const char *v, std::uint32_t cards) {
+        return card_counts(Options({cards_option()}, {{"cards", v}}), cards);
+    };
+    using V = std::vector<std::uint32_t>;
+    assert_true(counts("pow2", 8) == (V{2, 4, 8}));
+    // Every card last, also when their number is no power of two.
+    assert_true(counts("pow2", 6) == (V{2, 4, 6}));
+    assert_true(counts("pow2", 1) == (V{1}));
+    assert_true(counts("none", 8).empty());
+    assert_true(counts("3,5", 8) == (V{3, 5}));
+    assert_true(throws_invalid_argument([&] { (void)counts("9", 8); }));
+    assert_true(throws_invalid_argument([&] { (void)counts("0", 8); }));
+    assert_true(throws_invalid_argument([&] { (void)counts("2,x", 8); }));
+}
+
 } // namespace
 
 int main() {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_proc_stat), cmocka_unit_test(test_summary),
-        cmocka_unit_test(test_options),   cmocka_unit_test(test_json_and_table),
-        cmocka_unit_test(test_tunable),
+        cmocka_unit_test(test_proc_stat),   cmocka_unit_test(test_summary),
+        cmocka_unit_test(test_options),     cmocka_unit_test(test_json_and_table),
+        cmocka_unit_test(test_tunable),     cmocka_unit_test(test_fields),
+        cmocka_unit_test(test_card_counts),
     };
     return cmocka_run_group_tests_name("nicoff-bench framework", tests, nullptr, nullptr);
 }

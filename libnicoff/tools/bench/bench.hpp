@@ -27,6 +27,7 @@
 #include <new>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <sys/types.h>
@@ -49,6 +50,11 @@ struct Record {
     std::optional<std::int64_t> chunk;
     // The bcast suite's: the group's broadcast channels (its channel sweep).
     std::optional<std::int64_t> channels;
+};
+
+// A record's optional fields by name, e.g. {.nodes = 2, .bytes = 8, .runs = n}.
+struct Fields {
+    std::optional<std::int64_t> nodes{}, bytes{}, runs{}, chunk{}, channels{};
 };
 
 struct OptionSpec {
@@ -81,10 +87,15 @@ public:
     Context(std::string suite, Options opts) : suite_(std::move(suite)), opts_(std::move(opts)) {}
     const Options &opts() const noexcept { return opts_; }
     const std::string &suite() const noexcept { return suite_; }
-    // A record of this suite; fill in the optional fields afterwards.
+    // A record of this suite.
     Record record(std::string case_name, std::optional<std::string> method, std::string metric,
-                  double value, std::string unit) const;
+                  double value, std::string unit, const Fields &fields = {}) const;
     void add(Record r); // also prints it on stderr as progress
+    void add(std::string case_name, std::optional<std::string> method, std::string metric,
+             double value, std::string unit, const Fields &fields = {}) {
+        add(record(std::move(case_name), std::move(method), std::move(metric), value,
+                   std::move(unit), fields));
+    }
     const std::vector<Record> &records() const noexcept { return records_; }
 
 private:
@@ -118,6 +129,16 @@ inline std::uint64_t now_ns() {
                                           std::chrono::steady_clock::now().time_since_epoch())
                                           .count());
 }
+
+// No completion for this long (10 s): a suite gives up on the cards.
+inline constexpr std::uint64_t stall_ns = 10'000'000'000;
+
+// A suite's methods: each value of its enum with the name its records use.
+template <class E>
+struct Named {
+    E value;
+    const char *name;
+};
 
 struct Summary {
     double mean = 0, median = 0, p99 = 0, min = 0, max = 0;

@@ -109,14 +109,19 @@ std::vector<std::uint64_t> Options::u64_list(const std::string &name) const {
 // ----------------------------------------------------------------- records --
 
 Record Context::record(std::string case_name, std::optional<std::string> method, std::string metric,
-                       double value, std::string unit) const {
+                       double value, std::string unit, const Fields &fields) const {
     Record r;
     r.suite = suite_;
     r.case_name = std::move(case_name);
     r.method = std::move(method);
+    r.nodes = fields.nodes;
+    r.bytes = fields.bytes;
     r.metric = std::move(metric);
     r.value = value;
     r.unit = std::move(unit);
+    r.runs = fields.runs;
+    r.chunk = fields.chunk;
+    r.channels = fields.channels;
     return r;
 }
 

@@ -8,10 +8,6 @@
 
 namespace nicoff::bench {
 
-namespace {
-constexpr std::uint64_t stall_ns = 10'000'000'000; // no progress for 10 s: give up
-} // namespace
-
 void check_progress(const Port &port, std::uint64_t last_progress_ns, const char *what) {
     if (port.in_error())
         fail(EIO, std::string(what) + ": port went into the error state");

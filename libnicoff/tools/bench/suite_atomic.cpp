@@ -153,13 +153,8 @@ std::uint32_t requester_card(std::uint32_t i, std::uint32_t home, std::uint32_t 
     return c >= home ? c + 1 : c;
 }
 
-Record node_record(Context &ctx, const std::string &c, const std::string &method,
-                   const std::string &metric, double v, const std::string &unit, std::int64_t nodes,
-                   std::uint64_t runs) {
-    Record r = ctx.record(c, method, metric, v, unit);
-    r.nodes = nodes;
-    r.runs = static_cast<std::int64_t>(runs);
-    return r;
+Fields nodes_runs(std::int64_t nodes, std::uint64_t runs) {
+    return {.nodes = nodes, .runs = static_cast<std::int64_t>(runs)};
 }
 
 // ------------------------------------------------------------- latency --
@@ -211,10 +206,9 @@ void latency(Context &ctx, std::uint32_t home_card, std::uint32_t ncards) {
                     samples.push_back(static_cast<double>(t1 - t0) / 1000.0);
             }
             const Summary s = summarize(std::move(samples));
-            ctx.add(node_record(ctx, oc.name, m.name, "latency_us", s.mean, "us", 1, iters));
-            ctx.add(
-                node_record(ctx, oc.name, m.name, "latency_us_median", s.median, "us", 1, iters));
-            ctx.add(node_record(ctx, oc.name, m.name, "latency_us_p99", s.p99, "us", 1, iters));
+            ctx.add(oc.name, m.name, "latency_us", s.mean, "us", nodes_runs(1, iters));
+            ctx.add(oc.name, m.name, "latency_us_median", s.median, "us", nodes_runs(1, iters));
+            ctx.add(oc.name, m.name, "latency_us_p99", s.p99, "us", nodes_runs(1, iters));
         }
     }
 }
@@ -290,8 +284,8 @@ void throughput(Context &ctx, std::uint32_t home_card, std::uint32_t ncards) {
             }
             if (home.u64(128) != total)
                 fail(EPROTO, "throughput: the word does not count every fetch-add once");
-            ctx.add(node_record(ctx, "fadd64", m.name, "ops_per_s",
-                                static_cast<double>(total) / elapsed, "ops/s", nreq, total));
+            ctx.add("fadd64", m.name, "ops_per_s", static_cast<double>(total) / elapsed, "ops/s",
+                    nodes_runs(nreq, total));
         }
     }
 }
@@ -506,10 +500,9 @@ void locks(Context &ctx, std::uint32_t home_card, std::uint32_t ncards) {
             for (std::uint32_t r = 0; r < n; r++)
                 total += shm->ops[r];
             const double secs = shm->lat_us * 1e-6 * static_cast<double>(iters + iters / 10);
-            ctx.add(node_record(ctx, "lock", lm.name, "latency_us", shm->lat_us, "us", n, iters));
-            ctx.add(node_record(ctx, "lock", lm.name, "ops_per_s",
-                                secs > 0 ? static_cast<double>(total) / secs : 0, "ops/s", n,
-                                total));
+            ctx.add("lock", lm.name, "latency_us", shm->lat_us, "us", nodes_runs(n, iters));
+            ctx.add("lock", lm.name, "ops_per_s", secs > 0 ? static_cast<double>(total) / secs : 0,
+                    "ops/s", nodes_runs(n, total));
         }
     }
 }
@@ -613,9 +606,9 @@ void cpu_impact(Context &ctx, std::uint32_t home_card, std::uint32_t ncards) {
         for (std::uint64_t d : delays) {
             const double offered = d ? 1e6 / (2.0 * static_cast<double>(d)) : 0;
             auto rec = [&](const char *method, const char *metric, double v, const char *unit) {
-                Record r = node_record(ctx, "cpu_impact", method, metric, v, unit, 1, windows);
-                r.bytes = static_cast<std::int64_t>(offered);
-                ctx.add(r);
+                Fields f = nodes_runs(1, windows);
+                f.bytes = static_cast<std::int64_t>(offered);
+                ctx.add("cpu_impact", method, metric, v, unit, f);
             };
             for (int m = 0; m < 3; m++) {
                 const bool host = m == 1, control = m == 2;

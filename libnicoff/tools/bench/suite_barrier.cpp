@@ -28,34 +28,21 @@
 // tools/barrier_report.py adds the LogP predictions of seed 003 (from the
 // p2p suite's L, o, g) and the simulator's for 4,096 and 1,048,576 nodes.
 #include "bench.hpp"
+#include "collective.hpp"
 
 #include <nicoff/nicoff.hpp>
 #include <nicoff/prep.h>
 
 #include <algorithm>
 #include <atomic>
-#include <cerrno>
 #include <cmath>
-#include <cstdio>
-#include <cstring>
-#include <new>
 #include <stdexcept>
 #include <string>
-#include <system_error>
-#include <thread>
 #include <vector>
-
-#include <csignal>
-#include <sys/mman.h>
-#include <sys/resource.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 namespace nicoff::bench {
 namespace {
 
-constexpr std::uint32_t max_procs = 256;
-constexpr std::uint32_t port_base = 16;
 constexpr std::uint32_t ncard_algs = NICOFF_BARRIER_MAX; // auto + the six
 constexpr std::uint32_t nhost_algs = NICOFF_BARRIER_MAX - 1;
 constexpr std::uint32_t nconfigs = ncard_algs + nhost_algs;
@@ -73,8 +60,7 @@ std::vector<std::uint32_t> parse_algs(const Options &o, const std::string &name)
 
 // What the processes of one N share with the bench.
 struct Shared {
-    std::atomic<int> failed;
-    char error[256];
+    RankFailure failure;
     double lat_us[nconfigs];    // rank 0's mean barrier time; < 0: not run
     double median_us[nconfigs]; // and the median of its barriers
     double p99_us[nconfigs];
@@ -98,14 +84,7 @@ struct ProcParams {
 
 // One rank's work: every configuration in the same order as every rank.
 void rank_main(Shared *sh, const ProcParams &pp, std::uint32_t rank, std::uint32_t gid_base) {
-    const Job job(rank, pp.n, pp.cards, port_base);
-    Port port = job.open_port(PortConfig{NICOFF_PORT_ANY, 512, 512});
-    std::vector<nicoff_member> members(pp.n);
-    for (std::uint32_t r = 0; r < pp.n; r++)
-        members[r] = nicoff_member{job.card_of(r), job.port_of(r)};
-    GroupConfig gc;
-    gc.spin = pp.spin;
-    gc.timeout = std::chrono::seconds(120); // a rank that failed must not hang the others
+    Rank me(rank, pp.n, pp.cards, pp.spin);
     std::vector<double> samples;
     samples.reserve(pp.iters);
     auto timed = [&](auto &&one, std::uint32_t c) {
@@ -136,8 +115,8 @@ void rank_main(Shared *sh, const ProcParams &pp, std::uint32_t rank, std::uint32
         }
     };
     for (const std::uint32_t a : pp.card_algs) {
-        gc.algorithm = a;
-        Group g(port, members, rank, gid_base + a, gc);
+        me.gc.algorithm = a;
+        Group g(me.port, me.members, rank, gid_base + a, me.gc);
         if (a == NICOFF_BARRIER_AUTO && rank == 0)
             sh->chosen = g.algorithm() | static_cast<std::uint64_t>(g.param()) << 32;
         timed([&] { g.barrier(); }, a);
@@ -145,11 +124,11 @@ void rank_main(Shared *sh, const ProcParams &pp, std::uint32_t rank, std::uint32
     }
     for (const std::uint32_t a : pp.host_algs) {
         {
-            HostBarrier hb(port, members, rank, a, 0, gc);
+            HostBarrier hb(me.port, me.members, rank, a, 0, me.gc);
             timed([&] { hb.barrier(); }, ncard_algs + a - 1);
         }
         // The next configuration starts in step: one more card barrier.
-        Group g(port, members, rank, gid_base + 100 + a, gc);
+        Group g(me.port, me.members, rank, gid_base + 100 + a, me.gc);
         g.destroy();
     }
 }
@@ -160,31 +139,14 @@ void run_procs(Context &ctx, const ProcParams &pp, std::uint32_t gid_base) {
     std::fill(std::begin(sh->lat_us), std::end(sh->lat_us), -1.0);
     for (auto &st : sh->stop)
         st.store(pp.iters);
-    Children ranks;
-    for (std::uint32_t r = 0; r < pp.n; r++)
-        ranks.spawn([&, r] {
-            try {
-                rank_main(sh, pp, r, gid_base);
-            } catch (const std::exception &e) {
-                if (!sh->failed.exchange(1))
-                    std::snprintf(sh->error, sizeof(sh->error), "rank %u: %s", r, e.what());
-                return 1;
-            }
-            return 0;
-        });
-    // The first rank to fail ends the run: the others would wait for it.
-    if (ranks.reap() != Children::Outcome::ok)
-        fail(EIO, "barrier N=" + std::to_string(pp.n) + ": " +
-                      (sh->failed.load() ? sh->error : "a rank died"));
+    run_ranks(pp.n, sh->failure, "barrier N=" + std::to_string(pp.n),
+              [&](std::uint32_t r) { rank_main(sh, pp, r, gid_base); });
     const Shared &res = *sh;
 
-    const auto nodes = static_cast<std::int64_t>(pp.n);
     auto add = [&](std::uint32_t a, const char *method, const char *metric, double v,
                    const char *unit, std::int64_t runs) {
-        Record r = ctx.record(std::string(barrier_algorithm_name(a)), method, metric, v, unit);
-        r.nodes = nodes;
-        r.runs = runs;
-        ctx.add(r);
+        ctx.add(std::string(barrier_algorithm_name(a)), method, metric, v, unit,
+                {.nodes = pp.n, .runs = runs});
     };
     auto add_config = [&](std::uint32_t a, std::uint32_t c, const char *method) {
         add(a, method, "latency_us", res.lat_us[c], "us", res.runs[c]);
@@ -215,121 +177,38 @@ void run_procs(Context &ctx, const ProcParams &pp, std::uint32_t gid_base) {
 
 // ------------------------------------------------- one process, N cards --
 
-struct OneProc {
-    std::vector<Port> ports;
-    std::vector<nicoff_member> members;
-    std::uint64_t tag = 1;
-
-    explicit OneProc(std::uint32_t n) {
-        // A file per card, and then some.
-        rlimit rl{};
-        if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < n + 64) {
-            rl.rlim_cur = rl.rlim_max;
-            setrlimit(RLIMIT_NOFILE, &rl);
-        }
-        ports.reserve(n);
-        for (std::uint32_t i = 0; i < n; i++) {
-            ports.emplace_back(i, PortConfig{NICOFF_PORT_ANY, 4, 4});
-            members.push_back(nicoff_member{i, ports.back().number()});
-        }
-    }
-
-    // Post cmd (its group op) on every port, then take one completion from
-    // each; returns the first's result.
-    std::uint64_t all(nicoff_cmd cmd, const std::vector<std::uint32_t> &mrs) {
-        const std::uint64_t t = tag++;
-        cmd.tag = t;
-        for (std::size_t i = 0; i < ports.size(); i++) {
-            if (cmd.opcode == NICOFF_OP_GROUP_CREATE) {
-                cmd.group.rank = static_cast<std::uint32_t>(i);
-                cmd.group.mr = mrs[i];
-            }
-            if (!ports[i].try_post(cmd))
-                fail(EAGAIN, "one-process barrier: ring full");
-        }
-        std::uint64_t result = 0;
-        std::size_t left = ports.size(), idle = 0;
-        std::vector<char> got(ports.size(), 0);
-        const std::uint64_t start = now_ns();
-        while (left) {
-            bool any = false;
-            for (std::size_t i = 0; i < ports.size(); i++) {
-                nicoff_cqe c;
-                if (got[i] || ports[i].poll(std::span<nicoff_cqe>(&c, 1)) != 1)
-                    continue;
-                if (c.status)
-                    fail(-c.status,
-                         "one-process barrier: opcode " + std::to_string(c.opcode) + " failed");
-                if (c.tag != t)
-                    fail(EPROTO, "one-process barrier: stray completion");
-                if (i == 0)
-                    result = c.result;
-                got[i] = 1;
-                left--;
-                any = true;
-            }
-            if (any) {
-                idle = 0;
-                continue;
-            }
-            // Leave the CPU to the card threads.
-            if (++idle > 4)
-                std::this_thread::yield();
-            if (now_ns() - start > 300'000'000'000ull)
-                fail(ETIMEDOUT, "one-process barrier: no completion for 300 s");
-        }
-        return result;
-    }
-};
-
 double one_process(Context &ctx, std::uint32_t n, std::uint32_t alg, std::uint32_t gid,
                    std::uint64_t iters, double seconds, std::uint64_t warmup) {
-    OneProc op(n);
-    std::vector<MemoryRegion> regions;
-    std::vector<std::uint32_t> mrs;
-    for (auto &p : op.ports) {
-        regions.emplace_back(p, std::as_writable_bytes(std::span<nicoff_member>(op.members)), 0);
-        mrs.push_back(regions.back().handle());
-    }
-    // all() fills in each port's rank and region, and the tag.
+    CardSpread op(n, "one-process barrier");
+    // all() fills in each port's rank and member table, and the tag.
     nicoff_cmd c;
     nicoff_prep_group_create(&c, gid, 0, n, 0, 0, alg, 0, 0);
-    const std::uint64_t chosen = op.all(c, mrs);
+    const std::uint64_t chosen = op.all(c);
     nicoff_cmd b;
     nicoff_prep_barrier(&b, gid, 0);
     for (std::uint64_t i = 0; i < warmup; i++)
-        op.all(b, mrs);
+        op.all(b);
     std::uint64_t done = 0;
     std::vector<double> samples;
     const std::uint64_t t0 = now_ns();
     const auto limit = static_cast<std::uint64_t>(seconds * 1e9);
     while (done < iters && (done < 10 || now_ns() - t0 < limit)) {
         const std::uint64_t a = now_ns();
-        op.all(b, mrs);
+        op.all(b);
         samples.push_back(static_cast<double>(now_ns() - a) / 1e3);
         done++;
     }
     const double us = static_cast<double>(now_ns() - t0) / 1e3 / static_cast<double>(done);
     nicoff_cmd d;
     nicoff_prep_group_destroy(&d, gid, 0);
-    op.all(d, mrs);
-    Record r =
-        ctx.record(std::string(barrier_algorithm_name(alg)), "card", "latency_us_1proc", us, "us");
-    r.nodes = n;
-    r.runs = static_cast<std::int64_t>(done);
-    ctx.add(r);
-    Record m = ctx.record(std::string(barrier_algorithm_name(alg)), "card",
-                          "latency_us_1proc_median", summarize(samples).median, "us");
-    m.nodes = n;
-    m.runs = static_cast<std::int64_t>(done);
-    ctx.add(m);
-    if (alg == NICOFF_BARRIER_AUTO) {
-        Record ch = ctx.record("auto", "card", "chosen_1proc",
-                               static_cast<double>(chosen & 0xffffffff), "alg");
-        ch.nodes = n;
-        ch.runs = 1;
-        ctx.add(ch);
-    }
+    op.all(d);
+    const std::string name(barrier_algorithm_name(alg));
+    const Fields f{.nodes = n, .runs = static_cast<std::int64_t>(done)};
+    ctx.add(name, "card", "latency_us_1proc", us, "us", f);
+    ctx.add(name, "card", "latency_us_1proc_median", summarize(samples).median, "us", f);
+    if (alg == NICOFF_BARRIER_AUTO)
+        ctx.add("auto", "card", "chosen_1proc", static_cast<double>(chosen & 0xffffffff), "alg",
+                {.nodes = n, .runs = 1});
     return summarize(samples).median;
 }
 
@@ -368,9 +247,8 @@ void fit_model(Context &ctx, const std::vector<std::pair<std::uint32_t, double>>
     for (const auto &[x, y] : xy)
         rss += (icpt + slope * x - y) * (icpt + slope * x - y);
     auto add = [&](const char *metric, double v) {
-        Record r = ctx.record("dissemination", "card", metric, v, "us");
-        r.runs = static_cast<std::int64_t>(xy.size());
-        ctx.add(r);
+        ctx.add("dissemination", "card", metric, v, "us",
+                {.runs = static_cast<std::int64_t>(xy.size())});
     };
     add("model_t_init_us", t2);
     add("model_t_trig_us", slope);
@@ -394,38 +272,26 @@ void run(Context &ctx) {
         throw std::invalid_argument("--host-algs: auto is the card's");
     if (pp.iters == 0)
         throw std::invalid_argument("--iters must be at least 1");
-    const auto gid_base = static_cast<std::uint32_t>(getpid()) << 12;
-    std::uint32_t gid = gid_base;
+    const std::vector<std::uint32_t> ns = card_counts(o, cards);
+    std::uint32_t gid = group_id_base();
 
     for (const std::uint64_t n : o.u64_list("nodes")) {
-        if (n < 1 || n > max_procs)
-            throw std::invalid_argument("--nodes: 1.." + std::to_string(max_procs));
+        if (n < 1 || n > max_ranks)
+            throw std::invalid_argument("--nodes: 1.." + std::to_string(max_ranks));
         pp.n = static_cast<std::uint32_t>(n);
         run_procs(ctx, pp, gid);
         gid += 256;
     }
 
     // One process, a port on each of N cards.
-    std::vector<std::uint64_t> ns;
-    if (o.str("cards") == "pow2") {
-        for (std::uint64_t n = 2; n <= cards; n *= 2)
-            ns.push_back(n);
-        if (ns.empty() || ns.back() != cards)
-            ns.push_back(cards);
-    } else if (o.str("cards") != "none") {
-        ns = o.u64_list("cards");
-    }
     const std::vector<std::uint32_t> algs = parse_algs(o, "cards-algs");
     std::vector<std::pair<std::uint32_t, double>> dis;
-    for (const std::uint64_t n : ns) {
-        if (n < 1 || n > cards)
-            throw std::invalid_argument("--cards: 1.." + std::to_string(cards));
+    for (const std::uint32_t n : ns) {
         for (const std::uint32_t a : algs) {
-            const double us =
-                one_process(ctx, static_cast<std::uint32_t>(n), a, gid++, o.u64("cards-iters"),
-                            o.number("cards-seconds"), o.u64("cards-warmup"));
+            const double us = one_process(ctx, n, a, gid++, o.u64("cards-iters"),
+                                          o.number("cards-seconds"), o.u64("cards-warmup"));
             if (a == NICOFF_BARRIER_DISSEMINATION)
-                dis.emplace_back(static_cast<std::uint32_t>(n), us);
+                dis.emplace_back(n, us);
         }
     }
     fit_model(ctx, dis);
@@ -443,8 +309,8 @@ const SuiteRegistrar reg{{
          "pairwise,dissemination,tree,central,combining,tournament,auto"},
         {"host-algs", "host algorithms",
          "pairwise,dissemination,tree,central,combining,tournament"},
-        {"spin-us", "how long a waiting process polls before it sleeps", "0"},
-        {"cards", "one-process runs: card counts, 'pow2' (2, 4, ... every card) or 'none'", "pow2"},
+        spin_option(),
+        cards_option(),
         {"cards-algs", "one-process runs: algorithms", "dissemination,pairwise,auto"},
         {"cards-iters", "one-process runs: barriers timed at most", "2000"},
         {"cards-seconds", "one-process runs: seconds per run at most", "5"},

@@ -41,6 +41,7 @@
 // Defaults are the seed's counts; a VM run that must be short passes e.g.
 // BENCH_ARGS="--iters 200 --samples 1".
 #include "bench.hpp"
+#include "collective.hpp"
 
 #include <nicoff/nicoff.hpp>
 #include <nicoff/prep.h>
@@ -59,14 +60,9 @@
 #include <tuple>
 #include <vector>
 
-#include <sys/resource.h>
-#include <unistd.h>
-
 namespace nicoff::bench {
 namespace {
 
-constexpr std::uint32_t max_procs = 256;
-constexpr std::uint32_t port_base = 16;
 constexpr std::uint32_t max_configs = 96;
 constexpr std::uint32_t max_samples = 16;
 
@@ -104,10 +100,9 @@ struct Config {
 };
 
 struct Shared {
-    std::atomic<int> failed;
-    char error[256];
+    RankFailure failure;
     // The time of each rank's sample, in ns.
-    std::uint64_t ns[max_configs][max_samples][max_procs];
+    std::uint64_t ns[max_configs][max_samples][max_ranks];
     // A configuration whose group failed (the errno a rank saw): left out.
     std::atomic<int> broken[max_configs];
     char why[max_configs][128];
@@ -125,20 +120,13 @@ std::byte pattern(std::size_t c, std::uint64_t i) {
 }
 
 void rank_main(Shared *sh, const ProcParams &pp, std::uint32_t rank, std::uint32_t gid_base) {
-    const Job job(rank, pp.n, pp.cards, port_base);
-    Port port = job.open_port(PortConfig{NICOFF_PORT_ANY, 512, 512});
-    std::vector<nicoff_member> members(pp.n);
-    for (std::uint32_t r = 0; r < pp.n; r++)
-        members[r] = nicoff_member{job.card_of(r), job.port_of(r)};
-    GroupConfig gc;
-    gc.spin = pp.spin;
-    gc.timeout = std::chrono::seconds(120); // a rank that failed must not hang the others
-    Group sync(port, members, rank, gid_base, gc);
+    Rank me(rank, pp.n, pp.cards, pp.spin);
+    Group sync(me.port, me.members, rank, gid_base, me.gc);
     std::uint64_t most = 64;
     for (const Config &c : pp.configs)
         most = std::max(most, c.bytes);
     std::vector<std::byte> buf(most);
-    const MemoryRegion mr(port, buf, NICOFF_ACCESS_LOCAL_WRITE);
+    const MemoryRegion mr(me.port, buf, NICOFF_ACCESS_LOCAL_WRITE);
 
     for (std::size_t ci = 0; ci < pp.configs.size(); ci++) {
         const Config &c = pp.configs[ci];
@@ -146,12 +134,12 @@ void rank_main(Shared *sh, const ProcParams &pp, std::uint32_t rank, std::uint32
         std::optional<Group> g;
         std::optional<HostBroadcast> h;
         if (m.host) {
-            h.emplace(port, members, rank, gc);
+            h.emplace(me.port, me.members, rank, me.gc);
         } else {
-            GroupConfig bc = gc;
+            GroupConfig bc = me.gc;
             bc.bcast_flags = m.flags;
             bc.bcast_channels = c.channels;
-            g.emplace(port, members, rank, gid_base + 1 + static_cast<std::uint32_t>(ci), bc);
+            g.emplace(me.port, me.members, rank, gid_base + 1 + static_cast<std::uint32_t>(ci), bc);
         }
         auto root_of = [&](std::uint64_t i) {
             return c.rotating ? static_cast<std::uint32_t>(i % pp.n) : 0u;
@@ -222,21 +210,8 @@ std::vector<double> run_procs(const ProcParams &pp, std::uint32_t gid_base) {
         throw std::invalid_argument("too many bcast configurations in one run");
     SharedMem<Shared> shm;
     Shared *sh = shm.get();
-    Children ranks;
-    for (std::uint32_t r = 0; r < pp.n; r++)
-        ranks.spawn([&, r] {
-            try {
-                rank_main(sh, pp, r, gid_base);
-            } catch (const std::exception &e) {
-                if (!sh->failed.exchange(1))
-                    std::snprintf(sh->error, sizeof(sh->error), "rank %u: %s", r, e.what());
-                return 1;
-            }
-            return 0;
-        });
-    if (ranks.reap() != Children::Outcome::ok)
-        fail(EIO, "bcast N=" + std::to_string(pp.n) + ": " +
-                      (sh->failed.load() ? sh->error : "a rank died"));
+    run_ranks(pp.n, sh->failure, "bcast N=" + std::to_string(pp.n),
+              [&](std::uint32_t r) { rank_main(sh, pp, r, gid_base); });
     std::vector<double> us;
     for (std::size_t ci = 0; ci < pp.configs.size(); ci++) {
         if (sh->broken[ci].load()) {
@@ -263,116 +238,48 @@ std::vector<double> run_procs(const ProcParams &pp, std::uint32_t gid_base) {
 
 // ------------------------------------------------- one process, N cards --
 
-// A port on each of n cards, all members of one group this process drives:
-// every broadcast is posted on every port, then one completion taken from
-// each.
-struct OneProc {
-    std::vector<Port> ports;
-    std::vector<nicoff_member> members;
-    std::vector<std::vector<std::byte>> data;
-    std::vector<MemoryRegion> table_mrs, data_mrs;
-    std::uint64_t tag = 1;
-
-    explicit OneProc(std::uint32_t n) {
-        rlimit rl{};
-        if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < 2 * n + 64) {
-            rl.rlim_cur = rl.rlim_max;
-            setrlimit(RLIMIT_NOFILE, &rl);
-        }
-        ports.reserve(n);
-        for (std::uint32_t i = 0; i < n; i++) {
-            ports.emplace_back(i, PortConfig{NICOFF_PORT_ANY, 4, 4});
-            members.push_back(nicoff_member{i, ports.back().number()});
-        }
-        data.assign(n, std::vector<std::byte>(64));
-        for (std::uint32_t i = 0; i < n; i++) {
-            table_mrs.emplace_back(ports[i],
-                                   std::as_writable_bytes(std::span<nicoff_member>(members)), 0);
-            data_mrs.emplace_back(ports[i], data[i], NICOFF_ACCESS_LOCAL_WRITE);
-        }
-    }
-
-    // cmd on every port (its rank and regions filled in), then a completion
-    // from each.
-    void all(nicoff_cmd cmd) {
-        const std::uint64_t t = tag++;
-        cmd.tag = t;
-        for (std::size_t i = 0; i < ports.size(); i++) {
-            if (cmd.opcode == NICOFF_OP_GROUP_CREATE) {
-                cmd.group.rank = static_cast<std::uint32_t>(i);
-                cmd.group.mr = table_mrs[i].handle();
-            } else if (cmd.opcode == NICOFF_OP_BCAST) {
-                cmd.bcast.mr = data_mrs[i].handle();
-            }
-            if (!ports[i].try_post(cmd))
-                fail(EAGAIN, "one-process bcast: ring full");
-        }
-        std::size_t left = ports.size(), idle = 0;
-        std::vector<char> got(ports.size(), 0);
-        const std::uint64_t start = now_ns();
-        while (left) {
-            bool any = false;
-            for (std::size_t i = 0; i < ports.size(); i++) {
-                nicoff_cqe c;
-                if (got[i] || ports[i].poll(std::span<nicoff_cqe>(&c, 1)) != 1)
-                    continue;
-                if (c.status < 0)
-                    fail(-c.status, std::string("one-process bcast: ") +
-                                        nicoff_opcode_name(c.opcode) + " failed");
-                if (c.tag != t)
-                    fail(EPROTO, "one-process bcast: stray completion");
-                got[i] = 1;
-                left--;
-                any = true;
-            }
-            if (any) {
-                idle = 0;
-                continue;
-            }
-            // Leave the CPU to the card threads.
-            if (++idle > 4)
-                std::this_thread::yield();
-            if (now_ns() - start > 300'000'000'000ull)
-                fail(ETIMEDOUT, "one-process bcast: no completion for 300 s");
-        }
-    }
-};
-
 // The mean; records latency_us_1proc (and _median) in case bcast, or in
 // case channels with its channels field when channels is not 0.
 double one_process(Context &ctx, std::uint32_t n, const MethodSpec &m, std::uint32_t gid,
                    std::uint64_t iters, std::uint64_t warmup, std::uint32_t channels = 0) {
-    OneProc op(n);
+    CardSpread op(n, "one-process bcast");
+    // Each port's broadcast lands in a buffer of its own.
+    std::vector<std::vector<std::byte>> data(n, std::vector<std::byte>(64));
+    std::vector<MemoryRegion> data_mrs;
+    data_mrs.reserve(n);
+    for (std::uint32_t i = 0; i < n; i++)
+        data_mrs.emplace_back(op.port(i), data[i], NICOFF_ACCESS_LOCAL_WRITE);
+    auto all = [&](nicoff_cmd cmd) {
+        op.all(cmd, [&](std::size_t i, nicoff_cmd &x) {
+            if (x.opcode == NICOFF_OP_BCAST)
+                x.bcast.mr = data_mrs[i].handle();
+        });
+    };
     nicoff_cmd c;
     nicoff_prep_group_create_bcast(&c, gid, 0, n, 0, 0, NICOFF_BARRIER_DEFAULT, 0, channels,
                                    m.flags, 0);
-    op.all(c);
+    all(c);
     nicoff_cmd b;
     nicoff_prep_bcast(&b, gid, 0, 0, 0, 8, 0);
     for (std::uint64_t i = 0; i < warmup; i++)
-        op.all(b);
+        all(b);
     std::vector<double> samples;
     const std::uint64_t t0 = now_ns();
     for (std::uint64_t i = 0; i < iters; i++) {
         const std::uint64_t a = now_ns();
-        op.all(b);
+        all(b);
         samples.push_back(static_cast<double>(now_ns() - a) / 1e3);
     }
     const double us = static_cast<double>(now_ns() - t0) / 1e3 / static_cast<double>(iters);
     nicoff_cmd d;
     nicoff_prep_group_destroy(&d, gid, 0);
-    op.all(d);
-    for (const auto &[metric, v] :
-         {std::pair{"latency_us_1proc", us},
-          std::pair{"latency_us_1proc_median", summarize(samples).median}}) {
-        Record r = ctx.record(channels ? "channels" : "bcast", m.name, metric, v, "us");
-        r.nodes = n;
-        r.bytes = 8;
-        r.runs = static_cast<std::int64_t>(iters);
-        if (channels)
-            r.channels = channels;
-        ctx.add(r);
-    }
+    all(d);
+    Fields f{.nodes = n, .bytes = 8, .runs = static_cast<std::int64_t>(iters)};
+    if (channels)
+        f.channels = channels;
+    const char *case_name = channels ? "channels" : "bcast";
+    ctx.add(case_name, m.name, "latency_us_1proc", us, "us", f);
+    ctx.add(case_name, m.name, "latency_us_1proc_median", summarize(samples).median, "us", f);
     return us;
 }
 
@@ -389,12 +296,12 @@ void emit(Context &ctx, const std::vector<Result> &res, std::uint32_t samples,
     for (const Result &x : res) {
         if (x.us < 0)
             continue; // its group failed (said on stderr)
-        Record r = ctx.record(x.c.case_name, x.c.method, x.c.metric, x.us, "us");
-        r.nodes = x.nodes;
-        r.bytes = static_cast<std::int64_t>(x.c.bytes);
-        r.runs = static_cast<std::int64_t>(x.c.iters * samples);
+        Fields f{.nodes = x.nodes,
+                 .bytes = static_cast<std::int64_t>(x.c.bytes),
+                 .runs = static_cast<std::int64_t>(x.c.iters * samples)};
         if (x.c.channels)
-            r.channels = x.c.channels;
+            f.channels = x.c.channels;
+        const Record r = ctx.record(x.c.case_name, x.c.method, x.c.metric, x.us, "us", f);
         ctx.add(r);
         if (x.c.metric == "latency_us" && x.c.bytes >= mbps_from && x.us > 0) {
             Record t = r;
@@ -423,10 +330,8 @@ void emit(Context &ctx, const std::vector<Result> &res, std::uint32_t samples,
             const auto vb = find("bcast", b, x.c.metric, x.nodes, x.c.bytes, 0);
             if (!va || !vb || *vb <= 0)
                 continue;
-            Record r = ctx.record("bcast", std::string(a) + "/" + b, "ratio", *va / *vb, "x");
-            r.nodes = x.nodes;
-            r.bytes = static_cast<std::int64_t>(x.c.bytes);
-            ctx.add(r);
+            ctx.add("bcast", std::string(a) + "/" + b, "ratio", *va / *vb, "x",
+                    {.nodes = x.nodes, .bytes = static_cast<std::int64_t>(x.c.bytes)});
         }
     }
     for (const Result &x : res) {
@@ -435,10 +340,8 @@ void emit(Context &ctx, const std::vector<Result> &res, std::uint32_t samples,
         const auto v2 = find("channels", "card", "latency_us", x.nodes, x.c.bytes, 2);
         if (!v2 || x.us <= 0)
             continue;
-        Record r = ctx.record("channels", "channels2/channels16", "ratio", *v2 / x.us, "x");
-        r.nodes = x.nodes;
-        r.bytes = static_cast<std::int64_t>(x.c.bytes);
-        ctx.add(r);
+        ctx.add("channels", "channels2/channels16", "ratio", *v2 / x.us, "x",
+                {.nodes = x.nodes, .bytes = static_cast<std::int64_t>(x.c.bytes)});
     }
 }
 
@@ -459,9 +362,9 @@ void run(Context &ctx) {
         return std::min(iters, std::max(min_iters, sample_bytes / bytes));
     };
     auto nodes_ok = [&](std::uint64_t n, const char *opt) {
-        if (n < 1 || n > max_procs)
+        if (n < 1 || n > max_ranks)
             throw std::invalid_argument(std::string("--") + opt + ": 1.." +
-                                        std::to_string(max_procs));
+                                        std::to_string(max_ranks));
         return static_cast<std::uint32_t>(n);
     };
     auto methods = [&](const char *opt) {
@@ -498,12 +401,16 @@ void run(Context &ctx) {
             for (const std::uint64_t b : o.u64_list("rotating-sizes"))
                 add(size_nodes, {"bcast", m, "latency_us_rotating", b, 0, true});
 
+    const std::vector<std::uint32_t> ns = card_counts(o, cards);
+    const std::vector<std::string> cm =
+        ns.empty() ? std::vector<std::string>{} : methods("cards-methods");
+
     ProcParams pp;
     pp.cards = cards;
     pp.warmup = static_cast<std::uint32_t>(std::max<std::uint64_t>(1, o.u64("warmup")));
     pp.samples = samples;
     pp.spin = std::chrono::microseconds(o.u64("spin-us"));
-    std::uint32_t gid = static_cast<std::uint32_t>(getpid()) << 12;
+    std::uint32_t gid = group_id_base();
     std::vector<Result> res;
     for (const auto &[n, configs] : runs) {
         pp.n = n;
@@ -516,24 +423,11 @@ void run(Context &ctx) {
     emit(ctx, res, samples, o.u64("mbps-from"));
 
     // One process, a port on each of N cards.
-    std::vector<std::uint64_t> ns;
-    if (o.str("cards") == "pow2") {
-        for (std::uint64_t n = 2; n <= cards; n *= 2)
-            ns.push_back(n);
-        if (ns.empty() || ns.back() != cards)
-            ns.push_back(cards);
-    } else if (o.str("cards") != "none") {
-        ns = o.u64_list("cards");
-    }
-    const std::vector<std::string> cm =
-        ns.empty() ? std::vector<std::string>{} : methods("cards-methods");
-    for (const std::uint64_t n : ns) {
-        if (n < 1 || n > cards)
-            throw std::invalid_argument("--cards: 1.." + std::to_string(cards));
+    for (const std::uint32_t n : ns) {
         for (const std::string &m : cm) {
             if (method_spec(m).host)
                 throw std::invalid_argument("--cards-methods: card methods only");
-            one_process(ctx, static_cast<std::uint32_t>(n), method_spec(m), gid++,
+            one_process(ctx, n, method_spec(m), gid++,
                         std::max<std::uint64_t>(1, o.u64("cards-iters")), o.u64("warmup"));
         }
     }
@@ -549,11 +443,8 @@ void run(Context &ctx) {
                                 std::max<std::uint64_t>(1, o.u64("cards-iters")), o.u64("warmup"),
                                 static_cast<std::uint32_t>(ch));
     if (by_ch.count(2) && by_ch.count(16) && by_ch[16] > 0) {
-        Record r = ctx.record("channels", "channels2/channels16", "ratio_1proc",
-                              by_ch[2] / by_ch[16], "x");
-        r.nodes = ch_nodes;
-        r.bytes = 8;
-        ctx.add(r);
+        ctx.add("channels", "channels2/channels16", "ratio_1proc", by_ch[2] / by_ch[16], "x",
+                {.nodes = ch_nodes, .bytes = 8});
     }
 }
 
@@ -578,8 +469,8 @@ const SuiteRegistrar reg{{
         {"sample-bytes", "bytes per sample at most (fewer broadcasts of large sizes)", "67108864"},
         {"samples", "samples per configuration, each after a barrier (median reported)", "1"},
         {"mbps-from", "sizes from which mb_per_s is reported", "65536"},
-        {"spin-us", "how long a waiting process polls before it sleeps", "0"},
-        {"cards", "one-process runs: card counts, 'pow2' (2, 4, ... every card) or 'none'", "pow2"},
+        spin_option(),
+        cards_option(),
         {"cards-methods", "one-process runs: card methods", "card,card-p2p-tree"},
         {"cards-iters", "one-process runs: broadcasts timed", "1000"},
     },

@@ -29,10 +29,8 @@ void rtt(Context &ctx, const Device &dev) {
         throw std::invalid_argument("--runs must be at least 1");
     const NopRtt rtt = nop_rtt(dev, ctx.opts().u64("warmup"), runs);
     auto add = [&](const char *metric, double v, const char *unit) {
-        Record r = ctx.record("nop", "batch1", metric, v, unit);
-        r.nodes = 1;
-        r.runs = static_cast<std::int64_t>(runs);
-        ctx.add(std::move(r));
+        ctx.add("nop", "batch1", metric, v, unit,
+                {.nodes = 1, .runs = static_cast<std::int64_t>(runs)});
     };
     add("rtt_us", rtt.us.mean, "us");
     add("rtt_us_median", rtt.us.median, "us");
@@ -115,14 +113,10 @@ void throughput(Context &ctx, const Device &dev, std::uint32_t batch) {
                      static_cast<unsigned long long>(kicks),
                      static_cast<unsigned long long>(kernel_kicks));
     const std::string method = "batch" + std::to_string(batch);
-    Record r = ctx.record("nop", method, "ops_per_s", summarize(rates).median, "ops/s");
-    r.nodes = 1;
-    r.runs = static_cast<std::int64_t>(repeat);
-    ctx.add(r);
-    r.metric = "kicks_per_op";
-    r.value = static_cast<double>(kicks) / static_cast<double>(ops * repeat);
-    r.unit = "kicks/op";
-    ctx.add(r);
+    const Fields f{.nodes = 1, .runs = static_cast<std::int64_t>(repeat)};
+    ctx.add("nop", method, "ops_per_s", summarize(rates).median, "ops/s", f);
+    ctx.add("nop", method, "kicks_per_op",
+            static_cast<double>(kicks) / static_cast<double>(ops * repeat), "kicks/op", f);
 }
 
 void idle(Context &ctx, const Device &dev) {
@@ -156,11 +150,8 @@ void idle(Context &ctx, const Device &dev) {
             }
     const double hz = static_cast<double>(::sysconf(_SC_CLK_TCK));
     std::fprintf(stderr, "  card threads: %s\n", names.c_str());
-    Record r = ctx.record("idle", std::nullopt, "idle_cpu_pct",
-                          100.0 * static_cast<double>(ticks) / hz / elapsed, "%");
-    r.nodes = 1;
-    r.runs = 1;
-    ctx.add(r);
+    ctx.add("idle", std::nullopt, "idle_cpu_pct", 100.0 * static_cast<double>(ticks) / hz / elapsed,
+            "%", {.nodes = 1, .runs = 1});
 }
 
 void run(Context &ctx) {

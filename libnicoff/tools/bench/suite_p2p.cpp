@@ -45,10 +45,10 @@
 #include "bench.hpp"
 #include "nop.hpp"
 #include "tunable.hpp"
+#include "twocards.hpp"
 
 #include <nicoff/nicoff.hpp>
 
-#include <poll.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -64,7 +64,6 @@
 namespace nicoff::bench {
 namespace {
 
-constexpr std::uint64_t stall_ns = 10'000'000'000; // no progress for 10 s: give up
 constexpr std::uint64_t small_msg = 8;
 constexpr std::uint64_t small_buf = 64;
 constexpr std::uint32_t ring = 1024;
@@ -88,9 +87,6 @@ struct End {
     std::vector<std::uint64_t> recv_tags; // RECV completions the caller has not handled
 
     void check(const nicoff_cqe &c) {
-        if (c.status != 0)
-            fail(-c.status, "opcode " + std::to_string(c.opcode) + " completed with status " +
-                                std::to_string(c.status));
         if (c.opcode == NICOFF_OP_RECV) {
             recvs++;
             last_recv_ns = now_ns();
@@ -109,12 +105,10 @@ struct End {
 
     // Takes every completion there is; false if there was none.
     bool pump() {
-        const std::size_t n = port.poll(cqes);
-        if (n == 0 && port.in_error())
-            fail(EIO, "port went into the error state");
-        for (std::size_t i = 0; i < n; i++)
-            check(cqes[i]);
-        return n != 0;
+        const auto got = take_completions(port, cqes);
+        for (const nicoff_cqe &c : got)
+            check(c);
+        return !got.empty();
     }
 
     void post(const nicoff_cmd &c) {
@@ -168,7 +162,7 @@ struct Pair {
             else if (now_ns() - last > stall_ns)
                 fail(ETIMEDOUT, std::string(what) + ": no completion for 10 s");
             else if (sleep)
-                wait_any();
+                sleep_for_completion({&a.port, &b.port});
         }
     }
 
@@ -180,7 +174,7 @@ struct Pair {
         bool pa = a.pump();
         bool pb = b.pump();
         if (!pa && !pb && sleep) {
-            wait_any();
+            sleep_for_completion({&a.port, &b.port});
             pa = a.pump();
             pb = b.pump();
         }
@@ -188,13 +182,6 @@ struct Pair {
             last = now_ns();
         else if (now_ns() - last > stall_ns)
             fail(ETIMEDOUT, "bandwidth: no completion for 10 s");
-    }
-
-    // Sleeps in poll(2) until either end has a completion (or 10 ms pass).
-    void wait_any() const {
-        pollfd fds[2] = {{a.port.fd(), POLLIN, 0}, {b.port.fd(), POLLIN, 0}};
-        if (::poll(fds, 2, 10) < 0 && errno != EINTR)
-            fail(errno, "poll");
     }
 
     // The card takes commands in ring order: once a NOP posted after some
@@ -206,13 +193,9 @@ struct Pair {
     }
 };
 
-Record make_record(Context &ctx, const char *case_name, const char *method, const char *metric,
-                   double v, const char *unit, std::int64_t bytes, std::uint64_t runs) {
-    Record r = ctx.record(case_name, method, metric, v, unit);
-    r.nodes = 2;
-    r.bytes = bytes;
-    r.runs = static_cast<std::int64_t>(runs);
-    return r;
+// The fields of a record of two cards.
+Fields two(std::int64_t bytes, std::uint64_t runs) {
+    return {.nodes = 2, .bytes = bytes, .runs = static_cast<std::int64_t>(runs)};
 }
 
 // Half round trips of an 8-byte message, in microseconds.
@@ -312,12 +295,7 @@ double memcpy_once(std::uint64_t size, std::uint64_t depth, std::uint64_t count)
 
 enum class Method { memcpy, send_recv, put, get };
 
-struct MethodName {
-    Method method;
-    const char *name; // the records' method
-};
-
-constexpr std::array<MethodName, 4> method_names = {{
+constexpr std::array<Named<Method>, 4> method_names = {{
     {Method::memcpy, "memcpy"},
     {Method::send_recv, "send_recv"},
     {Method::put, "put"},
@@ -359,14 +337,14 @@ double bandwidth_of(Method m, const Device &da, const Device &db, const Bandwidt
 void bandwidth_case(Context &ctx, const char *case_name, std::span<const Method> methods,
                     const Device &da, const Device &db, const BandwidthRuns &bw) {
     for (const std::uint64_t size : bw.sizes)
-        for (const MethodName &mn : method_names) {
-            if (std::find(methods.begin(), methods.end(), mn.method) == methods.end())
+        for (const Named<Method> &mn : method_names) {
+            if (std::find(methods.begin(), methods.end(), mn.value) == methods.end())
                 continue;
             std::vector<double> rates;
             for (std::uint64_t r = 0; r < bw.repeat; r++)
-                rates.push_back(bandwidth_of(mn.method, da, db, bw, size));
-            ctx.add(make_record(ctx, case_name, mn.name, "mb_per_s", summarize(rates).median,
-                                "MB/s", static_cast<std::int64_t>(size), bw.repeat));
+                rates.push_back(bandwidth_of(mn.value, da, db, bw, size));
+            ctx.add(case_name, mn.name, "mb_per_s", summarize(rates).median, "MB/s",
+                    two(static_cast<std::int64_t>(size), bw.repeat));
         }
 }
 
@@ -433,8 +411,6 @@ std::vector<double> recv_overhead(const Device &da, const Device &db, std::uint6
 
 void run(Context &ctx) {
     const Options &o = ctx.opts();
-    const auto card = static_cast<unsigned>(o.u64("card"));
-    const unsigned peer = o.str("peer").empty() ? card + 1 : static_cast<unsigned>(o.u64("peer"));
     const std::uint64_t warmup = o.u64("warmup"), runs = o.u64("runs"), depth = o.u64("depth");
     const std::uint64_t bytes = o.u64("bytes"), repeat = o.u64("repeat");
     const std::uint64_t gap_msgs = o.u64("gap-msgs"), nop_runs = o.u64("nop-runs");
@@ -451,12 +427,8 @@ void run(Context &ctx) {
     if (depth > ring / 2 || gap_msgs < 2 || gap_msgs > ring / 2)
         throw std::invalid_argument("--depth and --gap-msgs must be at most " +
                                     std::to_string(ring / 2) + ", --gap-msgs at least 2");
-    if (peer == card)
-        throw std::invalid_argument("--peer must be another card than --card");
-    const Device da(card), db(peer);
-    if (peer >= da.info().num_cards)
-        fail(ENODEV, "card " + std::to_string(peer) + " does not exist (" +
-                         std::to_string(da.info().num_cards) + " cards)");
+    const TwoCards cards(o);
+    const Device &da = cards.a, &db = cards.b;
     // The last case changes a tunable: find out now, not after minutes of
     // measuring, that it cannot.
     const std::string drop_param = std::string(tunable_dir) + "/fault_drop_ppm";
@@ -473,22 +445,15 @@ void run(Context &ctx) {
 
     // The NOP round trip of the same boot, a tenth of the runs as warm-up.
     const NopRtt nop = nop_rtt(da, nop_runs / 10, nop_runs);
-    for (const auto &[metric, v] :
-         {std::pair{"rtt_us", nop.us.mean}, std::pair{"rtt_us_median", nop.us.median}}) {
-        Record r = ctx.record("nop", "batch1", metric, v, "us");
-        r.nodes = 1;
-        r.runs = static_cast<std::int64_t>(nop_runs);
-        ctx.add(std::move(r));
-    }
+    const Fields nop_fields{.nodes = 1, .runs = static_cast<std::int64_t>(nop_runs)};
+    ctx.add("nop", "batch1", "rtt_us", nop.us.mean, "us", nop_fields);
+    ctx.add("nop", "batch1", "rtt_us_median", nop.us.median, "us", nop_fields);
 
     // Ping-pong.
     const Summary pp = summarize(pingpong(da, db, warmup, runs, wait_mode("pp-wait")));
-    ctx.add(
-        make_record(ctx, "pingpong", "send_recv", "latency_us", pp.mean, "us", small_msg, runs));
-    ctx.add(make_record(ctx, "pingpong", "send_recv", "latency_us_median", pp.median, "us",
-                        small_msg, runs));
-    ctx.add(
-        make_record(ctx, "pingpong", "send_recv", "latency_us_p99", pp.p99, "us", small_msg, runs));
+    ctx.add("pingpong", "send_recv", "latency_us", pp.mean, "us", two(small_msg, runs));
+    ctx.add("pingpong", "send_recv", "latency_us_median", pp.median, "us", two(small_msg, runs));
+    ctx.add("pingpong", "send_recv", "latency_us_p99", pp.p99, "us", two(small_msg, runs));
 
     // Bandwidth.
     bw.sleep = wait_mode("bw-wait");
@@ -518,12 +483,11 @@ void run(Context &ctx) {
     const double g =
         (summarize(tn).median - summarize(t1).median) / static_cast<double>(gap_msgs - 1) / 1000.0;
     const double l = std::max(0.0, pp.median - o_s - o_r);
-    ctx.add(make_record(ctx, "logp", "send_recv", "L_us", l, "us", small_msg, runs));
-    ctx.add(
-        make_record(ctx, "logp", "send_recv", "o_us", (o_s + o_r) / 2, "us", small_msg, os.size()));
-    ctx.add(make_record(ctx, "logp", "send_recv", "o_s_us", o_s, "us", small_msg, os.size()));
-    ctx.add(make_record(ctx, "logp", "send_recv", "o_r_us", o_r, "us", small_msg, orr.size()));
-    ctx.add(make_record(ctx, "logp", "send_recv", "g_us", g, "us", small_msg, tn.size()));
+    ctx.add("logp", "send_recv", "L_us", l, "us", two(small_msg, runs));
+    ctx.add("logp", "send_recv", "o_us", (o_s + o_r) / 2, "us", two(small_msg, os.size()));
+    ctx.add("logp", "send_recv", "o_s_us", o_s, "us", two(small_msg, os.size()));
+    ctx.add("logp", "send_recv", "o_r_us", o_r, "us", two(small_msg, orr.size()));
+    ctx.add("logp", "send_recv", "g_us", g, "us", two(small_msg, tn.size()));
 
     // Bandwidth under packet loss, last: nothing else runs with it.
     if (drop_ppm > 0) {
@@ -538,7 +502,7 @@ const SuiteRegistrar registrar{{
     "messages between two cards: NOP round trip, ping-pong latency, bandwidth of send/recv, "
     "put and get against memcpy (also under packet loss), LogP parameters",
     {
-        {"peer", "the other card (default: --card + 1)", ""},
+        peer_option(),
         {"nop-runs", "measured NOP round trips (a tenth as many before, unmeasured)", "10000"},
         {"warmup", "ping-pong round trips before measuring", "200"},
         {"pp-wait", "ping-pong: wait for a completion spinning or sleeping in poll(2)", "spin"},

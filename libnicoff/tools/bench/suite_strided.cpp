@@ -22,11 +22,10 @@
 // checked byte for byte (the block's rows where they belong, every other
 // byte untouched) and the suite fails on a difference.
 #include "bench.hpp"
+#include "twocards.hpp"
 
 #include <nicoff/nicoff.hpp>
 #include <nicoff/strided.hpp>
-
-#include <poll.h>
 
 #include <algorithm>
 #include <array>
@@ -42,7 +41,6 @@
 namespace nicoff::bench {
 namespace {
 
-constexpr std::uint64_t stall_ns = 10'000'000'000; // no progress for 10 s: give up
 constexpr std::uint32_t ring = 1024;
 constexpr std::uint64_t max_size = 64ull << 20; // the card's largest message
 constexpr std::uint64_t dbl = sizeof(double);
@@ -50,12 +48,8 @@ constexpr std::byte untouched{0xa5}; // what the destination holds before a chec
 
 enum class Method { nic, naive, contig, memcpy };
 
-struct MethodName {
-    Method method;
-    const char *name; // the records' method and --methods' word
-};
-
-constexpr std::array<MethodName, 4> method_names = {{
+// The records' methods and --methods' words.
+constexpr std::array<Named<Method>, 4> method_names = {{
     {Method::nic, "nic"},
     {Method::naive, "naive"},
     {Method::contig, "contig"},
@@ -90,48 +84,34 @@ struct End {
     std::uint64_t last_ns = 0; // when the latest was seen
 
     bool pump() {
-        const std::size_t n = port.poll(cqes);
-        if (n == 0 && port.in_error())
-            fail(EIO, "port went into the error state");
-        for (std::size_t i = 0; i < n; i++) {
-            const nicoff_cqe &c = cqes[i];
-            if (c.status != 0)
-                fail(-c.status, "opcode " + std::to_string(c.opcode) + " completed with status " +
-                                    std::to_string(c.status));
+        const auto got = take_completions(port, cqes);
+        for (const nicoff_cqe &c : got) {
             if (c.opcode != NICOFF_OP_PUT && c.opcode != NICOFF_OP_PUT_STRIDED)
                 fail(EPROTO, "unexpected completion, opcode " + std::to_string(c.opcode));
             done++;
             moved += c.result;
         }
-        if (n)
+        if (!got.empty())
             last_ns = now_ns();
-        return n != 0;
+        return !got.empty();
     }
 
     bool sleep = true; // wait() sleeps, or returns at once (spinning)
 
-    // Sleeps in poll(2) until a completion is there (or 10 ms pass): on two
-    // vCPUs a spinning process takes the CPU the card threads need.
     void wait() const {
-        if (!sleep)
-            return;
-        pollfd fd = {port.fd(), POLLIN, 0};
-        if (::poll(&fd, 1, 10) < 0 && errno != EINTR)
-            fail(errno, "poll");
+        if (sleep)
+            sleep_for_completion({&port});
     }
 
-    // Pumps until `want` completions were seen in all; throws after 10 s
-    // without one.
-    void until(std::uint64_t want, const char *what) {
-        std::uint64_t last = now_ns();
-        while (done < want) {
-            if (pump())
-                last = now_ns();
-            else if (now_ns() - last > stall_ns)
-                fail(ETIMEDOUT, std::string(what) + ": no completion for 10 s");
-            else
-                wait();
-        }
+    // Takes the completions there are, or with none waits for one; throws
+    // after 10 s without one since last, which it moves on.
+    void round(std::uint64_t &last, const char *what) {
+        if (pump())
+            last = now_ns();
+        else if (now_ns() - last > stall_ns)
+            fail(ETIMEDOUT, std::string(what) + ": no completion for 10 s");
+        else
+            wait();
     }
 };
 
@@ -179,12 +159,7 @@ double pipelined(Run &r, std::uint64_t n, const std::function<bool(std::uint64_t
     while (r.a.done - base < n) {
         while (posted < n && posted - (r.a.done - base) < r.depth && post(posted))
             posted++;
-        if (r.a.pump())
-            last = now_ns();
-        else if (now_ns() - last > stall_ns)
-            fail(ETIMEDOUT, std::string(what) + ": no completion for 10 s");
-        else
-            r.a.wait();
+        r.a.round(last, what);
     }
     return static_cast<double>(r.a.last_ns - t0) / 1e9;
 }
@@ -241,12 +216,7 @@ double naive_run(Run &r, std::uint64_t n) {
         }
         if (r.a.port.in_error())
             fail(EIO, "naive: port went into the error state");
-        if (r.a.pump())
-            last = now_ns();
-        else if (now_ns() - last > stall_ns)
-            fail(ETIMEDOUT, "naive: no completion for 10 s");
-        else
-            r.a.wait();
+        r.a.round(last, "naive");
     }
     return static_cast<double>(r.a.last_ns - t0) / 1e9;
 }
@@ -311,16 +281,14 @@ void check(Method m, const char *name, const Square &sq, const Arrays &arr) {
 
 void run(Context &ctx) {
     const Options &o = ctx.opts();
-    const auto card = static_cast<unsigned>(o.u64("card"));
-    const unsigned peer = o.str("peer").empty() ? card + 1 : static_cast<unsigned>(o.u64("peer"));
     const std::vector<std::uint64_t> sides = o.u64_list("sides");
     const std::uint64_t src_extra = o.u64("src-extra"), dst_extra = o.u64("dst-extra");
     const std::uint64_t depth = o.u64("depth"), bytes = o.u64("bytes");
     const std::uint64_t max_ops = o.u64("max-ops"), repeat = o.u64("repeat");
-    std::vector<const MethodName *> methods;
+    std::vector<const Named<Method> *> methods;
     for (const std::string &w : o.list("methods")) {
         const auto it = std::find_if(method_names.begin(), method_names.end(),
-                                     [&](const MethodName &mn) { return w == mn.name; });
+                                     [&](const Named<Method> &mn) { return w == mn.name; });
         if (it == method_names.end())
             throw std::invalid_argument("--methods: unknown method '" + w +
                                         "' (nic, naive, contig, memcpy)");
@@ -338,17 +306,12 @@ void run(Context &ctx) {
     if (src_extra > max_size / dbl || dst_extra > max_size / dbl)
         throw std::invalid_argument("--src-extra and --dst-extra: at most " +
                                     std::to_string(max_size / dbl));
-    if (peer == card)
-        throw std::invalid_argument("--peer must be another card than --card");
-    const Device da(card), db(peer);
-    if (peer >= da.info().num_cards)
-        fail(ENODEV, "card " + std::to_string(peer) + " does not exist (" +
-                         std::to_string(da.info().num_cards) + " cards)");
+    const TwoCards cards(o);
 
     const std::string &w = o.str("wait");
     if (w != "sleep" && w != "spin")
         throw std::invalid_argument("--wait must be sleep or spin");
-    End a(da), b(db);
+    End a(cards.a), b(cards.b);
     a.sleep = w == "sleep";
     Strided strided(a.port);
     for (const std::uint64_t side : sides) {
@@ -358,33 +321,31 @@ void run(Context &ctx) {
         const std::uint64_t n = std::clamp<std::uint64_t>(bytes / sq.bytes(), 1, max_ops);
 
         // One block per method, checked; also the warm-up.
-        for (const MethodName *mn : methods) {
+        for (const Named<Method> *mn : methods) {
             std::fill(arr.dst.begin(), arr.dst.end(), untouched);
             const std::uint64_t moved = a.moved;
-            run_method(mn->method, r, 1);
-            const std::uint64_t want = mn->method == Method::memcpy ? 0 : sq.bytes();
+            run_method(mn->value, r, 1);
+            const std::uint64_t want = mn->value == Method::memcpy ? 0 : sq.bytes();
             if (a.moved - moved != want)
                 fail(EIO, std::string("square2d/") + mn->name + ": the completions report " +
                               std::to_string(a.moved - moved) + " bytes, not " +
                               std::to_string(want));
-            check(mn->method, mn->name, sq, arr);
+            check(mn->value, mn->name, sq, arr);
         }
 
         // The methods in turn, so that each sees the same machine.
         std::vector<std::vector<double>> rates(methods.size());
         for (std::uint64_t rep = 0; rep < repeat; rep++)
             for (std::size_t i = 0; i < methods.size(); i++) {
-                const double secs = run_method(methods[i]->method, r, n);
+                const double secs = run_method(methods[i]->value, r, n);
                 rates[i].push_back(static_cast<double>(n * sq.bytes()) / secs / 1e6);
             }
         for (std::size_t i = 0; i < methods.size(); i++) {
-            Record rec = ctx.record("square2d", methods[i]->name, "mb_per_s",
-                                    summarize(rates[i]).median, "MB/s");
-            rec.nodes = 2;
-            rec.bytes = static_cast<std::int64_t>(sq.bytes());
-            rec.chunk = static_cast<std::int64_t>(sq.chunk());
-            rec.runs = static_cast<std::int64_t>(repeat);
-            ctx.add(std::move(rec));
+            ctx.add("square2d", methods[i]->name, "mb_per_s", summarize(rates[i]).median, "MB/s",
+                    {.nodes = 2,
+                     .bytes = static_cast<std::int64_t>(sq.bytes()),
+                     .runs = static_cast<std::int64_t>(repeat),
+                     .chunk = static_cast<std::int64_t>(sq.chunk())});
         }
     }
 }
@@ -394,7 +355,7 @@ const SuiteRegistrar registrar{{
     "put of a 2-D square block of doubles out of a larger array between two cards (seed 004 "
     "Fig. 6): the card walking the shape, a PUT per row, a contiguous PUT and memcpy",
     {
-        {"peer", "the other card (default: --card + 1)", ""},
+        peer_option(),
         {"sides", "block sides in doubles, comma-separated", "8,16,32,64,128,256,512,1024,2048"},
         {"src-extra", "doubles each source row has beyond the block (the block in the middle)",
          "128"},
