@@ -34,7 +34,8 @@
  *   again what it sent in the round's channels (receivers drop what they
  *   hold): seed 002's retransmission since the last synchronisation.
  *   Whoever waits on a member (a root, a child, rank 0) polls it; a live
- *   one answers, a silent one is dead after dead_ns and the group fails.
+ *   one answers, a silent one is dead after dead_ns and max_retries polls
+ *   unanswered, and the group fails.
  *   A large root sends a burst only while the switch has room for it at
  *   every card it goes to (fwos_fabric_room()), so that those answers
  *   never queue behind a whole broadcast.
@@ -77,6 +78,17 @@ enum fw_bc_opstate {
 };
 
 /* A posted BCAST. */
+/*
+ * Waiting on a member: its last sign of life, and the questions asked
+ * since.  It is dead only when silent for the dead time and asked as
+ * often as the transport retries: both, so that a card its host did not
+ * run for a while (a VM not scheduled) asks again before it gives up.
+ */
+struct fw_bc_wait {
+	u64 heard;
+	u32 asked;
+};
+
 struct fw_bop {
 	struct fw_list node;	/* g->ops, in posting order */
 	u64 tag;
@@ -97,7 +109,7 @@ struct fw_bop {
 	s32 status;
 	u64 nack_at;		/* receiver: when it asks its root again */
 	u64 wait;		/* receiver: its interval, longer while the root is late */
-	u64 heard;		/* receiver: the root's last sign of life */
+	struct fw_bc_wait root_w;	/* receiver: on its root */
 	u64 *bits;		/* large receiver: fragments written */
 };
 
@@ -143,11 +155,11 @@ struct fw_bgrp {
 	bool nacked;		/* reported a NACK this round */
 	u32 nchild;
 	u32 child_ok;		/* bit i: child i reported this round */
-	u64 child_heard[FW_BC_TREE_DEGREE];
+	struct fw_bc_wait child_w[FW_BC_TREE_DEGREE];
 	u64 poll_at;		/* parent waiting: polls children, or rank 0 repairs */
 	u64 query_at;		/* SENT: asks rank 0 for the verdict */
 	u64 query_ivl;		/* SENT: longer while rank 0 is not there yet */
-	u64 heard_mgr;		/* SENT: rank 0's last sign of life */
+	struct fw_bc_wait mgr_w;	/* SENT: on rank 0's verdict */
 	u64 wait_since;		/* closed: since when */
 	u64 nack_up_at;		/* a NACK went up (rank 0: out) then */
 	u64 send_at;		/* a large root has fragments to send */
@@ -187,6 +199,17 @@ static u64 fw_bc_since(u64 now, u64 t)
 static u64 fw_bc_ivl(const struct fw_card *card)
 {
 	return card->cfg.rto_ns;
+}
+
+static void fw_bc_hear(struct fw_bc_wait *w, u64 now)
+{
+	w->heard = now;
+	w->asked = 0;
+}
+
+static bool fw_bc_dead(const struct fw_card *card, const struct fw_bc_wait *w, u64 now)
+{
+	return fw_bc_since(now, w->heard) > card->dead_ns && w->asked >= card->cfg.max_retries;
 }
 
 static void fw_bc_chan_clear(struct fw_card *card, struct fw_bchan *ch)
@@ -655,7 +678,7 @@ static bool fw_bc_sync_step(struct fw_card *card, struct fw_bgrp *g, u64 now)
 		g->wait_since = now;
 		g->poll_at = fw_add_sat(now, fw_bc_ivl(card));
 		for (i = 0; i < g->nchild; i++)
-			g->child_heard[i] = now;
+			fw_bc_hear(&g->child_w[i], now);
 	}
 	held = fw_bc_round_held(g, &lost);
 	if (!held) {
@@ -674,7 +697,7 @@ static bool fw_bc_sync_step(struct fw_card *card, struct fw_bgrp *g, u64 now)
 	fw_bc_ctrl(card, g, FW_PKT_BCAST_SYNC, (g->rank - 1) / FW_BC_TREE_DEGREE, g->round, 0, 0);
 	g->sync = FW_BC_SENT;
 	g->poll_at = FW_NEVER;
-	g->heard_mgr = now;
+	fw_bc_hear(&g->mgr_w, now);
 	g->query_ivl = fw_bc_ivl(card);
 	g->query_at = fw_add_sat(now, g->query_ivl);
 	return false;
@@ -718,7 +741,7 @@ static void fw_bc_take(struct fw_card *card, struct fw_bgrp *g, u64 now)
 		g->rcount++;
 		op->large = op->len > NICOFF_BCAST_EAGER_MAX;
 		op->nfrag = fw_bc_nfrag(card, op->len);
-		op->heard = now;
+		fw_bc_hear(&op->root_w, now);
 		if (op->large || g->rcount == g->nchan)
 			g->closed = true;
 		if (op->root_op) {
@@ -879,6 +902,7 @@ static void fw_bc_nack(struct fw_card *card, struct fw_bgrp *g, struct fw_bop *o
 	}
 	op->ask = first;
 	op->nack_at = fw_add_sat(now, op->wait);
+	op->root_w.asked++;
 	pkt = fw_bc_pkt(card, g, FW_PKT_BCAST_NACK, 0);
 	if (!pkt)
 		return;
@@ -940,7 +964,7 @@ static void fw_bc_timer(struct fw_card *card, struct fw_timer *t, u64 now)
 			break;
 		if (op->state != FW_BC_TAKEN || op->root_op || op->nack_at > now)
 			continue;
-		if (fw_bc_since(now, op->heard) > card->dead_ns) {
+		if (fw_bc_dead(card, &op->root_w, now)) {
 			fw_bc_fail(card, g, -ETIMEDOUT, false);
 			break;
 		}
@@ -953,21 +977,23 @@ static void fw_bc_timer(struct fw_card *card, struct fw_timer *t, u64 now)
 		for (i = 0; i < g->nchild; i++) {
 			if (g->child_ok & (1u << i))
 				continue;
-			if (fw_bc_since(now, g->child_heard[i]) > card->dead_ns) {
+			if (fw_bc_dead(card, &g->child_w[i], now)) {
 				fw_bc_fail(card, g, -ETIMEDOUT, false);
 				goto out;
 			}
+			g->child_w[i].asked++;
 			fw_bc_ctrl(card, g, FW_PKT_BCAST_SYNC, g->rank * FW_BC_TREE_DEGREE + 1 + i,
 				   g->round, 0, FW_PKT_F_ACKREQ);
 		}
 		fw_bc_progress(card, g, now);
 	}
 	if (g->sync == FW_BC_SENT && g->query_at <= now) {
-		if (fw_bc_since(now, g->heard_mgr) > card->dead_ns) {
+		if (fw_bc_dead(card, &g->mgr_w, now)) {
 			fw_bc_fail(card, g, -ETIMEDOUT, false);
 			goto out;
 		}
 		g->query_at = fw_add_sat(now, g->query_ivl);
+		g->mgr_w.asked++;
 		fw_bc_ctrl(card, g, FW_PKT_BCAST_VERDICT, 0, g->round, 0, FW_PKT_F_ACKREQ);
 	}
 out:
@@ -1249,7 +1275,7 @@ static void fw_bc_rx_data(struct fw_card *card, struct fw_bgrp *g, struct fw_pkt
 	i = (u32)(b->offset / frag);
 	op = fw_bc_op_of(g, b->seq);
 	if (op) {
-		op->heard = now;
+		fw_bc_hear(&op->root_w, now);
 		op->root_late = false;
 		if (op->root != b->root || op->root_op) {
 			fw_bc_finish(op, -EINVAL);
@@ -1426,7 +1452,7 @@ static void fw_bc_rx_sync(struct fw_card *card, struct fw_bgrp *g, struct fw_pkt
 	if (from == 0 || (from - 1) / FW_BC_TREE_DEGREE != g->rank)
 		return;
 	child = (from - 1) % FW_BC_TREE_DEGREE;
-	g->child_heard[child] = now;
+	fw_bc_hear(&g->child_w[child], now);
 	if (rnd == g->round + 1 && g->sync == FW_BC_SENT && !pkt->hdr.err) {
 		/* It had the verdict of ours: ours was lost. */
 		fw_bc_release(card, g);
@@ -1468,7 +1494,7 @@ static void fw_bc_rx_verdict(struct fw_card *card, struct fw_bgrp *g, struct fw_
 		if (c)
 			fw_bc_spread(card, g, c, 0, false);
 	}
-	g->heard_mgr = now;
+	fw_bc_hear(&g->mgr_w, now);
 	if (rnd != g->round)
 		return;
 	if (pkt->hdr.err == -EAGAIN) {
@@ -1499,13 +1525,13 @@ static void fw_bc_rx_state(struct fw_card *card, struct fw_bgrp *g, struct fw_pk
 	 * members asking a slow root or rank 0 every interval would swamp it).
 	 */
 	if (from == 0 && g->sync == FW_BC_SENT) {
-		g->heard_mgr = now;
+		fw_bc_hear(&g->mgr_w, now);
 		g->query_ivl = fw_backoff(&card->cfg, g->query_ivl);
 		g->query_at = fw_add_sat(now, g->query_ivl);
 	}
 	if (from && (from - 1) / FW_BC_TREE_DEGREE == g->rank) {
 		child = (from - 1) % FW_BC_TREE_DEGREE;
-		g->child_heard[child] = now;
+		fw_bc_hear(&g->child_w[child], now);
 	}
 	for (n = g->ops.next; n != &g->ops; n = n->next) {
 		struct fw_bop *op = fw_list_entry(n, struct fw_bop, node);
@@ -1513,7 +1539,7 @@ static void fw_bc_rx_state(struct fw_card *card, struct fw_bgrp *g, struct fw_pk
 		if (op->state == FW_BC_QUEUED)
 			break;
 		if (op->root == from && op->state == FW_BC_TAKEN) {
-			op->heard = now;
+			fw_bc_hear(&op->root_w, now);
 			op->root_late = true;
 			op->wait = fw_backoff(&card->cfg, op->wait);
 			op->nack_at = fw_add_sat(now, op->wait);
@@ -1542,16 +1568,16 @@ static void fw_bc_heard(struct fw_bgrp *g, u32 from, u64 now)
 	struct fw_list *n;
 
 	if (!from)
-		g->heard_mgr = now;
+		fw_bc_hear(&g->mgr_w, now);
 	if (from && (from - 1) / FW_BC_TREE_DEGREE == g->rank)
-		g->child_heard[(from - 1) % FW_BC_TREE_DEGREE] = now;
+		fw_bc_hear(&g->child_w[(from - 1) % FW_BC_TREE_DEGREE], now);
 	for (n = g->ops.next; n != &g->ops; n = n->next) {
 		struct fw_bop *op = fw_list_entry(n, struct fw_bop, node);
 
 		if (op->state == FW_BC_QUEUED)
 			break;
 		if (op->root == from)
-			op->heard = now;
+			fw_bc_hear(&op->root_w, now);
 	}
 }
 
