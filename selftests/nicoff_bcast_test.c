@@ -350,6 +350,17 @@ static int member(struct shared *sh, const struct run *rn, int rank)
 		WHY("%u completions after the last broadcast", nt_cq_ready(&p));
 		return 20;
 	}
+	/*
+	 * A root's broadcast completes once sent, and a destroyed member
+	 * serves no more data: destroy only when every member holds it all
+	 * (Documentation/broadcast.md), as the library's Group does.
+	 */
+	nicoff_prep_barrier(&c, rn->gid, 1u << 29);
+	ret = run_one(&p, &c, &q);
+	if (ret) {
+		WHY("barrier before destroying: %d", ret);
+		return 22;
+	}
 out:
 	nicoff_prep_group_destroy(&c, rn->gid, 1u << 30);
 	ret = run_one(&p, &c, &q);
