@@ -100,6 +100,7 @@ struct fw_bop {
 	u32 nfrag;
 	u32 got;		/* large receiver: fragments written */
 	u32 sent;		/* large root: fragments sent once */
+	u64 sent_at;		/* large root: when the last one was */
 	u32 ask;		/* large receiver: first fragment of its last NACK */
 	u8 state;		/* enum fw_bc_opstate */
 	bool large;
@@ -874,6 +875,7 @@ static void fw_bc_send_large(struct fw_card *card, struct fw_bgrp *g, u64 now)
 			op->sent++;
 			burst++;
 		}
+		op->sent_at = now;
 		if (op->sent < op->nfrag)
 			g->send_at = now;
 	}
@@ -1369,7 +1371,8 @@ static s32 fw_bc_later(const struct fw_bgrp *g, bool sync)
 }
 
 /* A member lacks fragments of a broadcast this member rooted. */
-static void fw_bc_rx_nack(struct fw_card *card, struct fw_bgrp *g, struct fw_pkt *pkt, u32 from)
+static void fw_bc_rx_nack(struct fw_card *card, struct fw_bgrp *g, struct fw_pkt *pkt, u32 from,
+			  u64 now)
 {
 	struct fw_bcast_body *b = fw_bc_body(pkt);
 	struct fw_bop *op = NULL;
@@ -1410,8 +1413,14 @@ static void fw_bc_rx_nack(struct fw_card *card, struct fw_bgrp *g, struct fw_pkt
 			return;
 	}
 	nfrag = fw_bc_nfrag(card, ch->total);
-	/* Still sending it the first time: alive, the burst will bring it. */
-	if (op && b->offset >= op->sent) {
+	/*
+	 * Still sending it the first time, or sent less than an interval ago:
+	 * alive.  What the member lacks is on its way (held by the fabric's
+	 * flow control, or queued at its card behind the rest), and sending
+	 * it again would only double the load that delays it: a receiver
+	 * whose NACK crossed the next burst would get that burst twice.
+	 */
+	if (op && (op->sent < op->nfrag || fw_bc_since(now, op->sent_at) < fw_bc_ivl(card))) {
 		fw_bc_ctrl(card, g, FW_PKT_BCAST_STATE, from, b->seq, -EAGAIN, 0);
 		return;
 	}
@@ -1420,8 +1429,6 @@ static void fw_bc_rx_nack(struct fw_card *card, struct fw_bgrp *g, struct fw_pkt
 
 		if (!(b->total >> i & 1) || b->offset + i >= nfrag)
 			continue;
-		if (op && b->offset + i >= op->sent)
-			break;	/* not sent once yet: the burst will bring it */
 		r = fw_bc_frag(card, g, b->seq, (u32)chan, ch->total, (u32)(b->offset + i), op);
 		if (!r)
 			break;
@@ -1596,7 +1603,7 @@ static void fw_bc_rx_one(struct fw_card *card, struct fw_bgrp *g, struct fw_pkt 
 			fw_bc_rx_data(card, g, pkt, now);
 		break;
 	case FW_PKT_BCAST_NACK:
-		fw_bc_rx_nack(card, g, pkt, from);
+		fw_bc_rx_nack(card, g, pkt, from, now);
 		break;
 	case FW_PKT_BCAST_SYNC:
 		fw_bc_rx_sync(card, g, pkt, from, now);
