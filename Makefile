@@ -54,6 +54,7 @@ nicoff.ko: FORCE
 include mk/cache.mk
 include firmware-sim/build.mk
 include libnicoff/build.mk
+include libnicoff/mpi/build.mk
 include selftests/build.mk
 
 user: $(USER_TARGETS)

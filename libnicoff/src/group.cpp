@@ -491,6 +491,21 @@ void Group::wait_barrier() {
     done_++;
 }
 
+bool Group::test_barrier() {
+    if (!pending_)
+        fail(EINVAL, "nicoff: Group: no barrier running");
+    port_->dispatcher().reap();
+    port_->dispatcher().check();
+    if (waits_.stray) {
+        waits_.stray = false;
+        fail(EPROTO, "nicoff: Group: a completion of none of its operations");
+    }
+    if (!waits_.barrier_done.has_value())
+        return false;
+    wait_barrier(); // completed: takes the result without sleeping
+    return true;
+}
+
 void Group::barrier() {
     start_barrier();
     wait_barrier();

@@ -149,6 +149,10 @@ public:
     // Post the barrier without waiting; wait_barrier() waits for it.
     void start_barrier();
     void wait_barrier();
+    // Whether the posted barrier completed, without sleeping (true: as
+    // wait_barrier() would have returned, errors thrown the same way).
+    bool test_barrier();
+    bool barrier_pending() const noexcept { return pending_; }
     // GROUP_DESTROY; the Group is empty afterwards.  Broadcasts still
     // outstanding complete with the card's error (ECANCELED).
     void destroy();

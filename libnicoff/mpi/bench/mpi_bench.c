@@ -1,0 +1,253 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * nicoff-mpi-bench: barrier and broadcast latency of an MPI job, in the
+ * manner of the OSU micro-benchmarks' osu_barrier and osu_bcast (which
+ * Debian does not package): every rank runs warm-up iterations, then times
+ * iters back-to-back operations; the latency of one operation is the
+ * average over ranks of each rank's mean.
+ *
+ * The same program measures every method of the `mpi` benchmark: run plain
+ * it times the MPI library's own collectives; under LD_PRELOAD of
+ * libnicoff-mpi it times them through the card; with --native it times
+ * nicoff's own C API (a card group of all ranks, MPI only to start and to
+ * synchronise).  Rank 0 appends one JSON record per line to --out:
+ *   {"suite":"mpi","case":"barrier"|"bcast","method":M,"nodes":ranks,
+ *    "bytes":n|null,"metric":"latency_us","value":v,"unit":"us","runs":iters}
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <json-c/json.h>
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <nicoff/nicoff.h>
+
+struct opts {
+	const char *test;	/* "barrier" or "bcast" */
+	const char *method;
+	const char *out;
+	long iters, warmup;
+	char *sizes;		/* comma-separated byte counts */
+	int native;
+};
+
+struct native {
+	nicoff_job *job;
+	nicoff_port *port;
+	nicoff_group *group;
+};
+
+static int rank, nranks;
+
+static void die(const char *what, int err)
+{
+	fprintf(stderr, "nicoff-mpi-bench: rank %d: %s: %s\n", rank, what, strerror(err));
+	MPI_Abort(MPI_COMM_WORLD, 1);
+	exit(1);
+}
+
+static void native_open(struct native *n)
+{
+	char msg[256];
+	int err = nicoff_job_from_env(&n->job, msg, sizeof(msg));
+
+	if (err)
+		die(msg, -err);
+	err = nicoff_job_open_port(n->job, NULL, &n->port);
+	if (err)
+		die("opening this rank's port", -err);
+	err = nicoff_group_create_job(n->port, n->job, NICOFF_BARRIER_DEFAULT, 0, &n->group);
+	if (err)
+		die("creating the card group", -err);
+}
+
+static void native_close(struct native *n)
+{
+	/* Every member done before any destroys (broadcast.md). */
+	nicoff_group_barrier(n->group);
+	nicoff_group_destroy(n->group);
+	nicoff_port_destroy(n->port);
+	nicoff_job_free(n->job);
+}
+
+static void one_op(const struct opts *o, struct native *n, char *buf, size_t len)
+{
+	int err;
+
+	if (!strcmp(o->test, "barrier")) {
+		if (o->native) {
+			err = nicoff_group_barrier(n->group);
+			if (err)
+				die("nicoff_group_barrier", -err);
+		} else {
+			MPI_Barrier(MPI_COMM_WORLD);
+		}
+	} else if (o->native) {
+		err = nicoff_group_broadcast_buf(n->group, buf, len, 0);
+		if (err)
+			die("nicoff_group_broadcast_buf", -err);
+	} else {
+		MPI_Bcast(buf, (int)len, MPI_BYTE, 0, MPI_COMM_WORLD);
+	}
+}
+
+/* The mean latency in microseconds of iters operations, averaged over ranks. */
+static double measure(const struct opts *o, struct native *n, char *buf, size_t len)
+{
+	double t0, mine, sum = 0;
+
+	for (long i = 0; i < o->warmup; i++)
+		one_op(o, n, buf, len);
+	MPI_Barrier(MPI_COMM_WORLD);
+	t0 = MPI_Wtime();
+	for (long i = 0; i < o->iters; i++)
+		one_op(o, n, buf, len);
+	mine = (MPI_Wtime() - t0) * 1e6 / (double)o->iters;
+	MPI_Reduce(&mine, &sum, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+	return sum / nranks;
+}
+
+static void record(const struct opts *o, FILE *f, long bytes, double us)
+{
+	struct json_object *r = json_object_new_object();
+
+	json_object_object_add(r, "suite", json_object_new_string("mpi"));
+	json_object_object_add(r, "case", json_object_new_string(o->test));
+	json_object_object_add(r, "method", json_object_new_string(o->method));
+	json_object_object_add(r, "nodes", json_object_new_int(nranks));
+	json_object_object_add(r, "bytes", bytes >= 0 ? json_object_new_int64(bytes) : NULL);
+	json_object_object_add(r, "metric", json_object_new_string("latency_us"));
+	json_object_object_add(r, "value", json_object_new_double(us));
+	json_object_object_add(r, "unit", json_object_new_string("us"));
+	json_object_object_add(r, "runs", json_object_new_int64(o->iters));
+	fprintf(f, "%s\n", json_object_to_json_string_ext(r, JSON_C_TO_STRING_PLAIN));
+	json_object_put(r);
+	if (f != stdout)
+		printf("%-8s %-20s ranks %2d bytes %8ld  %10.2f us\n", o->test, o->method, nranks,
+		       bytes, us);
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: nicoff-mpi-bench --case barrier|bcast --method NAME [--native]\n"
+		"         [--iters N] [--warmup N] [--sizes B,B,...] [--out FILE]\n");
+}
+
+static long number(const char *s, const char *what)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || *end || v < 0 || end == s) {
+		fprintf(stderr, "nicoff-mpi-bench: %s '%s': not a number\n", what, s);
+		exit(2);
+	}
+	return v;
+}
+
+static void parse(int argc, char **argv, struct opts *o)
+{
+	static const struct option longs[] = {
+		{ "case", required_argument, NULL, 'c' },
+		{ "method", required_argument, NULL, 'm' },
+		{ "native", no_argument, NULL, 'n' },
+		{ "iters", required_argument, NULL, 'i' },
+		{ "warmup", required_argument, NULL, 'w' },
+		{ "sizes", required_argument, NULL, 's' },
+		{ "out", required_argument, NULL, 'o' },
+		{ "help", no_argument, NULL, 'h' },
+		{}
+	};
+	int c;
+
+	while ((c = getopt_long(argc, argv, "", longs, NULL)) != -1) {
+		switch (c) {
+		case 'c':
+			o->test = optarg;
+			break;
+		case 'm':
+			o->method = optarg;
+			break;
+		case 'n':
+			o->native = 1;
+			break;
+		case 'i':
+			o->iters = number(optarg, "--iters");
+			break;
+		case 'w':
+			o->warmup = number(optarg, "--warmup");
+			break;
+		case 's':
+			o->sizes = optarg;
+			break;
+		case 'o':
+			o->out = optarg;
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		default:
+			usage(stderr);
+			exit(2);
+		}
+	}
+	if (!o->test || !o->method || o->iters < 1 ||
+	    (strcmp(o->test, "barrier") && strcmp(o->test, "bcast"))) {
+		usage(stderr);
+		exit(2);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o = { .iters = 1000, .warmup = 100, .sizes = "8,1024,16384,65536,1048576" };
+	struct native n = {};
+	FILE *f = stdout;
+	char *buf = NULL;
+
+	parse(argc, argv, &o);
+	MPI_Init(&argc, &argv);
+	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+	MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+	if (o.native)
+		native_open(&n);
+	if (rank == 0 && o.out) {
+		f = fopen(o.out, "a");
+		if (!f)
+			die(o.out, errno);
+	}
+	if (!strcmp(o.test, "barrier")) {
+		double us = measure(&o, &n, NULL, 0);
+
+		if (rank == 0)
+			record(&o, f, -1, us);
+	} else {
+		for (char *s = strtok(o.sizes, ","); s; s = strtok(NULL, ",")) {
+			long len = number(s, "--sizes");
+			double us;
+
+			buf = realloc(buf, len ? len : 1);
+			if (!buf)
+				die("buffer", ENOMEM);
+			memset(buf, rank == 0 ? 0x5a : 0, len);
+			us = measure(&o, &n, buf, len);
+			for (long i = 0; i < len; i++)
+				if (buf[i] != 0x5a)
+					die("broadcast data differs from the root's", EIO);
+			if (rank == 0)
+				record(&o, f, len, us);
+		}
+	}
+	if (o.native)
+		native_close(&n);
+	if (f != stdout)
+		fclose(f);
+	free(buf);
+	MPI_Finalize();
+	return 0;
+}
