@@ -47,6 +47,27 @@ constexpr Launcher launchers[] = {
     {"MV2_COMM_WORLD_RANK", {"MV2_COMM_WORLD_SIZE", nullptr}},
 };
 
+// How many of the job's ranks a launcher put on this host (Slurm: on how
+// many hosts the job runs).  Every card lives in one kernel, so a job whose
+// ranks are not all here cannot be served.
+constexpr const char *local_size_vars[] = {"MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE",
+                                           "MV2_COMM_WORLD_LOCAL_SIZE"};
+
+void check_one_host(std::uint32_t size) {
+    for (const char *v : local_size_vars) {
+        const std::optional<std::uint32_t> here = env_value(v);
+        if (here && *here != size)
+            detail::throw_errno(EINVAL, std::string("nicoff: ") + v + "=" + std::to_string(*here) +
+                                            " of " + std::to_string(size) +
+                                            " ranks on this host: the job spans several hosts, "
+                                            "and every nicoff card lives in one kernel");
+    }
+    if (const std::optional<std::uint32_t> hosts = env_value("SLURM_NNODES"); hosts && *hosts > 1)
+        detail::throw_errno(EINVAL, "nicoff: SLURM_NNODES=" + std::to_string(*hosts) +
+                                        ": the job spans several hosts, and every nicoff card "
+                                        "lives in one kernel");
+}
+
 constexpr const char *job_id_vars[] = {"NICOFF_JOB_ID", "SLURM_JOB_ID", "OMPI_MCA_orte_ess_jobid",
                                        "PMIX_NAMESPACE"};
 
@@ -115,6 +136,8 @@ Job Job::from_env() {
                                             std::to_string(rank) + " is not below " + size_var +
                                             "=" + std::to_string(size));
     }
+
+    check_one_host(size);
 
     // Parse every NICOFF_ variable before touching the device.
     const std::optional<std::uint32_t> nics_env = env_value("NICOFF_NICS");

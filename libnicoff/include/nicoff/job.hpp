@@ -32,12 +32,16 @@
 //   job id         NICOFF_JOB_ID, else SLURM_JOB_ID, OMPI_MCA_orte_ess_jobid
 //                  or PMIX_NAMESPACE, else "".
 // NICOFF_CARD and NICOFF_PORT, when set, must agree with the mapping.
+// Every card lives in one kernel, so every rank must run on this host: a
+// launcher's count of the ranks here (MPI_LOCALNRANKS of Hydra,
+// OMPI_COMM_WORLD_LOCAL_SIZE, MV2_COMM_WORLD_LOCAL_SIZE) other than the
+// size, or SLURM_NNODES above 1, is refused.
 //
 // Errors: std::system_error(EINVAL) with a message naming the variable for
 // a value that is not a decimal number in [0, 2^31), a rank variable set
 // without its size variable (or NICOFF_SIZE without NICOFF_RANK), size 0,
 // rank >= size, K = 0, a port number of the job >= 2^31, or NICOFF_CARD /
-// NICOFF_PORT disagreeing.  Querying /dev/nicoff0 (only when NICOFF_NICS
+// NICOFF_PORT disagreeing, or a job on several hosts.  Querying /dev/nicoff0 (only when NICOFF_NICS
 // is absent) may throw that device's error, except for "no such device".
 //
 // A Job is a value: copy it, keep it; it does not open anything until

@@ -38,6 +38,10 @@ constexpr const char *job_vars[] = {
     "MV2_COMM_WORLD_RANK",
     "MV2_COMM_WORLD_SIZE",
     "OMPI_MCA_orte_ess_jobid",
+    "MPI_LOCALNRANKS",
+    "OMPI_COMM_WORLD_LOCAL_SIZE",
+    "MV2_COMM_WORLD_LOCAL_SIZE",
+    "SLURM_NNODES",
 };
 
 int clear_env(void **) {
@@ -390,6 +394,25 @@ void test_capi(void **state) {
     nicoff_job_free(job);
 }
 
+// A job whose ranks are not all on this host is refused, naming the
+// launcher's variable; all of them here is fine.
+void test_env_several_hosts(void **) {
+    set("PMI_RANK", "1");
+    set("PMI_SIZE", "4");
+    set("NICOFF_NICS", "2");
+    set("MPI_LOCALNRANKS", "2");
+    expect_env_error("MPI_LOCALNRANKS=2 of 4");
+    set("MPI_LOCALNRANKS", "4");
+    assert_int_equal(nicoff::Job::from_env().size(), 4);
+    set("OMPI_COMM_WORLD_LOCAL_SIZE", "3");
+    expect_env_error("OMPI_COMM_WORLD_LOCAL_SIZE");
+    unsetenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+    set("SLURM_NNODES", "2");
+    expect_env_error("SLURM_NNODES=2");
+    set("SLURM_NNODES", "1");
+    assert_int_equal(nicoff::Job::from_env().rank(), 1);
+}
+
 } // namespace
 
 int main() {
@@ -402,6 +425,7 @@ int main() {
         cmocka_unit_test_setup(test_env_nicoffrun_defaults, clear_env),
         cmocka_unit_test_setup(test_env_mpi_fallbacks, clear_env),
         cmocka_unit_test_setup(test_env_errors, clear_env),
+        cmocka_unit_test_setup(test_env_several_hosts, clear_env),
         cmocka_unit_test_setup(test_open_port_without_device, clear_env),
         cmocka_unit_test_setup(test_capi, clear_env),
     };
