@@ -132,6 +132,7 @@ install: user modules_install
 	install -m 644 include/uapi/nicoff_lists.h $(DESTDIR)$(INCLUDEDIR)/nicoff/
 	install -m 644 $(LIBNICOFF_PUBLIC_HEADERS) $(LIBNICOFF_VERSION_H) $(DESTDIR)$(INCLUDEDIR)/nicoff/
 	install -m 755 $(TOOL_BINS) $(DESTDIR)$(BINDIR)/
+	$(if $(NICOFF_MPI_LIBS),install -m 755 $(NICOFF_MPI_LIBS) $(DESTDIR)$(LIBDIR)/)
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
 	    -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' -e 's|@VERSION@|$(NICOFF_VERSION)|' \
 	    packaging/nicoff.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/nicoff.pc

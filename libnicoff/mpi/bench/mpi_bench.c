@@ -30,6 +30,7 @@ struct opts {
 	const char *method;
 	const char *out;
 	long iters, warmup;
+	double seconds;		/* bound on each measurement's time; 0: none */
 	char *sizes;		/* comma-separated byte counts */
 	int native;
 };
@@ -94,23 +95,44 @@ static void one_op(const struct opts *o, struct native *n, char *buf, size_t len
 	}
 }
 
-/* The mean latency in microseconds of iters operations, averaged over ranks. */
-static double measure(const struct opts *o, struct native *n, char *buf, size_t len)
+/*
+ * The mean latency in microseconds of one operation, averaged over ranks:
+ * o->iters operations, or fewer when --seconds bounds the run (a probe of
+ * a few operations estimates the cost; rank 0's estimate decides for all).
+ */
+static double measure(const struct opts *o, struct native *n, char *buf, size_t len, long *runs)
 {
 	double t0, mine, sum = 0;
+	long iters = o->iters;
 
 	for (long i = 0; i < o->warmup; i++)
 		one_op(o, n, buf, len);
+	if (o->seconds > 0) {
+		const long probe = 8;
+		double each;
+
+		MPI_Barrier(MPI_COMM_WORLD);
+		t0 = MPI_Wtime();
+		for (long i = 0; i < probe; i++)
+			one_op(o, n, buf, len);
+		each = (MPI_Wtime() - t0) / probe;
+		if (each * iters > o->seconds)
+			iters = (long)(o->seconds / each);
+		if (iters < probe)
+			iters = probe;
+		MPI_Bcast(&iters, 1, MPI_LONG, 0, MPI_COMM_WORLD);
+	}
 	MPI_Barrier(MPI_COMM_WORLD);
 	t0 = MPI_Wtime();
-	for (long i = 0; i < o->iters; i++)
+	for (long i = 0; i < iters; i++)
 		one_op(o, n, buf, len);
-	mine = (MPI_Wtime() - t0) * 1e6 / (double)o->iters;
+	mine = (MPI_Wtime() - t0) * 1e6 / (double)iters;
 	MPI_Reduce(&mine, &sum, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+	*runs = iters;
 	return sum / nranks;
 }
 
-static void record(const struct opts *o, FILE *f, long bytes, double us)
+static void record(const struct opts *o, FILE *f, long bytes, double us, long runs)
 {
 	struct json_object *r = json_object_new_object();
 
@@ -122,7 +144,7 @@ static void record(const struct opts *o, FILE *f, long bytes, double us)
 	json_object_object_add(r, "metric", json_object_new_string("latency_us"));
 	json_object_object_add(r, "value", json_object_new_double(us));
 	json_object_object_add(r, "unit", json_object_new_string("us"));
-	json_object_object_add(r, "runs", json_object_new_int64(o->iters));
+	json_object_object_add(r, "runs", json_object_new_int64(runs));
 	fprintf(f, "%s\n", json_object_to_json_string_ext(r, JSON_C_TO_STRING_PLAIN));
 	json_object_put(r);
 	if (f != stdout)
@@ -133,7 +155,7 @@ static void record(const struct opts *o, FILE *f, long bytes, double us)
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: nicoff-mpi-bench --case barrier|bcast --method NAME [--native]\n"
-		"         [--iters N] [--warmup N] [--sizes B,B,...] [--out FILE]\n");
+		"         [--iters N] [--warmup N] [--seconds S] [--sizes B,B,...] [--out FILE]\n");
 }
 
 static long number(const char *s, const char *what)
@@ -159,6 +181,7 @@ static void parse(int argc, char **argv, struct opts *o)
 		{ "iters", required_argument, NULL, 'i' },
 		{ "warmup", required_argument, NULL, 'w' },
 		{ "sizes", required_argument, NULL, 's' },
+		{ "seconds", required_argument, NULL, 'S' },
 		{ "out", required_argument, NULL, 'o' },
 		{ "help", no_argument, NULL, 'h' },
 		{}
@@ -184,6 +207,9 @@ static void parse(int argc, char **argv, struct opts *o)
 			break;
 		case 's':
 			o->sizes = optarg;
+			break;
+		case 'S':
+			o->seconds = (double)number(optarg, "--seconds");
 			break;
 		case 'o':
 			o->out = optarg;
@@ -222,25 +248,26 @@ int main(int argc, char **argv)
 			die(o.out, errno);
 	}
 	if (!strcmp(o.test, "barrier")) {
-		double us = measure(&o, &n, NULL, 0);
+		long runs;
+		double us = measure(&o, &n, NULL, 0, &runs);
 
 		if (rank == 0)
-			record(&o, f, -1, us);
+			record(&o, f, -1, us, runs);
 	} else {
 		for (char *s = strtok(o.sizes, ","); s; s = strtok(NULL, ",")) {
-			long len = number(s, "--sizes");
+			long len = number(s, "--sizes"), runs;
 			double us;
 
 			buf = realloc(buf, len ? len : 1);
 			if (!buf)
 				die("buffer", ENOMEM);
 			memset(buf, rank == 0 ? 0x5a : 0, len);
-			us = measure(&o, &n, buf, len);
+			us = measure(&o, &n, buf, len, &runs);
 			for (long i = 0; i < len; i++)
 				if (buf[i] != 0x5a)
 					die("broadcast data differs from the root's", EIO);
 			if (rank == 0)
-				record(&o, f, len, us);
+				record(&o, f, len, us, runs);
 		}
 	}
 	if (o.native)
