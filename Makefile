@@ -55,6 +55,7 @@ include mk/cache.mk
 include firmware-sim/build.mk
 include libnicoff/build.mk
 include selftests/build.mk
+include libnicoff/mpi/tests/build.mk
 
 user: $(USER_TARGETS)
 
