@@ -56,6 +56,7 @@ include firmware-sim/build.mk
 include libnicoff/build.mk
 include libnicoff/mpi/build.mk
 include selftests/build.mk
+include libnicoff/mpi/tests/build.mk
 
 user: $(USER_TARGETS)
 

@@ -27,6 +27,9 @@ pkgs=(
 	gnuplot-nox python3
 	# man pages: lint and whatis parsing in `make check`, `man -l`
 	mandoc man-db
+	# MPI: MPICH's mpiexec (hydra) in the VM (tools/vm/run.sh --mpi), mpicc.mpich
+	# for the MPI tests (libnicoff/mpi/tests) and the PMPI library
+	mpich libmpich-dev
 )
 bpo=bookworm-backports
 bpo_list=/etc/apt/sources.list.d/nicoff-$bpo.sources

@@ -47,6 +47,9 @@ Usage: $prog [options]
   --cmd "COMMAND"      shell command run in the guest in /tmp; must exit 0
                        (repeatable, run in order)
   --keep-going         run all commands even after one fails (still fails)
+  --mpi                MPICH's mpiexec (hydra) in the guest: its launcher and
+                       proxy, libmpich with UCX's transport modules, loopback
+                       up, a hosts entry, and the environment for one host
   --collect GUEST:HOST bring a guest file back to the host after the commands;
                        a relative GUEST path is relative to /tmp (repeatable)
   --timeout SECS       kill QEMU and fail after SECS seconds (default 300)
@@ -99,6 +102,7 @@ files=()
 cmds=()
 collects=()
 keep_going=0
+mpi=0
 timeout_secs=300
 shell_mode=0
 memory=1024
@@ -127,7 +131,7 @@ while (($#)); do
 			shift
 		fi
 		;;
-	--keep-going | --shell | --quiet | -h | --help)
+	--keep-going | --mpi | --shell | --quiet | -h | --help)
 		((!has_val)) || die "$opt takes no value"
 		;;
 	*) die "unknown option: $opt (see --help)" ;;
@@ -150,6 +154,7 @@ while (($#)); do
 	--slub-debug) slub_debug=$val ;;
 	--scan-log) scan_log=$val ;;
 	--keep-going) keep_going=1 ;;
+	--mpi) mpi=1 ;;
 	--shell) shell_mode=1 ;;
 	--quiet) quiet=1 ;;
 	-h | --help)
@@ -352,6 +357,35 @@ for b in "${bins[@]}"; do
 	copy_deps "$b"
 done
 
+# --mpi: MPICH from the installed packages (mpich, libmpich12).  Hydra
+# starts its proxy from its own directory; libmpich's UCX dlopens its
+# transports from the ucx/ directory beside libuct, which ldd never lists.
+mpi_env=""
+if ((mpi)); then
+	hydra=$(command -v mpiexec.hydra) || die "--mpi: mpiexec.hydra not found (apt-get install mpich)"
+	proxy=$(command -v hydra_pmi_proxy) || die "--mpi: hydra_pmi_proxy not found (apt-get install mpich)"
+	for b in "$hydra" "$proxy"; do
+		cp -L "$b" "$root/bin/${b##*/}"
+		copy_deps "$b"
+	done
+	ln -sf mpiexec.hydra "$root/bin/mpiexec"
+	libmpich=$(ldconfig -p | awk '$1 == "libmpich.so.12" && /x86-64/ { print $NF; exit }')
+	[[ -n $libmpich ]] || die "--mpi: libmpich.so.12 not found (apt-get install libmpich12)"
+	copy_same_path "$libmpich"
+	copy_deps "$libmpich"
+	libuct=$(LD_LIBRARY_PATH=$(ld_library_path) ldd "$libmpich" | awk '$1 == "libuct.so.0" { print $3 }')
+	if [[ -n $libuct && -d ${libuct%/*}/ucx ]]; then
+		for so in "${libuct%/*}"/ucx/*.so.0; do
+			[[ -f $so ]] || continue
+			copy_same_path "$so"
+			copy_deps "$so"
+		done
+	fi
+	# One host, no ssh: hydra forks its proxy; UCX uses shared memory and
+	# loopback only (the guest has no network device).
+	mpi_env="HYDRA_LAUNCHER=fork UCX_TLS=self,sm"
+fi
+
 for d in "${lib_paths[@]}"; do
 	# Shared objects of the project library that nothing above needed
 	# directly (e.g. loaded with dlopen), with their own dependencies.
@@ -407,6 +441,8 @@ guest_ld_path=$(
 	echo "module_name=$(sq "$mod_name")"
 	echo "module_params=$(sq "$params")"
 	echo "keep_going=$keep_going"
+	echo "mpi=$mpi"
+	echo "mpi_env=$(sq "$mpi_env")"
 	echo "shell_mode=$shell_mode"
 	echo "guest_ld_path=$(sq "$guest_ld_path")"
 	echo "fail_regex=$(sq "$FAIL_REGEX")"

@@ -1,0 +1,149 @@
+#!/usr/bin/env bash
+# tools/mpi-tests.sh - the MPI test programs of libnicoff/mpi/tests under
+# MPICH's mpiexec in ONE VM boot (tools/vm/run.sh --mpi, nicoff.ko loaded).
+#
+# Each program runs under `mpiexec -n N` for every N of MPI_TESTS_RANKS
+# (default "1 2 3 8"): first plain (the control), then with the PMPI library
+# preloaded (`mpiexec -genv LD_PRELOAD $NICOFF_MPI_LIB`) when NICOFF_MPI_LIB
+# names a file; without it the preload runs are reported as not run, never
+# as passed.  mpi_kill must make mpiexec fail (a rank kills itself); after
+# every run the module's pinned pages (/sys/class/nicoff/pinned_pages) must
+# be back where they were.  Prints one TAP line per run ("ok N - ..." or
+# "not ok N - ...", a "# SKIP" for the preload runs without a library) and
+# exits 0 only if every run passed and the VM run passed.
+#
+# Usage: tools/mpi-tests.sh [-- run.sh options...]
+# Environment: BUILD (default <top>/build), MODULE (default <top>/nicoff.ko),
+# KERNEL (guest kernel), NICOFF_MPI_LIB (the PMPI library, e.g.
+# build/lib/libnicoff-mpi-mpich.so), MPI_TESTS_RANKS, MPI_TESTS_TIMEOUT
+# (seconds for one mpiexec, default 120).
+# In the guest busybox sh runs it as `mpi-tests.sh --guest DIR [LIB]` (that
+# part is POSIX sh; the host part, after it, bash).
+set -euo pipefail
+
+# --- guest -------------------------------------------------------------------
+
+# Arguments of each program for N ranks: 8 ranks on 2 vCPUs busy-poll each
+# other (MPICH 4.0.2's ch4 never yields; tools/vm/README.md), so the counts
+# shrink with N to keep one pass within minutes.
+prog_args() {
+	local prog=$1 n=$2
+	case $prog in
+	mpi_barrier_safety) if [ "$n" -le 3 ]; then echo 300; else echo 40; fi ;;
+	mpi_split) if [ "$n" -le 3 ]; then echo "8 8"; else echo "3 3"; fi ;;
+	mpi_many) if [ "$n" -le 2 ]; then echo 5000; elif [ "$n" -le 3 ]; then echo 200; else echo 60; fi ;;
+	mpi_bcast) if [ "$n" -le 3 ]; then echo 1048576; else echo 16385; fi ;;
+	mpi_kill) echo 5 ;;
+	esac
+}
+
+now() { cut -d' ' -f1 /proc/uptime; }
+
+pinned() { cat /sys/class/nicoff/pinned_pages 2>/dev/null || echo -1; }
+
+guest() {
+	local dir=$1 lib=${2:-} tmo=${MPI_TESTS_TIMEOUT:-120} t=0 fails=0 mode n prog
+	local pre rc t0 t1 secs after waited status out
+	echo "TAP version 13"
+	for mode in control preload; do
+		for n in ${MPI_TESTS_RANKS:-1 2 3 8}; do
+			for prog in mpi_barrier_safety mpi_split mpi_many mpi_bcast mpi_kill; do
+				t=$((t + 1))
+				if [ "$mode" = preload ] && [ -z "$lib" ]; then
+					echo "ok $t - $mode $prog -n $n # SKIP NICOFF_MPI_LIB not set: no preload run"
+					continue
+				fi
+				pre=$(pinned)
+				t0=$(now)
+				set -- -n "$n"
+				[ "$mode" = preload ] && set -- "$@" -genv LD_PRELOAD "$lib"
+				echo "# $mode: mpiexec $* $prog $(prog_args $prog "$n")"
+				# shellcheck disable=SC2046 # the arguments are words
+				if timeout "$tmo" mpiexec "$@" "$dir/$prog" $(prog_args $prog "$n") >/tmp/mpi.out 2>&1; then
+					rc=0
+				else
+					rc=$?
+				fi
+				t1=$(now)
+				secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
+				sed 's/^/# /' /tmp/mpi.out | grep -v '^# *$' | tail -n 12
+				status=""
+				if awk -v s="$secs" -v m="$tmo" 'BEGIN { exit !(s >= m - 1) }'; then
+					status="timed out after $tmo s"
+				elif [ "$prog" = mpi_kill ] && [ "$rc" -eq 0 ]; then
+					status="mpiexec exited 0 although a rank killed itself"
+				elif [ "$prog" != mpi_kill ] && [ "$rc" -ne 0 ]; then
+					status="mpiexec exited $rc"
+				fi
+				# The module releases a dead process's pages as it reaps it.
+				waited=0
+				after=$(pinned)
+				while [ "$after" != "$pre" ] && [ "$waited" -lt 50 ]; do
+					sleep 0.1
+					waited=$((waited + 1))
+					after=$(pinned)
+				done
+				if [ "$after" != "$pre" ]; then
+					status="${status:+$status; }pinned pages $pre before, $after after"
+				fi
+				out="$mode $prog -n $n (exit $rc, $secs s)"
+				if [ -z "$status" ]; then
+					echo "ok $t - $out"
+				else
+					echo "not ok $t - $out: $status"
+					fails=$((fails + 1))
+				fi
+			done
+		done
+	done
+	echo "1..$t"
+	echo "# mpi-tests: $fails failed"
+	[ "$fails" -eq 0 ]
+}
+
+if [ "${1:-}" = --guest ]; then
+	shift
+	guest "$@"
+	exit
+fi
+
+# --- host --------------------------------------------------------------------
+
+top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=${BUILD:-$top/build}
+module=${MODULE:-$top/nicoff.ko}
+extra=()
+while (($#)); do
+	case $1 in
+	--) shift; extra=("$@"); break ;;
+	-h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+	*) echo "mpi-tests.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
+	esac
+done
+[[ -f $module ]] || { echo "mpi-tests.sh: $module missing: make module" >&2; exit 2; }
+args=(--mpi --module "$module" --timeout "${MPI_TESTS_VM_TIMEOUT:-1500}")
+[[ -n ${KERNEL:-} ]] && args+=(--kernel "$KERNEL")
+dir=$build/mpi-tests
+for p in mpi_barrier_safety mpi_split mpi_many mpi_bcast mpi_kill; do
+	[[ -x $dir/$p ]] || { echo "mpi-tests.sh: $dir/$p missing: make mpi-tests" >&2; exit 2; }
+	args+=(--bin "$dir/$p")
+done
+args+=(--file "$top/tools/mpi-tests.sh:/bin/mpi-tests.sh")
+lib=""
+if [[ -n ${NICOFF_MPI_LIB:-} ]]; then
+	[[ -f $NICOFF_MPI_LIB ]] || { echo "mpi-tests.sh: NICOFF_MPI_LIB: no such file: $NICOFF_MPI_LIB" >&2; exit 2; }
+	lib=$(cd "$(dirname "$NICOFF_MPI_LIB")" && pwd -P)/$(basename "$NICOFF_MPI_LIB")
+	# The library's directory goes to the same path in the guest, with
+	# what it links (libnicoff).
+	args+=(--lib-path "$(dirname "$lib")")
+else
+	echo "mpi-tests.sh: NICOFF_MPI_LIB not set: the control runs only, the preload runs are skipped"
+fi
+envs=""
+for v in MPI_TESTS_RANKS MPI_TESTS_TIMEOUT; do
+	[[ -n ${!v:-} ]] || continue
+	[[ ${!v} =~ ^[0-9\ ]+$ ]] || { echo "mpi-tests.sh: $v: numbers only" >&2; exit 2; }
+	envs+="$v='${!v}' "
+done
+exec "$top/tools/vm/run.sh" "${args[@]}" "${extra[@]}" \
+	--cmd "${envs}sh /bin/mpi-tests.sh --guest /bin $lib"
