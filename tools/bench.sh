@@ -17,7 +17,13 @@ vm_args=(--module "$PWD/nicoff.ko" --lib-path "$BUILD/lib" --quiet --slub-debug 
 [ -n "${VM_PARAMS:-}" ] && vm_args+=(--params "$VM_PARAMS")
 [ -n "${VM_SMP:-}" ] && vm_args+=(--smp "$VM_SMP")
 for b in "$BUILD"/bin/*; do vm_args+=(--bin "$b"); done
+run="nicoff-bench $suite --json /tmp/$suite.json ${BENCH_ARGS:-}"
+if [ "$suite" = mpi ]; then
+	# MPI programs under MPICH's mpiexec: libnicoff/mpi/bench/mpi-bench.sh.
+	vm_args+=(--mpi --file "$PWD/libnicoff/mpi/bench/mpi-bench.sh:/bin/mpi-bench.sh")
+	run="sh /bin/mpi-bench.sh /tmp/$suite.json $BUILD/lib/libnicoff-mpi-mpich.so ${BENCH_ARGS:-}"
+fi
 tools/vm/run.sh "${vm_args[@]}" \
-	--cmd "nicoff-bench $suite --json /tmp/$suite.json ${BENCH_ARGS:-}" \
+	--cmd "$run" \
 	--collect "/tmp/$suite.json:$out/$suite.json"
 /usr/bin/python3 tools/results.py "$out/$suite.json" --plot "$out/$suite.png"

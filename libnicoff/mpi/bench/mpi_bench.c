@@ -28,6 +28,7 @@
 struct opts {
 	const char *test;	/* "barrier" or "bcast" */
 	const char *method;
+	const char *config;	/* the settings the method ran with, for the record */
 	const char *out;
 	long iters, warmup;
 	double seconds;		/* bound on each measurement's time; 0: none */
@@ -145,6 +146,8 @@ static void record(const struct opts *o, FILE *f, long bytes, double us, long ru
 	json_object_object_add(r, "value", json_object_new_double(us));
 	json_object_object_add(r, "unit", json_object_new_string("us"));
 	json_object_object_add(r, "runs", json_object_new_int64(runs));
+	if (o->config)
+		json_object_object_add(r, "config", json_object_new_string(o->config));
 	fprintf(f, "%s\n", json_object_to_json_string_ext(r, JSON_C_TO_STRING_PLAIN));
 	json_object_put(r);
 	if (f != stdout)
@@ -154,7 +157,7 @@ static void record(const struct opts *o, FILE *f, long bytes, double us, long ru
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: nicoff-mpi-bench --case barrier|bcast --method NAME [--native]\n"
+	fprintf(f, "usage: nicoff-mpi-bench --case barrier|bcast --method NAME [--config TEXT] [--native]\n"
 		"         [--iters N] [--warmup N] [--seconds S] [--sizes B,B,...] [--out FILE]\n");
 }
 
@@ -177,6 +180,7 @@ static void parse(int argc, char **argv, struct opts *o)
 	static const struct option longs[] = {
 		{ "case", required_argument, NULL, 'c' },
 		{ "method", required_argument, NULL, 'm' },
+		{ "config", required_argument, NULL, 'C' },
 		{ "native", no_argument, NULL, 'n' },
 		{ "iters", required_argument, NULL, 'i' },
 		{ "warmup", required_argument, NULL, 'w' },
@@ -195,6 +199,9 @@ static void parse(int argc, char **argv, struct opts *o)
 			break;
 		case 'm':
 			o->method = optarg;
+			break;
+		case 'C':
+			o->config = optarg;
 			break;
 		case 'n':
 			o->native = 1;
