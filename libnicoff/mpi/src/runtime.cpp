@@ -53,27 +53,39 @@ std::uint32_t agree_group_id(MPI_Comm comm) {
     return id;
 }
 
-// The card's barrier against MPI's, each timed over rounds barriers; the
-// slower member's time decides, so every member decides alike (seed 003's
-// benchmark-driven selection, per communicator).
-bool card_barrier_faster(Group &g, MPI_Comm comm, unsigned rounds) {
-    double t[2] = {0, 0};
+// How long rounds calls of op take on the slowest member of comm (every
+// member gets the same figure); a failing op counts as forever.
+template <class Op>
+double slowest(MPI_Comm comm, unsigned rounds, Op op) {
     PMPI_Barrier(comm);
-    double t0 = PMPI_Wtime();
+    const double t0 = PMPI_Wtime();
+    double t = 0;
     try {
         for (unsigned i = 0; i < rounds; i++)
-            g.barrier();
-        t[0] = PMPI_Wtime() - t0;
+            op();
+        t = PMPI_Wtime() - t0;
     } catch (const std::exception &) {
-        t[0] = 1e30; // a failed card: never chosen
+        t = 1e30;
     }
-    PMPI_Barrier(comm);
-    t0 = PMPI_Wtime();
-    for (unsigned i = 0; i < rounds; i++)
+    PMPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, comm);
+    return t;
+}
+
+// The card's barrier against MPI's (seed 003's benchmark-driven selection,
+// per communicator).  One barrier of each first: a four-fold difference
+// decides at once (an oversubscribed MPI barrier can take 100 ms, and a
+// program may make many communicators); otherwise rounds of each.
+bool card_barrier_faster(Group &g, MPI_Comm comm, unsigned rounds) {
+    const auto card = [&g] {
+        g.barrier();
+    };
+    const auto mpi = [comm] {
         PMPI_Barrier(comm);
-    t[1] = PMPI_Wtime() - t0;
-    PMPI_Allreduce(MPI_IN_PLACE, t, 2, MPI_DOUBLE, MPI_MAX, comm);
-    return t[0] <= t[1];
+    };
+    const double c1 = slowest(comm, 1, card), m1 = slowest(comm, 1, mpi);
+    if (c1 * 4 < m1 || m1 * 4 < c1)
+        return c1 < m1;
+    return slowest(comm, rounds, card) <= slowest(comm, rounds, mpi);
 }
 
 // Ends a communicator's card work: its MPI_Ibarriers, then one card
@@ -238,6 +250,7 @@ void attach(MPI_Comm comm) {
             c->bcast = true;
             c->barrier = rt->cfg.select == Select::card ||
                          card_barrier_faster(*c->group, comm, rt->cfg.select_rounds);
+            (c->barrier ? rt->n.chose_card : rt->n.chose_mpi)++;
         }
     }
     g_cards.push_back(c.get());
@@ -337,6 +350,8 @@ void report(const Runtime &rt) {
     v.insert(v.end(), rt.n.why.begin(), rt.n.why.end());
     v.push_back(rt.n.bcast_bytes);
     v.push_back(rt.n.groups);
+    v.push_back(rt.n.chose_card);
+    v.push_back(rt.n.chose_mpi);
     std::vector<std::uint64_t> sum(v.size());
     PMPI_Reduce(v.data(), sum.data(), static_cast<int>(v.size()), MPI_UINT64_T, MPI_SUM, 0,
                 MPI_COMM_WORLD);
@@ -346,8 +361,11 @@ void report(const Runtime &rt) {
     PMPI_Comm_size(MPI_COMM_WORLD, &size);
     if (!rt.active)
         std::printf("nicoff-mpi: not active: %s\n", rt.inactive_why.c_str());
-    std::printf("nicoff-mpi: %d ranks, %llu card groups (summed over ranks)\n", size,
-                static_cast<unsigned long long>(sum[2 * nops + nwhy + 1]));
+    std::printf("nicoff-mpi: %d ranks, %llu card groups (summed over ranks); barriers on the card "
+                "in %llu, on MPI in %llu\n",
+                size, static_cast<unsigned long long>(sum[2 * nops + nwhy + 1]),
+                static_cast<unsigned long long>(sum[2 * nops + nwhy + 2]),
+                static_cast<unsigned long long>(sum[2 * nops + nwhy + 3]));
     for (std::size_t o = 0; o < nops; o++) {
         std::printf("nicoff-mpi: %s: %llu on the card, %llu passed to MPI", op_name(Op(o)),
                     static_cast<unsigned long long>(sum[o]),

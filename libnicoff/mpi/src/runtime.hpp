@@ -52,7 +52,7 @@ struct Config {
     bool ibarrier = true;
     bool bcast = true;
     bool report = false;                               // NICOFF_MPI_REPORT
-    Select select = Select::card;                      // NICOFF_MPI_SELECT
+    Select select = Select::time;                      // NICOFF_MPI_SELECT
     unsigned select_rounds = 16;                       // NICOFF_MPI_SELECT_ROUNDS
     std::uint64_t bcast_max = std::uint64_t{16} << 20; // NICOFF_MPI_BCAST_MAX
     // Reads the environment; an invalid value is named in error (and the
@@ -66,6 +66,8 @@ struct Counters {
     std::array<std::uint64_t, static_cast<std::size_t>(Why::count)> why{};
     std::uint64_t bcast_bytes = 0; // moved by the card
     std::uint64_t groups = 0;      // card groups created
+    std::uint64_t chose_card = 0;  // groups whose barriers run on the card
+    std::uint64_t chose_mpi = 0;   // groups whose barriers the timing gave to MPI
 };
 
 // An MPI_Ibarrier the card runs: its generalized request, in the order the
