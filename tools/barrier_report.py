@@ -31,6 +31,8 @@ import subprocess
 import sys
 import tempfile
 
+import benchfile
+
 ALGS = ["pairwise", "dissemination", "tree", "central", "combining", "tournament"]
 SIM_WORKLOAD = {"dissemination": "barrier", "pairwise": "barrier-pairwise",
                 "tree": "barrier-tree", "central": "barrier-central",
@@ -76,8 +78,7 @@ def logp(alg, P, L, os_, or_, g):
 
 
 def load(path):
-    with open(path) as f:
-        return json.load(f)
+    return benchfile.load(path)[1]
 
 
 def index(records):

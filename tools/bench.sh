@@ -17,7 +17,15 @@ vm_args=(--module "$PWD/nicoff.ko" --lib-path "$BUILD/lib" --quiet --slub-debug 
 [ -n "${VM_PARAMS:-}" ] && vm_args+=(--params "$VM_PARAMS")
 [ -n "${VM_SMP:-}" ] && vm_args+=(--smp "$VM_SMP")
 for b in "$BUILD"/bin/*; do vm_args+=(--bin "$b"); done
+# What the records were measured on, read in the guest just before the suite
+# runs (tools/benchfile.py adds the host's side).
+facts='echo kernel $(uname -r); echo cpus $(grep -c ^processor /proc/cpuinfo);
+	grep MemTotal /proc/meminfo;
+	for p in /sys/module/nicoff/parameters/*; do echo param ${p##*/} $(cat $p 2>/dev/null); done'
 tools/vm/run.sh "${vm_args[@]}" \
+	--cmd "{ $facts; } > /tmp/$suite.facts" --collect "/tmp/$suite.facts:$out/$suite.facts" \
 	--cmd "nicoff-bench $suite --json /tmp/$suite.json ${BENCH_ARGS:-}" \
 	--collect "/tmp/$suite.json:$out/$suite.json"
+/usr/bin/python3 tools/benchfile.py wrap "$out/$suite.json" "$out/$suite.facts" \
+	"suite=$suite" "bench_args=${BENCH_ARGS:-}" "vm_params=${VM_PARAMS:-}"
 /usr/bin/python3 tools/results.py "$out/$suite.json" --plot "$out/$suite.png"

@@ -13,12 +13,13 @@ build's ratio to the best (tools/bench-compare.sh).
 """
 import argparse
 import collections
-import json
 import os
 import statistics
 import subprocess
 import sys
 import tempfile
+
+import benchfile
 
 HIGHER_IS_BETTER = ("ops_per_s", "mb_per_s", "iterations")
 
@@ -105,9 +106,11 @@ def plot(records, png):
 
 
 def load(path):
-    with open(path) as f:
-        records = json.load(f)
-    if not isinstance(records, list) or not records:
+    try:
+        _, records = benchfile.load(path)
+    except ValueError as e:
+        sys.exit(str(e))
+    if not records:
         sys.exit(f"{path}: no records")
     return records
 
