@@ -9,9 +9,10 @@ figure made from the file can say how it was made:
 
 GUEST_FACTS holds the lines the guest printed before the suite ran
 ("kernel VERSION", "cpus N", "MemTotal: N kB", "param NAME VALUE"); the
-host adds the git commit of this tree, its CPU model and the date, and each
-KEY=VALUE (the suite's options, the VM's parameters).  load() reads both
-forms, so files written before the metadata existed still work.
+host adds the git commit of this tree, its CPU model, its load average and
+the date, and each KEY=VALUE (the suite's options, the VM's parameters).
+load() reads both forms, so files written before the metadata existed still
+work.
 """
 import datetime
 import json
@@ -72,13 +73,19 @@ def guest_facts(path):
 def wrap(path, facts, extra):
     meta, records = load(path)
     meta.update(guest_facts(facts))
+    # The host is shared: its load when the run ended says how far to trust the figures.
     meta.update(commit=git_commit(), host_cpu=host_cpu(),
+                host_loadavg=" ".join(f"{x:.2f}" for x in os.getloadavg()),
                 date=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"))
     for kv in extra:
         k, sep, v = kv.partition("=")
         if not sep:
             sys.exit(f"benchfile: want KEY=VALUE, not {kv}")
         meta[k] = v
+    save(path, meta, records)
+
+
+def save(path, meta, records):
     with open(path, "w") as f:
         f.write('{"metadata": ' + json.dumps(meta, sort_keys=True) + ',\n "records": [')
         # One record a line, as nicoff-bench writes them: diffs stay readable.
