@@ -120,12 +120,14 @@ def fit(points):
     return tinit, slope, icpt - tinit, rms
 
 
-def run_sim(sim, workload, nodes, l_ns):
+def run_sim(sim, workload, nodes, l_ns, o_ns=0, extra=()):
+    """The workload's mean latency_us in nicoff-sim (L and o in ns), or None."""
     with tempfile.TemporaryDirectory() as d:
         out = os.path.join(d, "s.json")
         iters = 12 if nodes <= 65536 else 5
         cmd = [sim, "--nodes", str(nodes), "--workload", workload, "--iters", str(iters),
-               "--warmup", "2", "--L", str(int(l_ns)), "--o", "0", "--quiet", "--json", out]
+               "--warmup", "2", "--L", str(int(l_ns)), "--o", str(int(o_ns)), "--quiet",
+               "--json", out, *extra]
         try:
             subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
         except (OSError, subprocess.CalledProcessError) as e:
