@@ -119,6 +119,7 @@ bench-compare-run:
 
 # Every suite, one VM boot each (p2p first: the barrier figures take their
 # LogP parameters from it), then the report of build/report/index.html.
+# BENCH_ARGS_<suite> gives one suite its options (the suites' differ).
 REPRODUCE_SUITES ?= p2p barrier atomic bcast strided
 reproduce:
 	@tools/deps.sh --if-missing
@@ -126,7 +127,8 @@ reproduce:
 	$(MAKE) reproduce-run
 
 reproduce-run:
-	for s in $(REPRODUCE_SUITES); do BUILD=$(BUILD) VMLINUZ=$(VMLINUZ) tools/bench.sh $$s || exit; done
+	$(foreach s,$(REPRODUCE_SUITES),BUILD=$(BUILD) VMLINUZ=$(VMLINUZ) \
+		BENCH_ARGS="$(BENCH_ARGS_$(s))" tools/bench.sh $(s) &&) true
 	$(MAKE) report
 
 # The report alone, from whatever build/results holds.

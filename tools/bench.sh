@@ -19,6 +19,7 @@ vm_args=(--module "$PWD/nicoff.ko" --lib-path "$BUILD/lib" --quiet --slub-debug 
 for b in "$BUILD"/bin/*; do vm_args+=(--bin "$b"); done
 # What the records were measured on, read in the guest just before the suite
 # runs (tools/benchfile.py adds the host's side).
+# shellcheck disable=SC2016 # expanded by the guest's shell
 facts='echo kernel $(uname -r); echo cpus $(grep -c ^processor /proc/cpuinfo);
 	grep MemTotal /proc/meminfo;
 	for p in /sys/module/nicoff/parameters/*; do echo param ${p##*/} $(cat $p 2>/dev/null); done'
