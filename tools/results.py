@@ -49,7 +49,8 @@ def table(records):
             best = max(vals) if k[1] in HIGHER_IS_BETTER else min(vals)
         for r in g:
             ratio = ""
-            if best not in (None, 0) and isinstance(r["value"], (int, float)):
+            # A rate of 0 (a starved run) has no ratio to the best.
+            if best not in (None, 0) and isinstance(r["value"], (int, float)) and r["value"]:
                 ratio = f"{(best / r['value'] if k[1] in HIGHER_IS_BETTER else r['value'] / best):.2f}x"
             rows.append((r["case"], r["method"], r["nodes"], r["bytes"], r["metric"],
                          r["value"], r["unit"], r["runs"], ratio))
