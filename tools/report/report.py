@@ -305,42 +305,69 @@ def seed000_fig7(res, sim):
                   ours=("host tree barrier / card dissemination, at N = 8 processes", r))
 
 
-def seed000_fig8(res, sim):
-    res.need("barrier")
+def seed000_model(n, tinit, ttrig, tadj):
+    return tinit + (barrier_report.clog(n) - 1) * ttrig + tadj
+
+
+def fit_model(res):
+    """Seed 000's model fitted (numpy) to the card dissemination medians of one
+    process driving N cards, Tinit = T(2): (points, (Tinit, Ttrig, Tadj, rms)),
+    or (points, reason) when Ttrig <= 0 (later steps cheaper than the first:
+    noise, not a model)."""
     one = res.xy("barrier", "nodes", case_="dissemination", method="card",
                  metric="latency_us_1proc_median")
     if 2 not in dict(one) or len(one) < 2:
         raise NotMeasured("needs card dissemination latency_us_1proc_median at 2 cards and more")
-    tinit = dict(one)[2]
     xs = np.array([barrier_report.clog(n) - 1 for n, _ in one], dtype=float)
     ys = np.array([t for _, t in one])
-    ttrig, icpt = np.polyfit(xs, ys, 1)
-    tadj = icpt - tinit
-    model = lambda n, a=tinit, b=ttrig, c=tadj: a + (barrier_report.clog(n) - 1) * b + c
-    ns = sorted({n for n, _ in one} | set(SIM_NODES))
-    series = [Series("measured, card (median)", [n for n, _ in one], [t for _, t in one]),
-              Series(f"model fitted: {tinit:.1f} + (ceil(log2 N) - 1) x {ttrig:.1f} "
-                     f"{'-' if tadj < 0 else '+'} {abs(tadj):.1f} us",
-                     ns, [model(n) for n in ns], style="-")]
-    for name, (a, b, c) in (("Quadrics model (paper)", (2.25, 2.32, -1.00)),
-                            ("Myrinet model (paper)", (3.60, 3.50, 3.84))):
-        series.append(Series(name, ns, [model(n, a, b, c) for n in ns], style=":"))
-    sim_nodes = sorted({n for n, _ in one} | set(SIM_NODES))
-    s_vm = sim.series(f"simulator, L = fitted Ttrig ({ttrig:.1f} us), o = 0", "barrier",
-                      sim_nodes, max(1.0, ttrig * 1000), 0)
-    s_paper = sim.series(f"simulator, L = paper's Ttrig ({PAPER_TTRIG_US} us), o = 0", "barrier",
-                         sim_nodes, PAPER_TTRIG_US * 1000, 0)
-    series += [s_vm, s_paper]
+    ttrig, icpt = (float(v) for v in np.polyfit(xs, ys, 1))
+    if ttrig <= 0:
+        return one, (f"the fit gives Ttrig = {ttrig:.1f} us <= 0: the measurements are noise "
+                     f"(rerun on a quiet host), no model drawn")
     rms = float(np.sqrt(np.mean((np.polyval([ttrig, icpt], xs) - ys) ** 2)))
+    return one, (dict(one)[2], ttrig, icpt - dict(one)[2], rms)
+
+
+def seed000_fig8(res, sim):
+    res.need("barrier")
+    one, fit = fit_model(res)
+    ns = sorted({n for n, _ in one} | set(SIM_NODES))
+    series = [Series("measured, card (median)", [n for n, _ in one], [t for _, t in one])]
+    errors, notes, ours = [], [], None
+    if isinstance(fit, str):
+        notes.append(fit)
+    else:
+        tinit, ttrig, tadj, rms = fit
+        series.append(Series(f"model fitted: {tinit:.1f} + (ceil(log2 N) - 1) x {ttrig:.1f} "
+                             f"{'-' if tadj < 0 else '+'} {abs(tadj):.1f} us",
+                             ns, [seed000_model(n, *fit[:3]) for n in ns], style="-"))
+        s_vm = sim.series(f"simulator, L = fitted Ttrig ({ttrig:.1f} us), o = 0", "barrier",
+                          ns, ttrig * 1000, 0)
+        series.append(s_vm)
+        errors.append(f"fitted model rms {rms:.2f} us over {len(one)} points")
+        errors += model_errors("simulator (L = fitted Ttrig)", one, zip(s_vm.xs, s_vm.ys))
+        ours = ("fitted model T(1024) / T(8)",
+                seed000_model(1024, *fit[:3]) / seed000_model(8, *fit[:3]))
+    for name, abc in (("Quadrics model (paper)", (2.25, 2.32, -1.00)),
+                      ("Myrinet model (paper)", (3.60, 3.50, 3.84))):
+        series.append(Series(name, ns, [seed000_model(n, *abc) for n in ns], style=":"))
+    series.append(sim.series(f"simulator, L = paper's Ttrig ({PAPER_TTRIG_US} us), o = 0",
+                             "barrier", ns, PAPER_TTRIG_US * 1000, 0))
+    if not sim.path:
+        notes.append("no simulator (build/bin/nicoff-sim): its lines are left out")
     p = Panel("dissemination barrier, one process driving N cards", "cards (N)",
               "barrier latency (us)", series, xlog=True, ylog=True)
-    errors = [f"fitted model rms {rms:.2f} us over {len(one)} points"]
-    errors += model_errors("simulator (L = fitted Ttrig)", one, zip(s_vm.xs, s_vm.ys))
-    notes = [] if sim.path else ["no simulator (build/bin/nicoff-sim): its lines are left out"]
-    big = 1024
     return Figure("seed000-fig8", "Seed 000 Fig. 8: modelling the barrier's scalability", [p],
-                  ours=("fitted model T(1024) / T(8)", model(big) / model(8)), errors=errors,
-                  notes=notes)
+                  ours=ours, errors=errors, notes=notes)
+
+
+def fitted_ttrig(res):
+    """The fitted Ttrig (us), or None with the reason."""
+    try:
+        fit = fit_model(res)[1]
+    except NotMeasured as e:
+        return None, str(e)
+    return (None, fit) if isinstance(fit, str) else (fit[1], None)
 
 
 # ------------------------------------------------------------ seed 001 figs --
@@ -552,20 +579,19 @@ def measured_vs_logp(res, sim, alg, fid, title):
         errors += model_errors("LogP against host", zip(host.xs, host.ys), curve)
     else:
         notes.append("no p2p.json logp records: the LogP prediction is left out")
-    one = res.xy("barrier", "nodes", case_="dissemination", method="card",
-                 metric="latency_us_1proc_median")
-    if len(one) >= 2:
-        xs = np.array([barrier_report.clog(n) - 1 for n, _ in one], dtype=float)
-        ttrig = float(np.polyfit(xs, np.array([t for _, t in one]), 1)[0])
+    ttrig, why = fitted_ttrig(res)
+    if ttrig:
         s = sim.series(f"{alg}, simulator (card-run, L = Ttrig {ttrig:.1f} us)",
                        barrier_report.SIM_WORKLOAD[alg], sorted(set(card.xs) | set(SIM_NODES)),
-                       max(1.0, ttrig * 1000), 0)
+                       ttrig * 1000, 0)
         series.append(s)
         # With o = 0 a card's work per message is free: what the central counter
         # serialises at its root costs nothing there.
         notes.append("simulator: L = the fitted Ttrig of the card dissemination runs, o = 0 "
                      "(per-message card work not charged)")
         errors += model_errors("simulator against card", zip(card.xs, card.ys), zip(s.xs, s.ys))
+    else:
+        notes.append(f"no simulator line: {why}")
     p = Panel(f"{alg} barrier, N processes", "processes (N)", "barrier latency (us)", series,
               xlog=True, ylog=True, note=BAR_NOTE)
     return Figure(fid, title, [p], errors=errors, notes=notes)
@@ -616,19 +642,13 @@ def seed003_table1(res, sim, out):
     rows = [("algorithm", "N", "host_us", "card_us", "logp_us", "logp_error_pct",
              "sim_1024_us_vm_ttrig")]
     lp = logp_params(res)
-    one = res.xy("barrier", "nodes", case_="dissemination", method="card",
-                 metric="latency_us_1proc_median")
-    ttrig = None
-    if len(one) >= 2:
-        xs = np.array([barrier_report.clog(n) - 1 for n, _ in one], dtype=float)
-        ttrig = float(np.polyfit(xs, np.array([t for _, t in one]), 1)[0])
+    ttrig, _ = fitted_ttrig(res)
     for alg in ALGS:
         h = res.value("barrier", case_=alg, method="host", metric="latency_us", nodes=big)
         c = res.value("barrier", case_=alg, method="card", metric="latency_us", nodes=big)
         pred = barrier_report.logp(alg, big, *lp) if lp else None
         err = 100 * (pred - h) / h if pred and h else None
-        s = (sim.run(barrier_report.SIM_WORKLOAD[alg], 1024, max(1.0, ttrig * 1000), 0)
-             if ttrig else None)
+        s = sim.run(barrier_report.SIM_WORKLOAD[alg], 1024, ttrig * 1000, 0) if ttrig else None
         rows.append((alg, big) + tuple("" if v is None else f"{v:.4g}"
                                        for v in (h, c, pred, err, s)))
     with open(os.path.join(out, "seed003-table1.csv"), "w", newline="") as f:
