@@ -40,7 +40,8 @@ DESTDIR ?=
 
 .PHONY: all module user deps demo check bench vm-shell install clean \
 	unit-tests selftests style vm-check check-run demo-run bench-run FORCE \
-	modules_install dkms-source bench-compare bench-compare-run
+	modules_install dkms-source bench-compare bench-compare-run \
+	reproduce reproduce-run report
 
 all: module user
 
@@ -117,6 +118,25 @@ bench-compare:
 
 bench-compare-run:
 	BUILD=$(BUILD) VMLINUZ=$(VMLINUZ) KDIR=$(KDIR) tools/bench-compare.sh $(SUITE) $(BASE)
+
+# Every suite, one VM boot each (p2p first: the barrier figures take their
+# LogP parameters from it), then the report of build/report/index.html.
+# BENCH_ARGS_<suite> gives one suite its options (the suites' differ).
+REPRODUCE_SUITES ?= p2p barrier atomic bcast strided
+reproduce:
+	@tools/deps.sh --if-missing
+	$(MAKE) all
+	$(MAKE) reproduce-run
+
+reproduce-run:
+	$(foreach s,$(REPRODUCE_SUITES),BUILD=$(BUILD) VMLINUZ=$(VMLINUZ) \
+		BENCH_ARGS="$(BENCH_ARGS_$(s))" tools/bench.sh $(s) &&) true
+	$(MAKE) report
+
+# The report alone, from whatever build/results holds.
+report:
+	/usr/bin/python3 tools/report/report.py --results $(BUILD)/results --out $(BUILD)/report \
+		--sim $(BUILD)/bin/nicoff-sim
 
 vm-shell: all
 	$(VM_RUN) --module $(TOP)/nicoff.ko --params "$(VM_PARAMS)" $(VM_LIBS) \

@@ -31,6 +31,8 @@ import subprocess
 import sys
 import tempfile
 
+import benchfile
+
 ALGS = ["pairwise", "dissemination", "tree", "central", "combining", "tournament"]
 SIM_WORKLOAD = {"dissemination": "barrier", "pairwise": "barrier-pairwise",
                 "tree": "barrier-tree", "central": "barrier-central",
@@ -76,8 +78,7 @@ def logp(alg, P, L, os_, or_, g):
 
 
 def load(path):
-    with open(path) as f:
-        return json.load(f)
+    return benchfile.load(path)[1]
 
 
 def index(records):
@@ -119,12 +120,14 @@ def fit(points):
     return tinit, slope, icpt - tinit, rms
 
 
-def run_sim(sim, workload, nodes, l_ns):
+def run_sim(sim, workload, nodes, l_ns, o_ns=0, extra=()):
+    """The workload's mean latency_us in nicoff-sim (L and o in ns), or None."""
     with tempfile.TemporaryDirectory() as d:
         out = os.path.join(d, "s.json")
         iters = 12 if nodes <= 65536 else 5
         cmd = [sim, "--nodes", str(nodes), "--workload", workload, "--iters", str(iters),
-               "--warmup", "2", "--L", str(int(l_ns)), "--o", "0", "--quiet", "--json", out]
+               "--warmup", "2", "--L", str(int(l_ns)), "--o", str(int(o_ns)), "--quiet",
+               "--json", out, *extra]
         try:
             subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
         except (OSError, subprocess.CalledProcessError) as e:

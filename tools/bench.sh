@@ -23,7 +23,16 @@ if [ "$suite" = mpi ]; then
 	vm_args+=(--mpi --file "$PWD/libnicoff/mpi/bench/mpi-bench.sh:/bin/mpi-bench.sh")
 	run="sh /bin/mpi-bench.sh /tmp/$suite.json $BUILD/lib/libnicoff-mpi-mpich.so ${BENCH_ARGS:-}"
 fi
+# What the records were measured on, read in the guest just before the suite
+# runs (tools/benchfile.py adds the host's side).
+# shellcheck disable=SC2016 # expanded by the guest's shell
+facts='echo kernel $(uname -r); echo cpus $(grep -c ^processor /proc/cpuinfo);
+	grep MemTotal /proc/meminfo;
+	for p in /sys/module/nicoff/parameters/*; do echo param ${p##*/} $(cat $p 2>/dev/null); done'
 tools/vm/run.sh "${vm_args[@]}" \
+	--cmd "{ $facts; } > /tmp/$suite.facts" --collect "/tmp/$suite.facts:$out/$suite.facts" \
 	--cmd "$run" \
 	--collect "/tmp/$suite.json:$out/$suite.json"
+/usr/bin/python3 tools/benchfile.py wrap "$out/$suite.json" "$out/$suite.facts" \
+	"suite=$suite" "bench_args=${BENCH_ARGS:-}" "vm_params=${VM_PARAMS:-}"
 /usr/bin/python3 tools/results.py "$out/$suite.json" --plot "$out/$suite.png"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# `make check`: style gates, man pages, user-space unit tests (cmocka), the VM
-# harness's self-test, then the kselftests in the VM.  Ends with one line
+# `make check`: style gates, man pages, user-space unit tests (cmocka), the
+# report of a recorded fixture, the VM harness's self-test, then the
+# kselftests in the VM.  Ends with one line
 # "N passed, N failed, N skipped" summed over every test run, and exits
 # non-zero if anything failed.
 set -uo pipefail
@@ -84,6 +85,22 @@ for t in ${UNIT_TESTS:-}; do
 		echo "ok - $name ($p passed)"
 	fi
 done
+
+echo "== report of the recorded fixture (no VM)"
+# tools/report builds every figure the fixture's records allow, and its
+# index.html links only files it wrote.
+r_log=$log_dir/report.log
+if /usr/bin/python3 tools/report/test_report.py --sim "$BUILD/bin/nicoff-sim" > "$r_log" 2>&1; then r_rc=0; else r_rc=$?; fi
+p=$(grep -acE '^ok ' "$r_log" || true)
+f=$(grep -acE '^not ok ' "$r_log" || true)
+[ "$r_rc" -eq 0 ] || [ "$f" -ne 0 ] || f=1
+passed=$((passed + p)); failed=$((failed + f))
+if [ "$f" -ne 0 ]; then
+	cat "$r_log"
+	echo "not ok - report of the fixture ($p passed, $f failed)"
+else
+	echo "ok - report of the fixture ($p passed)"
+fi
 
 echo "== VM harness self-test"
 # tools/vm/selftest.sh: the harness catches every kind of kernel failure

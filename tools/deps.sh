@@ -23,8 +23,8 @@ pkgs=(
 	nlohmann-json3-dev libjson-c-dev
 	# the simulator's CRC-32C
 	libisal-dev
-	# plots and result tables
-	gnuplot-nox python3
+	# plots and result tables; the report of `make reproduce` (tools/report)
+	gnuplot-nox python3 python3-matplotlib python3-numpy
 	# man pages: lint and whatis parsing in `make check`, `man -l`
 	mandoc man-db
 	# MPI: MPICH's mpiexec (hydra) in the VM (tools/vm/run.sh --mpi), mpicc.mpich

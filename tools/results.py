@@ -13,12 +13,13 @@ build's ratio to the best (tools/bench-compare.sh).
 """
 import argparse
 import collections
-import json
 import os
 import statistics
 import subprocess
 import sys
 import tempfile
+
+import benchfile
 
 HIGHER_IS_BETTER = ("ops_per_s", "mb_per_s", "iterations")
 
@@ -48,7 +49,8 @@ def table(records):
             best = max(vals) if k[1] in HIGHER_IS_BETTER else min(vals)
         for r in g:
             ratio = ""
-            if best not in (None, 0) and isinstance(r["value"], (int, float)):
+            # A rate of 0 (a starved run) has no ratio to the best.
+            if best not in (None, 0) and isinstance(r["value"], (int, float)) and r["value"]:
                 ratio = f"{(best / r['value'] if k[1] in HIGHER_IS_BETTER else r['value'] / best):.2f}x"
             rows.append((r["case"], r["method"], r["nodes"], r["bytes"], r["metric"],
                          r["value"], r["unit"], r["runs"], ratio))
@@ -105,9 +107,11 @@ def plot(records, png):
 
 
 def load(path):
-    with open(path) as f:
-        records = json.load(f)
-    if not isinstance(records, list) or not records:
+    try:
+        _, records = benchfile.load(path)
+    except ValueError as e:
+        sys.exit(str(e))
+    if not records:
         sys.exit(f"{path}: no records")
     return records
 
