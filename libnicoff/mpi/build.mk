@@ -7,7 +7,7 @@
 # Names defined here start with NICOFF_MPI_; it appends to USER_TARGETS.
 
 NICOFF_MPI_DIR := $(TOP)/libnicoff/mpi
-NICOFF_MPI_SRCS := $(addprefix $(NICOFF_MPI_DIR)/src/, config.cpp runtime.cpp pmpi.cpp)
+NICOFF_MPI_SRCS := $(addprefix $(NICOFF_MPI_DIR)/src/, config.cpp runtime.cpp pmpi.cpp fortran.cpp)
 # flavour name = its pkg-config package
 NICOFF_MPI_FLAVOURS := $(foreach f,mpich ompi-c,$(if $(shell pkg-config --exists $(f) \
 	2>/dev/null && echo y),$(f)))
