@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `make check`: style gates, man pages, user-space unit tests (cmocka), the
-# report of a recorded fixture, the VM harness's self-test, then the
-# kselftests in the VM.  Ends with one line
+# report of a recorded fixture, the VM harness's self-test, the kselftests in
+# the VM, then the MPI tests in the VM (where MPICH is installed).  Ends with
+# one line
 # "N passed, N failed, N skipped" summed over every test run, and exits
 # non-zero if anything failed.
 set -uo pipefail
@@ -150,6 +151,7 @@ vm_selftests() {
 if [ -n "${VMLINUZ:-}" ]; then
 	# `make check VMLINUZ=...`: that kernel, with the module `make` built.
 	vm_selftests "$(basename "$VMLINUZ")" KERNEL="$VMLINUZ"
+	mpi_env="KERNEL=$VMLINUZ"
 else
 	for line in ${CHECK_KERNELS:-6.1 6.12}; do
 		kver=$(tools/kver.sh "$line")
@@ -162,7 +164,35 @@ else
 		echo "ok - nicoff.ko builds for $kver"
 		passed=$((passed + 1))
 		vm_selftests "$kver" KERNEL="/boot/vmlinuz-$kver" MODULE="$mod"
+		# The MPI tests boot the first of these kernels.
+		[ -n "${mpi_env:-}" ] || mpi_env="KERNEL=/boot/vmlinuz-$kver MODULE=$mod"
 	done
+fi
+
+# The MPI test programs under MPICH's mpiexec in one VM boot (the first kernel), plain
+# and, when the PMPI library is built, with it preloaded (TAP: one line per
+# run; the preload runs without the library are skips).
+mpi_lib=$BUILD/lib/libnicoff-mpi-mpich.so
+if [ -x "$BUILD/mpi-tests/mpi_kill" ] && [ -n "${mpi_env:-}" ]; then
+	echo "== MPI tests (VM)"
+	m_log=$log_dir/mpi-tests.log
+	# shellcheck disable=SC2086 # mpi_env is NAME=VALUE words
+	if env BUILD="$BUILD" $mpi_env NICOFF_MPI_LIB="$([ -f "$mpi_lib" ] && echo "$mpi_lib")" \
+		tools/mpi-tests.sh > "$m_log" 2>&1; then m_rc=0; else m_rc=$?; fi
+	grep -aE '^(not )?ok ' "$m_log" | grep -av '# SKIP' || true
+	p=$(grep -acE '^ok ' "$m_log" || true)
+	s=$(grep -acE '^ok .*# SKIP' "$m_log" || true)
+	f=$(grep -acE '^not ok ' "$m_log" || true)
+	p=$((p - s))
+	passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
+	[ "$s" -eq 0 ] || echo "# $s preload runs skipped: no $mpi_lib"
+	if [ "$m_rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+		tail -n 80 "$m_log"
+		echo "not ok - MPI tests VM run failed (see $m_log)"
+		failed=$((failed + 1))
+	fi
+elif [ ! -x "$BUILD/mpi-tests/mpi_kill" ]; then
+	echo "== MPI tests: not built (mpicc.mpich missing: make deps)"
 fi
 
 echo

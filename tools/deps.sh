@@ -30,6 +30,10 @@ pkgs=(
 	# MPI: MPICH's mpiexec (hydra) in the VM (tools/vm/run.sh --mpi), mpicc.mpich
 	# for the MPI tests (libnicoff/mpi/tests) and the PMPI library
 	mpich libmpich-dev
+	# Open MPI beside it (mpirun runs in the VM: tools/vm/README.md); installing it
+	# makes it the default of the mpicc and mpirun alternatives, so the build
+	# names each flavour's wrapper (mpicc.mpich, mpicc.openmpi)
+	openmpi-bin libopenmpi-dev
 )
 bpo=bookworm-backports
 bpo_list=/etc/apt/sources.list.d/nicoff-$bpo.sources

@@ -29,9 +29,9 @@ set -euo pipefail
 prog_args() {
 	local prog=$1 n=$2
 	case $prog in
-	mpi_barrier_safety) if [ "$n" -le 3 ]; then echo 300; else echo 40; fi ;;
-	mpi_split) if [ "$n" -le 3 ]; then echo "8 8"; else echo "3 3"; fi ;;
-	mpi_many) if [ "$n" -le 2 ]; then echo 5000; elif [ "$n" -le 3 ]; then echo 200; else echo 60; fi ;;
+	mpi_barrier_safety) if [ "$n" -le 3 ]; then echo 300; else echo 25; fi ;;
+	mpi_split) if [ "$n" -le 3 ]; then echo "8 8"; else echo "2 3"; fi ;;
+	mpi_many) if [ "$n" -le 2 ]; then echo 5000; elif [ "$n" -le 3 ]; then echo 200; else echo 40; fi ;;
 	mpi_bcast) if [ "$n" -le 3 ]; then echo 1048576; else echo 16385; fi ;;
 	mpi_kill) echo 5 ;;
 	esac
