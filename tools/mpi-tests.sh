@@ -6,7 +6,9 @@
 # (default "1 2 3 8"): first plain (the control), then with the PMPI library
 # preloaded (`mpiexec -genv LD_PRELOAD $NICOFF_MPI_LIB`) when NICOFF_MPI_LIB
 # names a file; without it the preload runs are reported as not run, never
-# as passed.  mpi_kill must make mpiexec fail (a rank kills itself); after
+# as passed.  A preload run forces the card (NICOFF_MPI_SELECT=card) and must
+# show in the library's report that the card ran the program's barriers or
+# broadcasts (one rank: that they went to MPI as a one-process communicator).  mpi_kill must make mpiexec fail (a rank kills itself); after
 # every run the module's pinned pages (/sys/class/nicoff/pinned_pages) must
 # be back where they were.  Prints one TAP line per run ("ok N - ..." or
 # "not ok N - ...", a "# SKIP" for the preload runs without a library) and
@@ -39,6 +41,34 @@ prog_args() {
 
 now() { cut -d' ' -f1 /proc/uptime; }
 
+# What libnicoff-mpi's report (NICOFF_MPI_REPORT=1) in FILE says against a
+# run of PROG on N ranks, or nothing if the card did what it should: with
+# two ranks or more the card ran the program's barriers (and ibarriers, and
+# broadcasts), with one every call went to MPI as a one-process
+# communicator.
+offload_problem() {
+	prog=$1 n=$2 file=$3
+	on_card() { sed -n "s/^nicoff-mpi: $1: \([0-9]*\) on the card.*/\1/p" "$file"; }
+	if ! grep -q '^nicoff-mpi: MPI_Barrier:' "$file"; then
+		echo "no libnicoff-mpi report"
+		return
+	fi
+	if [ "$n" -eq 1 ]; then
+		grep -q '^nicoff-mpi: passed to MPI because:.* one-process [1-9]' "$file" ||
+			echo "one rank: the report names no one-process communicator"
+		return
+	fi
+	case $prog in
+	mpi_bcast) ops=MPI_Bcast ;;
+	mpi_many) ops="MPI_Barrier MPI_Ibarrier" ;;
+	*) ops=MPI_Barrier ;;
+	esac
+	for op in $ops; do
+		c=$(on_card "$op")
+		[ "${c:-0}" -gt 0 ] || echo "$op: none on the card"
+	done
+}
+
 pinned() { cat /sys/class/nicoff/pinned_pages 2>/dev/null || echo -1; }
 
 guest() {
@@ -56,7 +86,10 @@ guest() {
 				pre=$(pinned)
 				t0=$(now)
 				set -- -n "$n"
-				[ "$mode" = preload ] && set -- "$@" -genv LD_PRELOAD "$lib"
+				# The card always (no timing against MPI), and its report,
+				# to check below that the card did the work.
+				[ "$mode" = preload ] && set -- "$@" -genv LD_PRELOAD "$lib" \
+					-genv NICOFF_MPI_SELECT card -genv NICOFF_MPI_REPORT 1
 				echo "# $mode: mpiexec $* $prog $(prog_args $prog "$n")"
 				# shellcheck disable=SC2046 # the arguments are words
 				if timeout "$tmo" mpiexec "$@" "$dir/$prog" $(prog_args $prog "$n") >/tmp/mpi.out 2>&1; then
@@ -74,6 +107,9 @@ guest() {
 					status="mpiexec exited 0 although a rank killed itself"
 				elif [ "$prog" != mpi_kill ] && [ "$rc" -ne 0 ]; then
 					status="mpiexec exited $rc"
+				fi
+				if [ "$mode" = preload ] && [ -z "$status" ] && [ "$prog" != mpi_kill ]; then
+					status=$(offload_problem "$prog" "$n" /tmp/mpi.out)
 				fi
 				# The module releases a dead process's pages as it reaps it.
 				waited=0
