@@ -718,6 +718,61 @@ static void test_vector_refusals(void **state)
 	s_teardown(&e);
 }
 
+/*
+ * A GET_VECTOR_REQ to card 1 port 2 as card 0 would send it, opening
+ * epoch @epoch: @n (offset, length) pairs from @w, claiming @count, for
+ * @total bytes at @roff; the target's verdict: 0 if it took it, else the
+ * error it answered with (and counted on its port).
+ */
+static s32 v_inject(struct s_env *e, u32 epoch, u32 n, u64 count, const u64 *w, u64 total,
+		    u64 roff)
+{
+	struct fw_pkt *pkt = t_pkt(e->s, FW_PKT_GET_VECTOR_REQ, FW_PKT_F_SYN | FW_PKT_F_ACKREQ,
+				   8 + 16 * n);
+	u64 before = fw_port_remote_errors(sim_card(e->s, 1), 2, NULL);
+	struct fw_remote_error last;
+
+	pkt->hdr.epoch = epoch;
+	pkt->hdr.msg_id = epoch;
+	pkt->hdr.total = total;
+	pkt->hdr.roff = roff;
+	pkt->hdr.rkey = e->rkey;
+	memcpy(pkt->payload, &count, 8);
+	memcpy(pkt->payload + 8, w, 16 * n);
+	t_pkt_send(e->s, pkt);
+	if (fw_port_remote_errors(sim_card(e->s, 1), 2, &last) == before)
+		return 0;
+	assert_int_equal(last.opcode, NICOFF_OP_GET_VECTOR);
+	return last.status;
+}
+
+/* The target checks a vector GET's list whole before it reads a byte. */
+static void test_vector_bad_request(void **state)
+{
+	static u64 w[2 * (NICOFF_VECTOR_MAX_SEGS + 1)];
+	const u64 ok[4] = { 0, 100, 500, 50 }, zero[4] = { 0, 100, 500, 0 };
+	const u64 wrap[2] = { ~0ull - 10, 20 };
+	struct s_env e;
+	u32 i;
+
+	(void)state;
+	s_setup(&e, NULL);
+	for (i = 0; i <= NICOFF_VECTOR_MAX_SEGS; i++) {
+		w[2 * i] = 10 * i;
+		w[2 * i + 1] = 1;
+	}
+	assert_int_equal(v_inject(&e, 11, 65, 65, w, 65, 0), -EINVAL);	/* too many */
+	assert_int_equal(v_inject(&e, 12, 2, 3, ok, 150, 0), -EINVAL);	/* count != pairs */
+	assert_int_equal(v_inject(&e, 13, 2, 2, zero, 100, 0), -EINVAL);	/* empty segment */
+	assert_int_equal(v_inject(&e, 14, 2, 2, ok, 151, 0), -EINVAL);	/* total differs */
+	assert_int_equal(v_inject(&e, 15, 1, 1, wrap, 20, 0), -ERANGE);	/* end wraps */
+	assert_int_equal(v_inject(&e, 16, 2, 2, ok, 150, ~0ull - 100), -ERANGE); /* roff + extent */
+	assert_int_equal(v_inject(&e, 17, 2, 2, ok, 150, S_BIG - 500), -ERANGE); /* outside */
+	/* Sound: answered (card 0 waits for no such GET and ignores the answer). */
+	assert_int_equal(v_inject(&e, 18, 2, 2, ok, 150, 0), 0);
+	s_teardown(&e);
+}
+
 int main(void)
 {
 	const struct FWT_UNIT_TEST tests[] = {
@@ -734,6 +789,7 @@ int main(void)
 		cmocka_unit_test(test_vector_edges),
 		cmocka_unit_test(test_vector_rewritten),
 		cmocka_unit_test(test_vector_refusals),
+		cmocka_unit_test(test_vector_bad_request),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
