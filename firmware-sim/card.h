@@ -24,7 +24,7 @@
 #define FW_MTU_MIN		64u
 
 /*
- * Those up to FW_OP_SGETRESP move data (struct fw_xfer_op), the rest send
+ * Those up to FW_OP_VGETRESP move data (struct fw_xfer_op), the rest send
  * one packet (fw_ctrl_op); engine.c says what else each one is.
  */
 enum fw_op_kind {
@@ -36,6 +36,9 @@ enum fw_op_kind {
 	FW_OP_SACC,		/* a port's strided accumulate (struct fw_strided_op) */
 	FW_OP_SGET,		/* a port's strided GET (struct fw_strided_op) */
 	FW_OP_SGETRESP,		/* data owed to a peer's strided GET (struct fw_strided_op) */
+	FW_OP_VPUT,		/* a port's vector PUT (struct fw_vector_op) */
+	FW_OP_VGET,		/* a port's vector GET (struct fw_vector_op) */
+	FW_OP_VGETRESP,		/* data owed to a peer's vector GET (struct fw_vector_op) */
 	FW_OP_ERR,		/* one ERR packet */
 	FW_OP_ABORT,		/* one ABORT packet */
 	FW_OP_RNR,		/* one RNR packet (msg.c) */
@@ -130,9 +133,21 @@ struct fw_strided_op {
 	s64 scale;
 };
 
+/*
+ * A vector PUT or GET, or the answer to a vector GET: a strided operation
+ * whose cursors walk segment lists instead of shapes (local: this card's
+ * side, the target's own for an answer), so that the same code cuts its
+ * packets and places its bytes.
+ */
+struct fw_vector_op {
+	struct fw_strided_op s;
+	struct fw_segs local;
+	struct fw_segs remote;
+};
+
 static inline bool fw_op_is_xfer(const struct fw_op *op)
 {
-	return op->kind <= FW_OP_SGETRESP;
+	return op->kind <= FW_OP_VGETRESP;
 }
 
 /* Whether the kind of @op has all of @flags (FW_OPF_*, engine.h). */
@@ -159,6 +174,11 @@ static inline struct fw_send_op *fw_send_op(struct fw_op *op)
 static inline struct fw_strided_op *fw_strided_op(struct fw_op *op)
 {
 	return fw_container_of(fw_xfer_op(op), struct fw_strided_op, x);
+}
+
+static inline struct fw_vector_op *fw_vector_op(struct fw_op *op)
+{
+	return fw_container_of(fw_strided_op(op), struct fw_vector_op, s);
 }
 
 /* Bytes of @op put in packets so far: 0 for a one-packet kind. */
@@ -387,6 +407,14 @@ int fw_rma_build(struct fw_card *card, struct fw_peer *peer, struct fw_op *op,
 		 struct fw_pkt **out);
 int fw_rma_rx_put(struct fw_card *card, struct fw_peer *peer, struct fw_pkt *pkt);
 int fw_rma_rx_get_req(struct fw_card *card, struct fw_peer *peer, struct fw_pkt *pkt);
+/*
+ * The one packet of GET request @op (plain, strided or vector), with @len
+ * bytes of payload for the caller to fill with the remote layout; NULL if
+ * out of memory.
+ */
+struct fw_pkt *fw_rma_req(struct fw_card *card, struct fw_peer *peer, struct fw_op *op, u32 len);
+/* The checks every GET request's header passes at its target: 0 or why refused. */
+int fw_rma_req_check(struct fw_card *card, const struct fw_port *port, const struct fw_pkt_hdr *h);
 int fw_rma_rx_get_resp(struct fw_card *card, struct fw_peer *peer, struct fw_pkt *pkt);
 int fw_rma_local_check(struct fw_card *card, struct fw_port *port, u32 mr, u64 span, bool put);
 void fw_rma_refuse(struct fw_card *card, struct fw_peer *peer, struct fw_port *port,
@@ -401,6 +429,10 @@ int fw_strided_build(struct fw_card *card, struct fw_peer *peer, struct fw_op *o
 		     struct fw_pkt **out);
 int fw_strided_rx_put(struct fw_card *card, struct fw_peer *peer, struct fw_pkt *pkt);
 int fw_strided_rx_get_req(struct fw_card *card, struct fw_peer *peer, struct fw_pkt *pkt);
+int fw_vector_cmd(struct fw_card *card, struct fw_port *port, const struct nicoff_cmd *cmd);
+int fw_vector_build_get(struct fw_card *card, struct fw_peer *peer, struct fw_op *op,
+			struct fw_pkt **out);
+int fw_vector_rx_get_req(struct fw_card *card, struct fw_peer *peer, struct fw_pkt *pkt);
 
 /* barrier.c: process groups and their barriers (see barrier.h) */
 int fw_barrier_cmd(struct fw_card *card, struct fw_port *port, const struct nicoff_cmd *cmd);

@@ -2,7 +2,7 @@
 /*
  * A walk over the bytes an operation moves, in message order, as region
  * offsets.  The contiguous cursor below maps message byte i to region
- * offset base + i; an engine with another layout (a strided one, say)
+ * offset base + i; another layout (a strided shape, a segment list)
  * gives the same calls its own mapping, and the code that cuts packets
  * and places fragments stays as it is:
  * - fw_cursor_span(): the region must hold [0, span) for the whole walk,
@@ -66,11 +66,63 @@ static inline int fw_shape_init(struct fw_shape *s)
 	return 0;
 }
 
+#define FW_SEGS_MAX		64
+
+/*
+ * A segment list (ARMCI's vector form): segment i holds message bytes
+ * [start[i], start[i + 1]) at off[i] on.  Segments of zero length are
+ * left out, so every segment holds at least one byte.
+ */
+struct fw_segs {
+	u32 n;
+	u64 start[FW_SEGS_MAX + 1];	/* start[n]: the bytes of the list */
+	u64 off[FW_SEGS_MAX];
+	u64 extent;		/* past the furthest byte of any segment; 0 if empty */
+};
+
+/*
+ * Add a segment of @len bytes at @off to @s, which has room: -ERANGE if
+ * its end wraps, -EOVERFLOW if the list's bytes do.
+ */
+static inline int fw_segs_add(struct fw_segs *s, u64 off, u64 len)
+{
+	u64 end, total;
+
+	if (fw_add_overflow(off, len, &end))
+		return -ERANGE;
+	if (!len)
+		return 0;
+	if (fw_add_overflow(s->start[s->n], len, &total))
+		return -EOVERFLOW;
+	s->off[s->n] = off;
+	s->start[++s->n] = total;
+	s->extent = fw_max_u64(s->extent, end);
+	return 0;
+}
+
+/* The segment holding message byte @pos (< start[n]): a binary search. */
+static inline u32 fw_segs_find(const struct fw_segs *s, u64 pos)
+{
+	u32 lo = 0, hi = s->n - 1;
+
+	while (lo < hi) {
+		u32 mid = lo + (hi - lo + 1) / 2;
+
+		if (s->start[mid] <= pos)
+			lo = mid;
+		else
+			hi = mid - 1;
+	}
+	return lo;
+}
+
+/* One layout at most is set; none: contiguous. */
 struct fw_cursor {
 	u64 base;		/* region offset of message byte 0 */
 	u64 len;		/* message bytes */
 	u64 pos;		/* message bytes walked so far */
-	const struct fw_shape *shape;	/* NULL: contiguous */
+	const struct fw_shape *shape;
+	const struct fw_segs *segs;
 };
 
 static inline void fw_cursor_init(struct fw_cursor *c, u64 base, u64 len)
@@ -79,6 +131,7 @@ static inline void fw_cursor_init(struct fw_cursor *c, u64 base, u64 len)
 	c->len = len;
 	c->pos = 0;
 	c->shape = NULL;
+	c->segs = NULL;
 }
 
 /* A walk of @shape (checked by fw_shape_init(), kept as long as the cursor) from @base. */
@@ -89,11 +142,34 @@ static inline void fw_cursor_init_strided(struct fw_cursor *c, u64 base,
 	c->shape = shape;
 }
 
+/* A walk of @segs (kept as long as the cursor), offsets from @base. */
+static inline void fw_cursor_init_segs(struct fw_cursor *c, u64 base, const struct fw_segs *segs)
+{
+	fw_cursor_init(c, base, segs->start[segs->n]);
+	c->segs = segs;
+}
+
 /* False if the walk's end wraps the offset space: -ERANGE. */
 static inline bool fw_cursor_span(const struct fw_cursor *c, u64 *span)
 {
-	*span = c->base + (c->shape ? c->shape->extent : c->len);
+	u64 extent = c->shape ? c->shape->extent : c->segs ? c->segs->extent : c->len;
+
+	*span = c->base + extent;
 	return *span >= c->base;
+}
+
+static inline u64 fw_cursor_piece_segs(const struct fw_cursor *c, u64 pos, u64 max, u64 *at)
+{
+	const struct fw_segs *s = c->segs;
+	u32 i;
+
+	if (pos >= c->len) {
+		*at = c->base;
+		return 0;
+	}
+	i = fw_segs_find(s, pos);
+	*at = c->base + s->off[i] + (pos - s->start[i]);
+	return fw_min_u64(max, s->start[i + 1] - pos);
 }
 
 /* Message byte @pos (< len) is at region offset *@at; the contiguous bytes from there, <= @max. */
@@ -103,6 +179,8 @@ static inline u64 fw_cursor_piece(const struct fw_cursor *c, u64 pos, u64 max, u
 	u64 chunk, in, off;
 	u32 i;
 
+	if (c->segs)
+		return fw_cursor_piece_segs(c, pos, max, at);
 	if (!s) {
 		*at = c->base + pos;
 		return fw_min_u64(max, c->len - pos);

@@ -28,6 +28,9 @@ static const struct fw_engine_ops fw_rma_engine = { .name = "rma", .cmd = fw_rma
 
 static const struct fw_engine_ops fw_strided_engine = { .name = "strided", .cmd = fw_strided_cmd };
 
+/* Vector put and get: the strided engine's walk over segment lists. */
+static const struct fw_engine_ops fw_vector_engine = { .name = "vector", .cmd = fw_vector_cmd };
+
 static const struct fw_engine_ops fw_bcast_engine = {
 	.name = "bcast", .cmd = fw_bcast_cmd, .rx = fw_bcast_rx,
 	.port_detach = fw_bcast_port_detach, .destroy = fw_bcast_destroy,
@@ -56,6 +59,7 @@ static const struct fw_engine_ops *const fw_engines[] = {
 	&fw_msg_engine,
 	&fw_rma_engine,
 	&fw_strided_engine,
+	&fw_vector_engine,
 	&fw_ping_engine,
 	&fw_stream_engine,
 };
@@ -77,6 +81,8 @@ static const struct fw_engine_ops *const fw_opcodes[] = {
 	[NICOFF_OP_GET_STRIDED] = &fw_strided_engine,
 	[NICOFF_OP_ACC_STRIDED] = &fw_strided_engine,
 	[NICOFF_OP_BCAST] = &fw_bcast_engine,
+	[NICOFF_OP_PUT_VECTOR] = &fw_vector_engine,
+	[NICOFF_OP_GET_VECTOR] = &fw_vector_engine,
 };
 
 /* Packet types (fw_pkt.h). */
@@ -95,6 +101,7 @@ static const struct fw_pkt_info fw_pkt_infos[] = {
 	[FW_PKT_PUT_STRIDED] = { &fw_stream_engine, fw_strided_rx_put },
 	[FW_PKT_GET_STRIDED_REQ] = { &fw_stream_engine, fw_strided_rx_get_req },
 	[FW_PKT_BCAST ... FW_PKT_BCAST_STATE] = { &fw_bcast_engine, NULL, true },
+	[FW_PKT_GET_VECTOR_REQ] = { &fw_stream_engine, fw_vector_rx_get_req },
 };
 
 #define FW_OPF_PUTLIKE	(FW_OPF_COMMAND | FW_OPF_ACKED)
@@ -118,6 +125,12 @@ static const struct fw_op_info fw_op_infos[] = {
 			 sizeof(struct fw_strided_op), fw_strided_build },
 	[FW_OP_SGETRESP] = { FW_PKT_GET_RESP, NICOFF_OP_NOP, FW_OPF_ANSWER,
 			     sizeof(struct fw_strided_op), fw_rma_build },
+	[FW_OP_VPUT] = { FW_PKT_PUT_STRIDED, NICOFF_OP_PUT_VECTOR, FW_OPF_PUTLIKE,
+			 sizeof(struct fw_vector_op), fw_strided_build },
+	[FW_OP_VGET] = { FW_PKT_GET_VECTOR_REQ, NICOFF_OP_GET_VECTOR, FW_OPF_GETLIKE,
+			 sizeof(struct fw_vector_op), fw_vector_build_get },
+	[FW_OP_VGETRESP] = { FW_PKT_GET_RESP, NICOFF_OP_NOP, FW_OPF_ANSWER,
+			     sizeof(struct fw_vector_op), fw_rma_build },
 	[FW_OP_ERR] = { FW_PKT_ERR, NICOFF_OP_NOP, 0, sizeof(struct fw_ctrl_op), fw_ctrl_build },
 	[FW_OP_ABORT] = { FW_PKT_ABORT, NICOFF_OP_NOP, 0, sizeof(struct fw_ctrl_op),
 			  fw_ctrl_build },

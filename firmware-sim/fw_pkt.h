@@ -95,6 +95,13 @@ enum fw_pkt_type {
 	FW_PKT_BCAST_SYNC = 21,
 	FW_PKT_BCAST_VERDICT = 22,
 	FW_PKT_BCAST_STATE = 23,
+	/*
+	 * GET_VECTOR_REQ (strided.c): a GET_REQ whose payload is the segment
+	 * list to read, u64 each: their number, then (offset from roff,
+	 * length) pairs, none of zero length; GET_RESP answers it.  A vector
+	 * PUT travels as PUT_STRIDED packets.
+	 */
+	FW_PKT_GET_VECTOR_REQ = 24,
 	FW_PKT_MAX,		/* first invalid type */
 };
 

@@ -132,6 +132,7 @@ static int fw_rma_build_data(struct fw_card *card, struct fw_peer *peer, struct 
 		if (!put) {
 			/* Deregistered under the answer: the initiator gets the error. */
 			u32 opcode = op->kind == FW_OP_SGETRESP ? NICOFF_OP_GET_STRIDED :
+				     op->kind == FW_OP_VGETRESP ? NICOFF_OP_GET_VECTOR :
 								  NICOFF_OP_GET;
 
 			fw_rma_count(card, op->port, peer->node, op->dst_port, ret, opcode);
@@ -147,24 +148,29 @@ static int fw_rma_build_data(struct fw_card *card, struct fw_peer *peer, struct 
 	return FW_BUILD_PKT;
 }
 
-int fw_rma_build(struct fw_card *card, struct fw_peer *peer, struct fw_op *op,
-		 struct fw_pkt **out)
+struct fw_pkt *fw_rma_req(struct fw_card *card, struct fw_peer *peer, struct fw_op *op, u32 len)
 {
 	struct fw_xfer_op *x = fw_xfer_op(op);
-	struct fw_pkt *pkt;
+	struct fw_pkt *pkt = fw_pkt_new(card, peer, fw_op_info_of(op->kind)->pkt_type, op->lport,
+					op->dst_port, len);
 
-	if (op->kind != FW_OP_GET)
-		return fw_rma_build_data(card, peer, op, out);
-	pkt = fw_pkt_new(card, peer, fw_op_info_of(op->kind)->pkt_type, op->lport, op->dst_port, 0);
 	if (!pkt)
-		return FW_BUILD_NOMEM;
+		return NULL;
 	pkt->hdr.msg_id = op->msg_id;
 	pkt->hdr.total = x->cur.len;
 	pkt->hdr.rkey = x->rkey;
 	pkt->hdr.roff = x->roff;
 	op->all_sent = true;
-	*out = pkt;
-	return FW_BUILD_PKT;
+	return pkt;
+}
+
+int fw_rma_build(struct fw_card *card, struct fw_peer *peer, struct fw_op *op,
+		 struct fw_pkt **out)
+{
+	if (op->kind != FW_OP_GET)
+		return fw_rma_build_data(card, peer, op, out);
+	*out = fw_rma_req(card, peer, op, 0);
+	return *out ? FW_BUILD_PKT : FW_BUILD_NOMEM;
 }
 
 int fw_rma_rx_put(struct fw_card *card, struct fw_peer *peer, struct fw_pkt *pkt)
@@ -228,21 +234,25 @@ struct fw_op *fw_rma_answer(struct fw_card *card, struct fw_peer *peer, struct f
 	return op;
 }
 
+int fw_rma_req_check(struct fw_card *card, const struct fw_port *port, const struct fw_pkt_hdr *h)
+{
+	if (!port)
+		return -ECONNREFUSED;
+	return h->total > card->cfg.max_msg ? -EMSGSIZE : 0;
+}
+
 int fw_rma_rx_get_req(struct fw_card *card, struct fw_peer *peer, struct fw_pkt *pkt)
 {
 	const struct fw_pkt_hdr *h = &pkt->hdr;
 	struct fw_port *port = fw_port_find(card, h->dst_port);
 	struct fw_cursor cur;
 	struct fw_op *op;
-	int err = 0, verdict;
+	int err, verdict;
 	u64 span = 0;
 
 	fw_cursor_init(&cur, h->roff, h->total);
-	if (!port)
-		err = -ECONNREFUSED;
-	else if (h->total > card->cfg.max_msg)
-		err = -EMSGSIZE;
-	else if (!fw_cursor_span(&cur, &span))
+	err = fw_rma_req_check(card, port, h);
+	if (!err && !fw_cursor_span(&cur, &span))
 		err = -ERANGE;
 	op = fw_rma_answer(card, peer, port, h, err, span, FW_OP_GETRESP, NICOFF_OP_GET, &verdict);
 	if (!op)

@@ -19,6 +19,11 @@
  * into full packets, which the initiator scatters with its own shape.
  * The go-back-N window bounds what is in flight: a long walk is built a
  * window at a time and the card thread serves everything else in between.
+ *
+ * A vector put or get (ARMCI's PutV and GetV) is the same operation with
+ * segment lists for shapes: its cursors walk the lists, so its PUT goes as
+ * PUT_STRIDED packets and its GET is answered and placed as a strided
+ * GET's; only its request carries the remote list instead of a shape.
  */
 #include "card.h"
 
@@ -190,7 +195,7 @@ static int fw_strided_build_put(struct fw_card *card, struct fw_peer *peer, stru
 {
 	struct fw_strided_op *s = fw_strided_op(op);
 	struct fw_xfer_op *x = &s->x;
-	u64 data, at, first;
+	u64 data, at, first, span_end;
 	u32 n = fw_sput_fit(s, card->cfg.mtu, &data), i;
 	u32 table = FW_SPUT_PIECES_OFF + n * (u32)sizeof(struct fw_sput_piece);
 	struct fw_pkt *pkt = fw_pkt_new(card, peer, FW_PKT_PUT_STRIDED, op->lport, op->dst_port,
@@ -202,10 +207,11 @@ static int fw_strided_build_put(struct fw_card *card, struct fw_peer *peer, stru
 	if (!pkt)
 		return FW_BUILD_NOMEM;
 	fw_cursor_piece(&s->rcur, x->cur.pos, 1, &first);
+	fw_cursor_span(&s->rcur, &span_end);	/* checked when the command was taken */
 	pkt->hdr.msg_id = op->msg_id;
 	pkt->hdr.offset = x->cur.pos;
 	pkt->hdr.total = x->cur.len;
-	pkt->hdr.span_end = x->roff + s->remote.extent;
+	pkt->hdr.span_end = span_end;
 	pkt->hdr.roff = first;
 	pkt->hdr.rkey = x->rkey;
 	*(struct fw_sput_head *)pkt->payload =
@@ -236,10 +242,8 @@ static int fw_strided_build_put(struct fw_card *card, struct fw_peer *peer, stru
 static int fw_strided_build_get(struct fw_card *card, struct fw_peer *peer, struct fw_op *op,
 				struct fw_pkt **out)
 {
-	struct fw_strided_op *s = fw_strided_op(op);
-	const struct fw_shape *r = &s->remote;
-	struct fw_pkt *pkt = fw_pkt_new(card, peer, FW_PKT_GET_STRIDED_REQ, op->lport,
-					op->dst_port, fw_shape_wire_len(r->levels));
+	const struct fw_shape *r = &fw_strided_op(op)->remote;
+	struct fw_pkt *pkt = fw_rma_req(card, peer, op, fw_shape_wire_len(r->levels));
 	u64 *w;
 
 	if (!pkt)
@@ -248,11 +252,6 @@ static int fw_strided_build_get(struct fw_card *card, struct fw_peer *peer, stru
 	w[0] = r->levels;
 	memcpy(&w[1], r->count, 8 * (r->levels + 1));
 	memcpy(&w[2 + r->levels], r->stride, 8 * r->levels);
-	pkt->hdr.msg_id = op->msg_id;
-	pkt->hdr.total = s->x.cur.len;
-	pkt->hdr.rkey = s->x.rkey;
-	pkt->hdr.roff = s->x.roff;
-	op->all_sent = true;
 	*out = pkt;
 	return FW_BUILD_PKT;
 }
@@ -405,11 +404,8 @@ int fw_strided_rx_get_req(struct fw_card *card, struct fw_peer *peer, struct fw_
 	struct fw_op *op;
 	u64 span = 0;
 
-	if (!port)
-		err = -ECONNREFUSED;
-	else if (h->total > card->cfg.max_msg)
-		err = -EMSGSIZE;
-	else
+	err = fw_rma_req_check(card, port, h);
+	if (!err)
 		err = fw_strided_wire_shape(pkt, &shape);
 	if (!err && fw_add_overflow(h->roff, shape.extent, &span))
 		err = -ERANGE;
@@ -420,6 +416,164 @@ int fw_strided_rx_get_req(struct fw_card *card, struct fw_peer *peer, struct fw_
 	s = fw_strided_op(op);
 	s->local = shape;
 	fw_cursor_init_strided(&s->x.cur, h->roff, &s->local);
+	fw_tx_enqueue(peer, op);
+	return FW_RX_DONE;
+}
+
+FW_STATIC_ASSERT(FW_SEGS_MAX == NICOFF_VECTOR_MAX_SEGS, "the card holds a whole list");
+
+/* Segments copied from a command's list per read: a small stack buffer. */
+#define FW_VEC_BATCH	8
+
+/*
+ * Copy the list of vector command @d into @v's local and remote segment
+ * lists and check it whole.  Copied once and checked after: the process
+ * may rewrite its list at will.
+ */
+static int fw_vector_segs(struct fw_card *card, struct fw_port *port,
+			  const struct nicoff_op_strided *d, struct fw_vector_op *v)
+{
+	struct nicoff_vector_seg seg[FW_VEC_BATCH];
+	u64 end;
+	u32 i, j;
+	int ret;
+
+	if (fw_add_overflow(d->desc_off, (u64)d->segments * sizeof(seg[0]), &end))
+		return -ERANGE;
+	for (i = 0; i < d->segments; i += FW_VEC_BATCH) {
+		u32 n = fw_min_u32(FW_VEC_BATCH, d->segments - i);
+
+		ret = fwos_mem_read(card->host, port->id, d->desc_mr, 0,
+				    d->desc_off + i * sizeof(seg[0]), seg, n * sizeof(seg[0]));
+		for (j = 0; j < n && !ret; j++) {
+			ret = fw_segs_add(&v->local, seg[j].local_off, seg[j].len);
+			if (!ret)
+				ret = fw_segs_add(&v->remote, seg[j].remote_off, seg[j].len);
+		}
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+int fw_vector_cmd(struct fw_card *card, struct fw_port *port, const struct nicoff_cmd *cmd)
+{
+	const struct nicoff_op_strided *d = &cmd->strided;
+	bool put = cmd->opcode == NICOFF_OP_PUT_VECTOR;
+	struct fw_vector_op *v;
+	struct fw_xfer_op *x;
+	struct fw_op *op;
+	u64 span;
+	int ret;
+
+	if (d->dst_card >= card->cfg.num_nodes || d->segments > NICOFF_VECTOR_MAX_SEGS)
+		return -EINVAL;
+	/* Made first to hold the lists; dropped unsent if they fail their checks. */
+	op = fw_op_start(card, port, d->dst_card, put ? FW_OP_VPUT : FW_OP_VGET, cmd->tag);
+	if (!op)
+		return -ENOMEM;
+	v = fw_vector_op(op);
+	x = &v->s.x;
+	ret = fw_vector_segs(card, port, d, v);
+	fw_cursor_init_segs(&x->cur, d->off, &v->local);
+	fw_cursor_init_segs(&v->s.rcur, d->remote_off, &v->remote);
+	if (!ret && x->cur.len > card->cfg.max_msg)
+		ret = -EMSGSIZE;
+	if (!ret && !fw_cursor_span(&v->s.rcur, &span))
+		ret = -ERANGE;
+	if (!ret && !fw_cursor_span(&x->cur, &span))
+		ret = -ERANGE;
+	if (!ret)
+		ret = fw_rma_local_check(card, port, d->mr, span, put);
+	if (ret) {
+		op->done = true;
+		fw_op_put(card, op);
+		return ret;
+	}
+	op->dst_port = d->dst_port;
+	x->key = d->mr;
+	x->rkey = d->rkey;
+	x->roff = d->remote_off;
+	fw_op_go(card, op);
+	return 0;
+}
+
+/* The payload of a GET_VECTOR_REQ for @n segments. */
+static u32 fw_vector_wire_len(u32 n)
+{
+	return 8 + 16 * n;
+}
+
+/* A vector GET's request: the remote segment list, for the target to walk. */
+int fw_vector_build_get(struct fw_card *card, struct fw_peer *peer, struct fw_op *op,
+			struct fw_pkt **out)
+{
+	const struct fw_segs *r = &fw_vector_op(op)->remote;
+	struct fw_pkt *pkt = fw_rma_req(card, peer, op, fw_vector_wire_len(r->n));
+	u64 *w;
+	u32 i;
+
+	if (!pkt)
+		return FW_BUILD_NOMEM;
+	w = (u64 *)pkt->payload;
+	w[0] = r->n;
+	for (i = 0; i < r->n; i++) {
+		w[1 + 2 * i] = r->off[i];
+		w[2 + 2 * i] = r->start[i + 1] - r->start[i];
+	}
+	*out = pkt;
+	return FW_BUILD_PKT;
+}
+
+/*
+ * Whether a GET_VECTOR_REQ's list is sound (0, or why it is refused), and
+ * the end of the region span it reads, checked before anything is kept.
+ */
+static int fw_vector_wire_check(const struct fw_pkt *pkt, u64 *span)
+{
+	const struct fw_pkt_hdr *h = &pkt->hdr;
+	const u64 *w = (const u64 *)pkt->payload;
+	u64 sum = 0, extent = 0, end;
+	u32 i;
+
+	if (h->len < 8 || w[0] > FW_SEGS_MAX || h->len != fw_vector_wire_len((u32)w[0]))
+		return -EINVAL;
+	for (i = 0; i < w[0]; i++) {
+		u64 off = w[1 + 2 * i], len = w[2 + 2 * i];
+
+		if (!len || fw_add_overflow(sum, len, &sum))
+			return -EINVAL;
+		if (fw_add_overflow(off, len, &end))
+			return -ERANGE;
+		extent = fw_max_u64(extent, end);
+	}
+	if (sum != h->total)
+		return -EINVAL;
+	return fw_add_overflow(h->roff, extent, span) ? -ERANGE : 0;
+}
+
+int fw_vector_rx_get_req(struct fw_card *card, struct fw_peer *peer, struct fw_pkt *pkt)
+{
+	const struct fw_pkt_hdr *h = &pkt->hdr;
+	const u64 *w = (const u64 *)pkt->payload;
+	struct fw_port *port = fw_port_find(card, h->dst_port);
+	struct fw_vector_op *v;
+	int err, verdict;
+	struct fw_op *op;
+	u64 span = 0;
+	u32 i;
+
+	err = fw_rma_req_check(card, port, h);
+	if (!err)
+		err = fw_vector_wire_check(pkt, &span);
+	op = fw_rma_answer(card, peer, port, h, err, span, FW_OP_VGETRESP, NICOFF_OP_GET_VECTOR,
+			   &verdict);
+	if (!op)
+		return verdict;
+	v = fw_vector_op(op);
+	for (i = 0; i < w[0]; i++)
+		fw_segs_add(&v->local, w[1 + 2 * i], w[2 + 2 * i]);	/* checked above */
+	fw_cursor_init_segs(&v->s.x.cur, h->roff, &v->local);
 	fw_tx_enqueue(peer, op);
 	return FW_RX_DONE;
 }

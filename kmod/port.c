@@ -212,7 +212,7 @@ static void nicoff_cmd_fetch(struct nicoff_cmd *dst, const struct nicoff_cmd *sr
 	BUILD_BUG_ON(sizeof(struct nicoff_cqe) != 64);
 	/* Opcodes are numbered by their place in nicoff_lists.h: appending keeps them. */
 	BUILD_BUG_ON(NICOFF_OP_BARRIER != 11 || NICOFF_OP_PING != 12 ||
-		     NICOFF_OP_ACC_STRIDED != 15);
+		     NICOFF_OP_ACC_STRIDED != 15 || NICOFF_OP_GET_VECTOR != 18);
 	for (i = 0; i < sizeof(*dst) / sizeof(u64); i++)
 		d[i] = READ_ONCE(s[i]);
 }

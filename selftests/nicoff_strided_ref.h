@@ -3,11 +3,13 @@
  * The reference a strided transfer is checked against, by the firmware's
  * unit test (firmware-sim/tests/test_strided.c) and by the kselftest
  * (nicoff_strided_test.c): the shape's chunks copied one by one in message
- * order with an odometer over the levels, and seeded random shapes.
+ * order with an odometer over the levels, and seeded random shapes; and
+ * the same for vector transfers: segment lists and their copy.
  */
 #ifndef NICOFF_STRIDED_REF_H
 #define NICOFF_STRIDED_REF_H
 
+#include <stdbool.h>
 #include <string.h>
 #include <uapi/nicoff.h>
 
@@ -159,6 +161,54 @@ static inline __u32 sref_random_shape(struct nicoff_strided_desc *d, __u64 max_l
 		    sref_extent(d, levels, d->remote_stride) <= max_extent)
 			return levels;
 	}
+}
+
+/* Bytes of a segment list: the sum of its lengths. */
+static inline __u64 vref_len(const struct nicoff_vector_seg *seg, __u32 n)
+{
+	__u64 len = 0;
+	__u32 i;
+
+	for (i = 0; i < n; i++)
+		len += seg[i].len;
+	return len;
+}
+
+/*
+ * Copy each segment in list order from @src at @soff to @dst at @doff:
+ * from the local side to the remote one for a put (@put), else back.
+ */
+static inline void vref_copy(const struct nicoff_vector_seg *seg, __u32 n, bool put,
+			     const __u8 *src, __u64 soff, __u8 *dst, __u64 doff)
+{
+	__u32 i;
+
+	for (i = 0; i < n; i++) {
+		__u64 so = put ? seg[i].local_off : seg[i].remote_off;
+		__u64 dof = put ? seg[i].remote_off : seg[i].local_off;
+
+		memmove(dst + doff + dof, src + soff + so, seg[i].len);
+	}
+}
+
+/*
+ * A random list into @seg of 0 to @max_n segments, each side inside
+ * [0, @span): lengths up to @max_seg (one in eight zero), anywhere, so
+ * that segments overlap now and then; returns its length.
+ */
+static inline __u32 vref_random(struct nicoff_vector_seg *seg, __u32 max_n, __u64 span,
+				__u64 max_seg, __u64 *seed)
+{
+	__u32 n = sref_rand(seed) % (max_n + 1), i;
+
+	for (i = 0; i < n; i++) {
+		__u64 len = sref_rand(seed) % 8 ? 1 + sref_rand(seed) % max_seg : 0;
+
+		seg[i].len = len;
+		seg[i].local_off = sref_rand(seed) % (span - len + 1);
+		seg[i].remote_off = sref_rand(seed) % (span - len + 1);
+	}
+	return n;
 }
 
 #endif

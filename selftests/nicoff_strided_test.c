@@ -30,6 +30,15 @@
  *	or step outside a region, missing rights, a descriptor outside its
  *	region, an unknown card: each an error completion, no byte written on
  *	either side, and the port goes on
+ * vector
+ *	vector put and get (PUT_VECTOR, GET_VECTOR: ARMCI's PutV and GetV) of
+ *	seeded random segment lists, empty, zero-length and overlapping
+ *	segments among them, exactly as the reference copy; then the same
+ *	under faults
+ * vector_bad_input
+ *	too many segments, a segment whose end wraps, lengths whose sum
+ *	overflows, a side outside its region, missing rights: each an error
+ *	completion and no byte written
  */
 #include <errno.h>
 #include <stdint.h>
@@ -45,6 +54,7 @@
 #define BIG		(1u << 20)	/* each side's region */
 #define MAX_EXTENT	0x60000u	/* a random shape spans at most this */
 #define MAX_LEN		0x20000u	/* and moves at most this */
+#define DESC_LEN	((NICOFF_VECTOR_MAX_SEGS + 1) * sizeof(struct nicoff_vector_seg))
 
 FIXTURE(strided) {
 	struct nt_port pa, pb;
@@ -64,8 +74,8 @@ FIXTURE_SETUP(strided)
 	ASSERT_EQ(0, nt_port_open(&self->pa, 0, NICOFF_PORT_ANY, 64, 64));
 	ASSERT_EQ(0, nt_port_open(&self->pb, 1, NICOFF_PORT_ANY, 64, 64));
 	ASSERT_EQ(0, nt_region_new(&self->pa, &self->a, BIG, NICOFF_ACCESS_LOCAL_WRITE, 0));
-	ASSERT_EQ(0, nt_region_new(&self->pa, &self->desc, sizeof(struct nicoff_strided_desc),
-				   0, 0));
+	/* A strided shape or a vector list, one segment more than a command takes. */
+	ASSERT_EQ(0, nt_region_new(&self->pa, &self->desc, DESC_LEN, 0, 0));
 	ASSERT_EQ(0, nt_region_new(&self->pb, &self->b, BIG, NICOFF_ACCESS_ALL, 0));
 	self->want = malloc(BIG);
 	ASSERT_NE(NULL, self->want);
@@ -87,6 +97,16 @@ FIXTURE_TEARDOWN(strided)
 static struct nicoff_strided_desc *desc_of(FIXTURE_DATA(strided) *self)
 {
 	return (struct nicoff_strided_desc *)self->desc.buf;
+}
+
+static struct nicoff_vector_seg *segs_of(FIXTURE_DATA(strided) *self)
+{
+	return (struct nicoff_vector_seg *)self->desc.buf;
+}
+
+static int is_vector(uint8_t opcode)
+{
+	return opcode == NICOFF_OP_PUT_VECTOR || opcode == NICOFF_OP_GET_VECTOR;
 }
 
 static struct nicoff_cmd strided_cmd(FIXTURE_DATA(strided) *self, uint8_t opcode, uint32_t card,
@@ -118,26 +138,37 @@ static struct nicoff_cqe strided_run(struct __test_metadata *_metadata,
 	return q;
 }
 
-/* A put (a to b) or get (b to a) of the shape in the descriptor, checked whole. */
+/*
+ * A put (a to b) or get (b to a) of the shape in the descriptor, or of its
+ * first @levels segments for a vector one, checked whole.
+ */
 static void checked_op(struct __test_metadata *_metadata, FIXTURE_DATA(strided) *self,
 		       uint8_t opcode, uint32_t levels, uint64_t off, uint64_t roff, uint64_t seed)
 {
 	const struct nicoff_strided_desc *d = desc_of(self);
-	int put = opcode == NICOFF_OP_PUT_STRIDED;
+	int put = opcode == NICOFF_OP_PUT_STRIDED || opcode == NICOFF_OP_PUT_VECTOR;
 	unsigned char *src = put ? self->a.buf : self->b.buf;
 	unsigned char *dst = put ? self->b.buf : self->a.buf;
 	struct nicoff_cqe q;
+	uint64_t len;
 
 	nt_fill_pattern(src, BIG, seed);
 	nt_fill_pattern(dst, BIG, seed + 1);
 	memcpy(self->want, dst, BIG);
-	if (put)
+	if (is_vector(opcode)) {
+		vref_copy(segs_of(self), levels, put, src, put ? off : roff, self->want,
+			  put ? roff : off);
+		len = vref_len(segs_of(self), levels);
+	} else if (put) {
 		sref_copy(d, levels, src, off, d->local_stride, self->want, roff, d->remote_stride);
-	else
+		len = sref_len(d, levels);
+	} else {
 		sref_copy(d, levels, src, roff, d->remote_stride, self->want, off, d->local_stride);
+		len = sref_len(d, levels);
+	}
 	q = strided_run(_metadata, self, opcode, 1, self->b.rkey, roff, off, levels);
 	EXPECT_EQ(0, q.status);
-	EXPECT_EQ(sref_len(d, levels), q.result);
+	EXPECT_EQ(len, q.result);
 	EXPECT_EQ(0, memcmp(dst, self->want, BIG))
 		TH_LOG("%s of %u levels, chunk %llu", put ? "put" : "get", levels,
 		       (unsigned long long)d->count[0]);
@@ -374,7 +405,7 @@ TEST_F(strided, bad_input)
 	}
 	/* A descriptor that is not all inside its region. */
 	c = strided_cmd(self, NICOFF_OP_PUT_STRIDED, 1, self->b.rkey, 0, 0, 1);
-	c.strided.desc_off = 8;
+	c.strided.desc_off = DESC_LEN - 8;
 	ASSERT_EQ(0, nt_run_one(&self->pa, &c, &q, TMO));
 	EXPECT_EQ(-ERANGE, q.status);
 	c.strided.desc_off = ~0ull - 100;
@@ -383,6 +414,86 @@ TEST_F(strided, bad_input)
 	/* And the port goes on. */
 	set_shape(self, 1, 64, 4, 128);
 	checked_op(_metadata, self, NICOFF_OP_PUT_STRIDED, 1, 0, 0, 77);
+	munmap(ro.buf, BIG);
+	munmap(wo.buf, BIG);
+}
+
+static void vector_rounds(struct __test_metadata *_metadata, FIXTURE_DATA(strided) *self,
+			  unsigned int rounds, __u64 seed)
+{
+	unsigned int r;
+
+	for (r = 0; r < rounds; r++) {
+		/* Small segments share packets; large ones span several. */
+		__u32 n = vref_random(segs_of(self), NICOFF_VECTOR_MAX_SEGS, MAX_EXTENT,
+				      r % 3 ? 200 : 9000, &seed);
+		uint64_t off = sref_rand(&seed) % (BIG - MAX_EXTENT);
+		uint64_t roff = sref_rand(&seed) % (BIG - MAX_EXTENT);
+
+		checked_op(_metadata, self, NICOFF_OP_PUT_VECTOR, n, off, roff, 2 * r + 5);
+		checked_op(_metadata, self, NICOFF_OP_GET_VECTOR, n, off, roff, 2 * r + 200);
+	}
+}
+
+TEST_F(strided, vector)
+{
+	vector_rounds(_metadata, self, 30, 7);
+	ASSERT_EQ(0, nt_set_faults(100000, 50000, 50000, 10000));
+	vector_rounds(_metadata, self, 8, 8);
+}
+
+TEST_F(strided, vector_bad_input)
+{
+	static const struct {
+		uint32_t n, rights;
+		uint64_t loff, roff, len;
+		int32_t put, get;
+	} cases[] = {
+		{ NICOFF_VECTOR_MAX_SEGS + 1, 0, 0, 0, 8, -EINVAL, -EINVAL },	/* too many */
+		{ 3, 0, ~0ull - 4, 0, 8, -ERANGE, -ERANGE },		/* local end wraps */
+		{ 3, 0, 0, ~0ull - 4, 8, -ERANGE, -ERANGE },		/* remote end wraps */
+		{ 3, 0, BIG - 4, 0, 8, -ERANGE, -ERANGE },		/* local side outside */
+		{ 3, 0, 0, BIG - 4, 8, -ERANGE, -ERANGE },		/* remote side outside */
+		{ 3, 1, 0, 0, 8, -EACCES, 0 },				/* read-only target */
+		{ 3, 2, 0, 0, 8, 0, -EACCES },				/* write-only target */
+	};
+	struct nicoff_vector_seg *seg = segs_of(self);
+	struct nt_region ro, wo;
+	struct nicoff_cqe q;
+	unsigned int i, j, k;
+
+	ASSERT_EQ(0, nt_region_new(&self->pb, &ro, BIG, NICOFF_ACCESS_REMOTE_READ, 0));
+	ASSERT_EQ(0, nt_region_new(&self->pb, &wo, BIG, NICOFF_ACCESS_REMOTE_WRITE, 0));
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		uint32_t rkeys[] = { self->b.rkey, ro.rkey, wo.rkey };
+
+		for (k = 0; k < 2; k++) {
+			int32_t want = k ? cases[i].get : cases[i].put;
+
+			/* Sound segments first, the bad one last: nothing may move. */
+			for (j = 0; j + 1 < cases[i].n; j++)
+				seg[j] = (struct nicoff_vector_seg){ 64 * j, 64 * j, 8 };
+			seg[cases[i].n - 1] = (struct nicoff_vector_seg){
+				cases[i].loff, cases[i].roff, cases[i].len };
+			nt_fill_pattern(self->a.buf, BIG, 60 + i);
+			nt_fill_pattern(self->b.buf, BIG, 80 + i);
+			q = strided_run(_metadata, self,
+					k ? NICOFF_OP_GET_VECTOR : NICOFF_OP_PUT_VECTOR, 1,
+					rkeys[cases[i].rights], 0, 0, cases[i].n);
+			EXPECT_EQ(want, q.status) TH_LOG("case %u, %s", i, k ? "get" : "put");
+			if (!want)
+				continue;
+			nt_fill_pattern(self->want, BIG, 60 + i);
+			EXPECT_EQ(0, memcmp(self->a.buf, self->want, BIG));
+			nt_fill_pattern(self->want, BIG, 80 + i);
+			EXPECT_EQ(0, memcmp(self->b.buf, self->want, BIG));
+		}
+	}
+	/* Lengths whose sum overflows. */
+	seg[0] = (struct nicoff_vector_seg){ 0, 0, 1ull << 63 };
+	seg[1] = seg[0];
+	q = strided_run(_metadata, self, NICOFF_OP_PUT_VECTOR, 1, self->b.rkey, 0, 0, 2);
+	EXPECT_EQ(-EOVERFLOW, q.status);
 	munmap(ro.buf, BIG);
 	munmap(wo.buf, BIG);
 }

@@ -6,7 +6,9 @@
  * at the last byte, both sides in one region; the same under drops,
  * duplicates, reordering and corruption; and every refusal with no byte
  * written; PUT_STRIDED packets whose piece table does not fit their
- * payload are ignored.
+ * payload are ignored.  Vector put and get (segment lists) likewise:
+ * random lists, empty lists and segments, overlaps, faults, refusals, a
+ * list rewritten after the card took it.
  */
 #include <stdlib.h>
 
@@ -22,9 +24,11 @@ struct s_env {
 	struct sim *s;
 	u8 *a, *b;
 	struct nicoff_strided_desc *desc;
+	struct nicoff_vector_seg *segs;	/* a vector command's list, one more than allowed */
 	u32 ma;			/* node 0 port 1: a, all rights (it is also a target) */
 	u32 ma_rkey;
 	u32 md;			/* node 0 port 1: the descriptor */
+	u32 mv;			/* node 0 port 1: the segment list */
 	u32 mb, rkey;		/* node 1 port 2: b, all rights */
 	u32 ro_rkey;		/* node 1 port 2: b, remote read only */
 	u32 wo_rkey;		/* node 1 port 2: b, remote write only */
@@ -38,6 +42,9 @@ static void s_setup(struct s_env *e, const struct fw_fault_cfg *faults)
 	e->desc = calloc(1, sizeof(*e->desc));
 	e->ma = t_port_mr(e->s, 0, 1, e->a, S_BIG, NICOFF_ACCESS_ALL, &e->ma_rkey);
 	e->md = t_port_mr(e->s, 0, 1, e->desc, sizeof(*e->desc), 0, NULL);
+	e->segs = calloc(NICOFF_VECTOR_MAX_SEGS + 1, sizeof(*e->segs));
+	e->mv = t_port_mr(e->s, 0, 1, e->segs, (NICOFF_VECTOR_MAX_SEGS + 1) * sizeof(*e->segs), 0,
+			  NULL);
 	e->mb = t_port_mr(e->s, 1, 2, e->b, S_BIG, NICOFF_ACCESS_ALL, &e->rkey);
 	t_port_mr(e->s, 1, 2, e->b, S_BIG, NICOFF_ACCESS_REMOTE_READ, &e->ro_rkey);
 	t_port_mr(e->s, 1, 2, e->b, S_BIG, NICOFF_ACCESS_REMOTE_WRITE, &e->wo_rkey);
@@ -49,21 +56,44 @@ static void s_teardown(struct s_env *e)
 	free(e->a);
 	free(e->b);
 	free(e->desc);
+	free(e->segs);
 }
 
-/* A strided command with the shape in e->desc; @levels is the command's. */
-static struct nicoff_cqe s_op(struct s_env *e, u8 opcode, u32 dst, u32 dport, u32 rkey,
-			      u64 roff, u64 off, u32 levels)
+static bool s_is_vector(u8 opcode)
+{
+	return opcode == NICOFF_OP_PUT_VECTOR || opcode == NICOFF_OP_GET_VECTOR;
+}
+
+/*
+ * A command (tag 77) from node 0 port 1's region a at @off to node 1
+ * port 2's b at 0, with the shape in e->desc, @levels the command's; or
+ * a vector one of the first @levels segments of e->segs.
+ */
+static struct nicoff_cmd s_cmd(const struct s_env *e, u8 opcode, u64 off, u32 levels)
 {
 	struct nicoff_cmd c;
-	struct nicoff_cqe q;
 
 	memset(&c, 0, sizeof(c));
 	c.opcode = opcode;
 	c.tag = 77;
-	c.strided = (struct nicoff_op_strided){ .dst_card = dst, .dst_port = dport, .rkey = rkey,
-						.mr = e->ma, .remote_off = roff, .off = off,
-						.desc_mr = e->md, .levels = levels };
+	c.strided = (struct nicoff_op_strided){ .dst_card = 1, .dst_port = 2, .rkey = e->rkey,
+						.mr = e->ma, .off = off,
+						.desc_mr = s_is_vector(opcode) ? e->mv : e->md,
+						.levels = levels };
+	return c;
+}
+
+/* s_cmd()'s command to card @dst port @dport, region @rkey at @roff, completed. */
+static struct nicoff_cqe s_op(struct s_env *e, u8 opcode, u32 dst, u32 dport, u32 rkey,
+			      u64 roff, u64 off, u32 levels)
+{
+	struct nicoff_cmd c = s_cmd(e, opcode, off, levels);
+	struct nicoff_cqe q;
+
+	c.strided.dst_card = dst;
+	c.strided.dst_port = dport;
+	c.strided.rkey = rkey;
+	c.strided.remote_off = roff;
 	sim_post(e->s, 0, 1, &c);
 	q = t_cqe(e->s, 0, 1, sim_now(e->s) + 20 * T_SEC);
 	assert_int_equal(q.tag, 77);
@@ -72,27 +102,35 @@ static struct nicoff_cqe s_op(struct s_env *e, u8 opcode, u32 dst, u32 dport, u3
 }
 
 /*
- * A put (a to b) or get (b to a) of the shape in e->desc, checked against
- * the reference over the whole destination buffer.
+ * A put (a to b) or get (b to a) of the shape in e->desc, or of the first
+ * @levels segments of e->segs, checked against the reference over the
+ * whole destination buffer.
  */
 static void s_checked_op(struct s_env *e, u8 opcode, u32 levels, u64 off, u64 roff, u32 seed)
 {
 	static u8 want[S_BIG];
 	const struct nicoff_strided_desc *d = e->desc;
-	bool put = opcode == NICOFF_OP_PUT_STRIDED;
+	bool put = opcode == NICOFF_OP_PUT_STRIDED || opcode == NICOFF_OP_PUT_VECTOR;
 	u8 *src = put ? e->a : e->b, *dst = put ? e->b : e->a;
 	struct nicoff_cqe q;
+	u64 len;
 
 	t_fill(src, S_BIG, seed);
 	t_fill(dst, S_BIG, seed + 1);
 	memcpy(want, dst, S_BIG);
-	if (put)
+	if (s_is_vector(opcode)) {
+		vref_copy(e->segs, levels, put, src, put ? off : roff, want, put ? roff : off);
+		len = vref_len(e->segs, levels);
+	} else if (put) {
 		sref_copy(d, levels, src, off, d->local_stride, want, roff, d->remote_stride);
-	else
+		len = sref_len(d, levels);
+	} else {
 		sref_copy(d, levels, src, roff, d->remote_stride, want, off, d->local_stride);
+		len = sref_len(d, levels);
+	}
 	q = s_op(e, opcode, 1, 2, e->rkey, roff, off, levels);
 	assert_int_equal(q.status, 0);
-	assert_int_equal(q.result, sref_len(d, levels));
+	assert_int_equal(q.result, len);
 	assert_memory_equal(dst, want, S_BIG);
 }
 
@@ -107,32 +145,36 @@ static void s_random_round(struct s_env *e, u64 *seed, u32 round)
 	s_checked_op(e, NICOFF_OP_GET_STRIDED, levels, off, roff, 3000 + 2 * round);
 }
 
-static void test_random_shapes(void **state)
+/*
+ * @rounds calls of @round on one pair of cards, over a fabric with
+ * @faults (NULL: none), which must then have dropped, doubled, reordered
+ * and corrupted packets.
+ */
+static void s_rounds(const struct fw_fault_cfg *faults, u32 rounds, u64 seed,
+		     void (*round)(struct s_env *e, u64 *seed, u32 round))
 {
 	struct s_env e;
-	u64 seed = 12345;
-	u32 round;
+	u32 r;
 
-	(void)state;
-	s_setup(&e, NULL);
-	for (round = 0; round < 150; round++)
-		s_random_round(&e, &seed, round);
+	s_setup(&e, faults);
+	for (r = 0; r < rounds; r++)
+		round(&e, &seed, r);
+	if (faults)
+		t_expect_lossy(e.s, 0);
 	s_teardown(&e);
+}
+
+static void test_random_shapes(void **state)
+{
+	(void)state;
+	s_rounds(NULL, 150, 12345, s_random_round);
 }
 
 /* Every byte exactly once through a lossy, duplicating, reordering, corrupting fabric. */
 static void test_random_shapes_faults(void **state)
 {
-	struct s_env e;
-	u64 seed = 777;
-	u32 round;
-
 	(void)state;
-	s_setup(&e, &t_lossy);
-	for (round = 0; round < 30; round++)
-		s_random_round(&e, &seed, round);
-	t_expect_lossy(e.s, 0);
-	s_teardown(&e);
+	s_rounds(&t_lossy, 30, 777, s_random_round);
 }
 
 /* A shape of @levels with all counts @c and strides @st on both sides. */
@@ -229,11 +271,30 @@ static void test_same_region(void **state)
 	s_teardown(&e);
 }
 
+/*
+ * Post a put to card 1 port 2 from offset 0 to 0 of the shape in e->desc
+ * or the first @levels segments of e->segs, and run the simulation until
+ * some of it is on the wire.
+ */
+static void s_post_started(struct s_env *e, u8 opcode, u32 levels)
+{
+	struct nicoff_cmd c = s_cmd(e, opcode, 0, levels);
+
+	sim_post(e->s, 0, 1, &c);
+	for (;;) {
+		struct fw_stats st;
+
+		fw_get_stats(sim_card(e->s, 0), &st);
+		if (st.tx_pkts)
+			return;
+		assert_true(sim_step(e->s));
+	}
+}
+
 /* The card copied the descriptor when it took the command: rewriting it later changes nothing. */
 static void test_descriptor_rewritten(void **state)
 {
 	static u8 want[S_BIG];
-	struct nicoff_cmd c;
 	struct nicoff_cqe q;
 	struct s_env e;
 
@@ -244,27 +305,33 @@ static void test_descriptor_rewritten(void **state)
 	t_fill(e.b, S_BIG, 11);
 	memcpy(want, e.b, S_BIG);
 	sref_copy(e.desc, 2, e.a, 0, e.desc->local_stride, want, 0, e.desc->remote_stride);
-	memset(&c, 0, sizeof(c));
-	c.opcode = NICOFF_OP_PUT_STRIDED;
-	c.tag = 1;
-	c.strided = (struct nicoff_op_strided){ .dst_card = 1, .dst_port = 2, .rkey = e.rkey,
-						.mr = e.ma, .desc_mr = e.md, .levels = 2 };
-	sim_post(e.s, 0, 1, &c);
-	/* Until some of it is on the wire, then a shape that would run past the region. */
-	for (;;) {
-		struct fw_stats st;
-
-		fw_get_stats(sim_card(e.s, 0), &st);
-		if (st.tx_pkts)
-			break;
-		assert_true(sim_step(e.s));
-	}
+	/* Some of it on the wire, then a shape that would run past the region. */
+	s_post_started(&e, NICOFF_OP_PUT_STRIDED, 2);
 	s_shape(&e, 2, 4096, 4096, 1ull << 40);
 	q = t_cqe(e.s, 0, 1, sim_now(e.s) + 10 * T_SEC);
 	assert_int_equal(q.status, 0);
 	assert_int_equal(q.result, 500 * 30 * 30);
 	assert_memory_equal(e.b, want, S_BIG);
 	s_teardown(&e);
+}
+
+/*
+ * A command of @levels whose descriptor is not inside its region: it
+ * starts @past bytes in, or where its end wraps.
+ */
+static void s_desc_outside(struct s_env *e, u8 opcode, u32 levels, u64 past)
+{
+	struct nicoff_cmd c = s_cmd(e, opcode, 0, levels);
+	struct nicoff_cqe q;
+
+	c.strided.desc_off = past;
+	sim_post(e->s, 0, 1, &c);
+	q = t_cqe(e->s, 0, 1, sim_now(e->s) + T_SEC);
+	assert_int_equal(q.status, -ERANGE);
+	c.strided.desc_off = ~0ull - 30;
+	sim_post(e->s, 0, 1, &c);
+	q = t_cqe(e->s, 0, 1, sim_now(e->s) + T_SEC);
+	assert_int_equal(q.status, -ERANGE);
 }
 
 /* Each refusal completes with its error and writes no byte on either side. */
@@ -321,26 +388,8 @@ static void test_refusals(void **state)
 			}
 		}
 	}
-	/* A descriptor outside its region. */
 	memset(e.desc, 0, sizeof(*e.desc));
-	{
-		struct nicoff_cmd c;
-		struct nicoff_cqe q;
-
-		memset(&c, 0, sizeof(c));
-		c.opcode = NICOFF_OP_PUT_STRIDED;
-		c.tag = 77;
-		c.strided = (struct nicoff_op_strided){ .dst_card = 1, .dst_port = 2,
-							.rkey = e.rkey, .mr = e.ma,
-							.desc_mr = e.md, .desc_off = 8 };
-		sim_post(e.s, 0, 1, &c);
-		q = t_cqe(e.s, 0, 1, sim_now(e.s) + T_SEC);
-		assert_int_equal(q.status, -ERANGE);
-		c.strided.desc_off = ~0ull - 100;
-		sim_post(e.s, 0, 1, &c);
-		q = t_cqe(e.s, 0, 1, sim_now(e.s) + T_SEC);
-		assert_int_equal(q.status, -ERANGE);
-	}
+	s_desc_outside(&e, NICOFF_OP_PUT_STRIDED, 0, 8);
 	s_teardown(&e);
 }
 
@@ -431,36 +480,27 @@ static void s_checked_acc(struct s_env *e, u32 acc, s64 scale, u32 levels, u64 o
 	assert_memory_equal(e->b, want, S_BIG);
 }
 
-/* Random shapes of whole elements; under faults too, where a doubled piece would show. */
-static void s_acc_rounds(const struct fw_fault_cfg *faults, u32 rounds, u64 seed)
+/* A random shape of whole elements accumulated; under faults, a doubled piece would show. */
+static void s_acc_round(struct s_env *e, u64 *seed, u32 r)
 {
-	struct s_env e;
-	u32 r;
+	u32 acc = r % 2 ? NICOFF_ACC_INT64 : NICOFF_ACC_INT32, w = r % 2 ? 8 : 4;
+	u32 levels = sref_random_shape(e->desc, S_MAX_LEN, S_MAX_EXTENT, seed);
+	u64 off = sref_rand(seed) % (S_BIG - S_MAX_EXTENT);
+	u64 roff = sref_rand(seed) % (S_BIG - S_MAX_EXTENT);
 
-	s_setup(&e, faults);
-	for (r = 0; r < rounds; r++) {
-		u32 acc = r % 2 ? NICOFF_ACC_INT64 : NICOFF_ACC_INT32, w = r % 2 ? 8 : 4;
-		u32 levels = sref_random_shape(e.desc, S_MAX_LEN, S_MAX_EXTENT, &seed);
-		u64 off = sref_rand(&seed) % (S_BIG - S_MAX_EXTENT);
-		u64 roff = sref_rand(&seed) % (S_BIG - S_MAX_EXTENT);
-
-		/* Whole elements: a chunk of at least one, strides kept. */
-		e.desc->count[0] = (e.desc->count[0] + w - 1) / w * w;
-		if (sref_extent(e.desc, levels, e.desc->local_stride) > S_MAX_EXTENT ||
-		    sref_extent(e.desc, levels, e.desc->remote_stride) > S_MAX_EXTENT)
-			continue;
-		s_checked_acc(&e, acc, (s64)(sref_rand(&seed) % 7) - 3, levels, off, roff, 50 + r);
-	}
-	if (faults)
-		t_expect_lossy(e.s, 0);
-	s_teardown(&e);
+	/* Whole elements: a chunk of at least one, strides kept. */
+	e->desc->count[0] = (e->desc->count[0] + w - 1) / w * w;
+	if (sref_extent(e->desc, levels, e->desc->local_stride) > S_MAX_EXTENT ||
+	    sref_extent(e->desc, levels, e->desc->remote_stride) > S_MAX_EXTENT)
+		return;
+	s_checked_acc(e, acc, (s64)(sref_rand(seed) % 7) - 3, levels, off, roff, 50 + r);
 }
 
 static void test_accumulate(void **state)
 {
 	(void)state;
-	s_acc_rounds(NULL, 80, 31);
-	s_acc_rounds(&t_lossy, 20, 32);
+	s_rounds(NULL, 80, 31, s_acc_round);
+	s_rounds(&t_lossy, 20, 32, s_acc_round);
 }
 
 /* What the card refuses to accumulate, and what a put or get may not carry. */
@@ -512,6 +552,227 @@ static void test_accumulate_refusals(void **state)
 	s_teardown(&e);
 }
 
+/* A random list (empty, zero-length and overlapping segments among them), both ways. */
+static void s_vector_round(struct s_env *e, u64 *seed, u32 r)
+{
+	/* Small segments share packets; large ones span several. */
+	u64 max_seg = r % 3 ? 200 : 9000;
+	u32 n = vref_random(e->segs, NICOFF_VECTOR_MAX_SEGS, S_MAX_EXTENT, max_seg, seed);
+	u64 off = sref_rand(seed) % (S_BIG - S_MAX_EXTENT);
+	u64 roff = sref_rand(seed) % (S_BIG - S_MAX_EXTENT);
+
+	s_checked_op(e, NICOFF_OP_PUT_VECTOR, n, off, roff, 100 + 2 * r);
+	s_checked_op(e, NICOFF_OP_GET_VECTOR, n, off, roff, 300 + 2 * r);
+}
+
+/* The same under faults: every byte exactly once. */
+static void test_vector_random(void **state)
+{
+	(void)state;
+	s_rounds(NULL, 120, 4242, s_vector_round);
+	s_rounds(&t_lossy, 30, 4343, s_vector_round);
+}
+
+/* No segments, only empty ones, one byte each, a region ending at the last byte. */
+static void test_vector_edges(void **state)
+{
+	u32 exact_rkey, i, k;
+	struct nicoff_cqe q;
+	struct s_env e;
+
+	(void)state;
+	s_setup(&e, NULL);
+	for (k = 0; k < 2; k++) {
+		u8 opcode = k ? NICOFF_OP_GET_VECTOR : NICOFF_OP_PUT_VECTOR;
+
+		t_fill(e.a, S_BIG, 5);
+		t_fill(e.b, S_BIG, 6);
+		q = s_op(&e, opcode, 1, 2, e.rkey, 0, 0, 0);
+		assert_int_equal(q.status, 0);
+		assert_int_equal(q.result, 0);
+		/* Empty segments move nothing and are not held to the region. */
+		for (i = 0; i < 3; i++)
+			e.segs[i] = (struct nicoff_vector_seg){ 1ull << 40, ~0ull, 0 };
+		q = s_op(&e, opcode, 1, 2, e.rkey, 0, 0, 3);
+		assert_int_equal(q.status, 0);
+		assert_int_equal(q.result, 0);
+		assert_true(t_check(e.a, S_BIG, 5) && t_check(e.b, S_BIG, 6));
+	}
+	/* One-byte segments across a page boundary, backwards. */
+	for (i = 0; i < NICOFF_VECTOR_MAX_SEGS; i++)
+		e.segs[i] = (struct nicoff_vector_seg){ 4090 + i, 8191 - i, 1 };
+	s_checked_op(&e, NICOFF_OP_PUT_VECTOR, NICOFF_VECTOR_MAX_SEGS, 3, 0, 7);
+	s_checked_op(&e, NICOFF_OP_GET_VECTOR, NICOFF_VECTOR_MAX_SEGS, 3, 0, 8);
+	/* A region that ends at the list's last byte, then one byte short of it. */
+	t_port_mr(e.s, 1, 2, e.b + 4000, 5000, NICOFF_ACCESS_ALL, &exact_rkey);
+	e.segs[0] = (struct nicoff_vector_seg){ 0, 4000, 1000 };
+	e.segs[1] = (struct nicoff_vector_seg){ 2000, 0, 3000 };
+	t_fill(e.a, S_BIG, 9);
+	t_fill(e.b, S_BIG, 10);
+	q = s_op(&e, NICOFF_OP_PUT_VECTOR, 1, 2, exact_rkey, 0, 0, 2);
+	assert_int_equal(q.status, 0);
+	assert_int_equal(q.result, 4000);
+	assert_memory_equal(e.b + 8000, e.a, 1000);
+	assert_memory_equal(e.b + 4000, e.a + 2000, 3000);
+	t_fill(e.b, S_BIG, 11);
+	q = s_op(&e, NICOFF_OP_PUT_VECTOR, 1, 2, exact_rkey, 1, 0, 2);
+	assert_int_equal(q.status, -ERANGE);
+	assert_true(t_check(e.b, S_BIG, 11));
+	s_teardown(&e);
+}
+
+/* The card copied the list when it took the command: rewriting it later changes nothing. */
+static void test_vector_rewritten(void **state)
+{
+	static u8 want[S_BIG];
+	struct nicoff_cqe q;
+	struct s_env e;
+	u32 i;
+
+	(void)state;
+	s_setup(&e, NULL);
+	for (i = 0; i < 40; i++)
+		e.segs[i] = (struct nicoff_vector_seg){ 3000 * i, 2000 * (39 - i), 1500 };
+	t_fill(e.a, S_BIG, 12);
+	t_fill(e.b, S_BIG, 13);
+	memcpy(want, e.b, S_BIG);
+	vref_copy(e.segs, 40, true, e.a, 0, want, 0);
+	/* Some of it on the wire, then segments that would run past the region. */
+	s_post_started(&e, NICOFF_OP_PUT_VECTOR, 40);
+	for (i = 0; i < 40; i++)
+		e.segs[i] = (struct nicoff_vector_seg){ 0, S_BIG * 2, 4096 };
+	q = t_cqe(e.s, 0, 1, sim_now(e.s) + 10 * T_SEC);
+	assert_int_equal(q.status, 0);
+	assert_int_equal(q.result, 40 * 1500);
+	assert_memory_equal(e.b, want, S_BIG);
+	s_teardown(&e);
+}
+
+/* Each refusal completes with its error and writes no byte on either side. */
+static void test_vector_refusals(void **state)
+{
+	static const struct {
+		u32 n, rkey_sel, dst, dport;
+		u64 loff, roff, len, off, cmd_roff;
+		s32 want_put, want_get;
+	} cases[] = {
+		/* more segments than the card takes */
+		{ NICOFF_VECTOR_MAX_SEGS + 1, 0, 1, 2, 0, 0, 8, 0, 0, -EINVAL, -EINVAL },
+		/* a segment whose end wraps, on either side */
+		{ 2, 0, 1, 2, ~0ull - 4, 0, 8, 0, 0, -ERANGE, -ERANGE },
+		{ 2, 0, 1, 2, 0, ~0ull - 4, 8, 0, 0, -ERANGE, -ERANGE },
+		/* lengths whose sum overflows */
+		{ 2, 0, 1, 2, 0, 0, 1ull << 63, 0, 0, -EOVERFLOW, -EOVERFLOW },
+		/* the command's offset plus a segment's wraps */
+		{ 2, 0, 1, 2, 1ull << 63, 0, 8, 1ull << 63, 0, -ERANGE, -ERANGE },
+		/* the local side outside its region */
+		{ 2, 0, 1, 2, S_BIG - 4, 0, 8, 0, 0, -ERANGE, -ERANGE },
+		/* the remote side (the target refuses) */
+		{ 2, 0, 1, 2, 0, S_BIG - 4, 8, 0, 0, -ERANGE, -ERANGE },
+		{ 2, 0, 1, 2, 0, 0, 8, 0, S_BIG, -ERANGE, -ERANGE },
+		/* missing rights: a read-only or write-only rkey */
+		{ 2, 1, 1, 2, 0, 100, 8, 0, 0, -EACCES, 0 },
+		{ 2, 2, 1, 2, 0, 100, 8, 0, 0, 0, -EACCES },
+		/* no such port, no such card */
+		{ 2, 0, 1, 9, 0, 0, 8, 0, 0, -ECONNREFUSED, -ECONNREFUSED },
+		{ 2, 0, 7, 2, 0, 0, 8, 0, 0, -EINVAL, -EINVAL },
+	};
+	struct nicoff_cqe q;
+	struct s_env e;
+	u32 i, j, k;
+
+	(void)state;
+	s_setup(&e, NULL);
+	for (i = 0; i < T_ARRAY_SIZE(cases); i++) {
+		u32 rkeys[] = { e.rkey, e.ro_rkey, e.wo_rkey };
+
+		for (k = 0; k < 2; k++) {
+			s32 want = cases[i].want_put;
+
+			if (k)
+				want = cases[i].want_get;
+
+			/* Sound segments first: the bad one is the last, and nothing moves. */
+			for (j = 0; j < cases[i].n; j++)
+				e.segs[j] = (struct nicoff_vector_seg){ 64 * j, 64 * j, 8 };
+			e.segs[cases[i].n - 1] = (struct nicoff_vector_seg){ cases[i].loff,
+									     cases[i].roff,
+									     cases[i].len };
+			if (cases[i].len == 1ull << 63)
+				e.segs[0] = e.segs[cases[i].n - 1];
+			t_fill(e.a, S_BIG, 20 + i);
+			t_fill(e.b, S_BIG, 40 + i);
+			q = s_op(&e, k ? NICOFF_OP_GET_VECTOR : NICOFF_OP_PUT_VECTOR, cases[i].dst,
+				 cases[i].dport, rkeys[cases[i].rkey_sel], cases[i].cmd_roff,
+				 cases[i].off, cases[i].n);
+			assert_int_equal(q.status, want);
+			if (want) {
+				assert_int_equal(q.result, 0);
+				assert_true(t_check(e.a, S_BIG, 20 + i));
+				assert_true(t_check(e.b, S_BIG, 40 + i));
+			}
+		}
+	}
+	e.segs[0] = (struct nicoff_vector_seg){ 0, 0, 8 };
+	s_desc_outside(&e, NICOFF_OP_GET_VECTOR, 2, NICOFF_VECTOR_MAX_SEGS * sizeof(e.segs[0]));
+	s_teardown(&e);
+}
+
+/*
+ * A GET_VECTOR_REQ to card 1 port 2 as card 0 would send it, opening
+ * epoch @epoch: @n (offset, length) pairs from @w, claiming @count, for
+ * @total bytes at @roff; the target's verdict: 0 if it took it, else the
+ * error it answered with (and counted on its port).
+ */
+static s32 v_inject(struct s_env *e, u32 epoch, u32 n, u64 count, const u64 *w, u64 total,
+		    u64 roff)
+{
+	struct fw_pkt *pkt = t_pkt(e->s, FW_PKT_GET_VECTOR_REQ, FW_PKT_F_SYN | FW_PKT_F_ACKREQ,
+				   8 + 16 * n);
+	u64 before = fw_port_remote_errors(sim_card(e->s, 1), 2, NULL);
+	struct fw_remote_error last;
+
+	pkt->hdr.epoch = epoch;
+	pkt->hdr.msg_id = epoch;
+	pkt->hdr.total = total;
+	pkt->hdr.roff = roff;
+	pkt->hdr.rkey = e->rkey;
+	memcpy(pkt->payload, &count, 8);
+	memcpy(pkt->payload + 8, w, 16 * n);
+	t_pkt_send(e->s, pkt);
+	if (fw_port_remote_errors(sim_card(e->s, 1), 2, &last) == before)
+		return 0;
+	assert_int_equal(last.opcode, NICOFF_OP_GET_VECTOR);
+	return last.status;
+}
+
+/* The target checks a vector GET's list whole before it reads a byte. */
+static void test_vector_bad_request(void **state)
+{
+	static u64 w[2 * (NICOFF_VECTOR_MAX_SEGS + 1)];
+	const u64 ok[4] = { 0, 100, 500, 50 }, zero[4] = { 0, 100, 500, 0 };
+	const u64 wrap[2] = { ~0ull - 10, 20 };
+	struct s_env e;
+	u32 i;
+
+	(void)state;
+	s_setup(&e, NULL);
+	for (i = 0; i <= NICOFF_VECTOR_MAX_SEGS; i++) {
+		w[2 * i] = 10 * i;
+		w[2 * i + 1] = 1;
+	}
+	assert_int_equal(v_inject(&e, 11, 65, 65, w, 65, 0), -EINVAL);	/* too many */
+	assert_int_equal(v_inject(&e, 12, 2, 3, ok, 150, 0), -EINVAL);	/* count != pairs */
+	assert_int_equal(v_inject(&e, 13, 2, 2, zero, 100, 0), -EINVAL);	/* empty segment */
+	assert_int_equal(v_inject(&e, 14, 2, 2, ok, 151, 0), -EINVAL);	/* total differs */
+	assert_int_equal(v_inject(&e, 15, 1, 1, wrap, 20, 0), -ERANGE);	/* end wraps */
+	assert_int_equal(v_inject(&e, 16, 2, 2, ok, 150, ~0ull - 100), -ERANGE); /* roff + extent */
+	assert_int_equal(v_inject(&e, 17, 2, 2, ok, 150, S_BIG - 500), -ERANGE); /* outside */
+	/* Sound: answered (card 0 waits for no such GET and ignores the answer). */
+	assert_int_equal(v_inject(&e, 18, 2, 2, ok, 150, 0), 0);
+	s_teardown(&e);
+}
+
 int main(void)
 {
 	const struct FWT_UNIT_TEST tests[] = {
@@ -524,6 +785,11 @@ int main(void)
 		cmocka_unit_test(test_malformed_pieces),
 		cmocka_unit_test(test_accumulate),
 		cmocka_unit_test(test_accumulate_refusals),
+		cmocka_unit_test(test_vector_random),
+		cmocka_unit_test(test_vector_edges),
+		cmocka_unit_test(test_vector_rewritten),
+		cmocka_unit_test(test_vector_refusals),
+		cmocka_unit_test(test_vector_bad_request),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

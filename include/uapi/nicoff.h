@@ -158,7 +158,10 @@ struct nicoff_op_strided {
 	__u64 remote_off;
 	__u64 off;
 	__u32 desc_mr;
-	__u32 levels;
+	union {
+		__u32 levels;
+		__u32 segments;	/* PUT_VECTOR, GET_VECTOR */
+	};
 	__u64 desc_off;
 };
 
@@ -194,6 +197,35 @@ struct nicoff_strided_desc {
 	__u32 acc;		/* ACC_STRIDED: enum nicoff_acc_type; else zero */
 	__u32 reserved;		/* zero */
 	__s64 scale;		/* ACC_STRIDED: the factor; else zero */
+};
+
+/*
+ * NICOFF_OP_PUT_VECTOR / NICOFF_OP_GET_VECTOR: a put or get of a list of
+ * contiguous segments, ARMCI's PutV and GetV, walked by the card as a
+ * strided transfer is, with a struct nicoff_op_strided whose @segments
+ * (at most NICOFF_VECTOR_MAX_SEGS, else EINVAL) struct nicoff_vector_seg
+ * are at @desc_off of local region @desc_mr, copied when the card takes
+ * the command (the process may reuse the memory at once).  Segment i
+ * moves len bytes between @off + local_off of local region @mr and
+ * @remote_off + remote_off of the peer's region @rkey; segments move in
+ * list order, may overlap on either side, and one of zero length moves
+ * nothing.  Rights as for PUT and GET; every segment of both sides is
+ * checked to be inside its region (offsets that wrap: ERANGE) before the
+ * first byte moves.  Completes with the bytes moved: the sum of the
+ * lengths.
+ */
+
+/*
+ * Bounds the card's copy of a list (it keeps both sides' offsets for the
+ * walk); a longer list is split by the host into several commands.
+ */
+#define NICOFF_VECTOR_MAX_SEGS	64
+
+/* One segment of a vector put or get, in registered memory. */
+struct nicoff_vector_seg {
+	__u64 local_off;
+	__u64 remote_off;
+	__u64 len;
 };
 
 /*

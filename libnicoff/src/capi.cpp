@@ -740,3 +740,37 @@ int nicoff_acc_strided(nicoff_strided *s, uint32_t acc, int64_t scale, const nic
     return strided_post(s, NICOFF_OP_ACC_STRIDED, src_mr, src_off, src_stride, dst_off, dst_stride,
                         count, stride_levels, {card, dst_port, rkey}, tag, acc, scale);
 }
+
+namespace {
+
+// A vector put (put) or get through s, the list flattened from ARMCI's form.
+int vector_post(nicoff_strided *s, const nicoff_giov *darr, int len, const nicoff_mr *mr, bool put,
+                const nicoff::RemoteRegion &remote, uint64_t tag) {
+    if (!s || !mr || len < 0 || (len && !darr))
+        return -EINVAL;
+    return guarded([&] {
+        std::vector<nicoff::Giov> list;
+        for (const nicoff_giov &g : std::span(darr, static_cast<std::size_t>(len))) {
+            if (g.ptr_array_len < 0 || (g.ptr_array_len && (!g.src_off_array || !g.dst_off_array)))
+                return -EINVAL;
+            const auto n = static_cast<std::size_t>(g.ptr_array_len);
+            list.push_back({std::span(g.src_off_array, n), std::span(g.dst_off_array, n), g.bytes});
+        }
+        const std::vector<nicoff::Segment> segs = nicoff::segments_of(list, put);
+        const bool posted = put ? s->strided.try_put_vector(mr->mr, remote, segs, tag)
+                                : s->strided.try_get_vector(remote, mr->mr, segs, tag);
+        return posted ? 0 : -EAGAIN;
+    });
+}
+
+} // namespace
+
+int nicoff_put_vector(nicoff_strided *s, const nicoff_giov *darr, int len, const nicoff_mr *src_mr,
+                      uint32_t card, uint32_t dst_port, uint32_t rkey, uint64_t tag) {
+    return vector_post(s, darr, len, src_mr, true, {card, dst_port, rkey}, tag);
+}
+
+int nicoff_get_vector(nicoff_strided *s, const nicoff_giov *darr, int len, const nicoff_mr *dst_mr,
+                      uint32_t card, uint32_t src_port, uint32_t rkey, uint64_t tag) {
+    return vector_post(s, darr, len, dst_mr, false, {card, src_port, rkey}, tag);
+}

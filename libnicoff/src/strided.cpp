@@ -1,4 +1,4 @@
-// nicoff::Strided and for_each_chunk(): see <nicoff/strided.hpp>.
+// nicoff::Strided, for_each_chunk() and segments_of(): see <nicoff/strided.hpp>.
 #include <nicoff/strided.hpp>
 
 #include "common.hpp"
@@ -88,13 +88,71 @@ bool Strided::post(std::uint8_t opcode, const MemoryRegion &local, const Strided
         .levels = levels,
         .desc_off = slot * sizeof(nicoff_strided_desc),
     };
+    return post_cmd(opcode, op, tag);
+}
+
+bool Strided::post_cmd(std::uint8_t opcode, const nicoff_op_strided &op, std::uint64_t tag) {
     if (!port_->try_post(make_strided(opcode, op, tag))) {
         if (port_->in_error())
             throw_errno(EIO, "strided: the port is in the error state");
         return false;
     }
-    next_ = (slot + 1) % slots_.size();
+    next_ = (next_ + 1) % slots_.size();
     return true;
+}
+
+bool Strided::post_vector(std::uint8_t opcode, const MemoryRegion &local,
+                          const RemoteRegion &remote, std::span<const Segment> segments,
+                          std::uint64_t tag) {
+    if (segments.size() > NICOFF_VECTOR_MAX_SEGS)
+        throw_errno(EINVAL, "vector: more segments than one command takes");
+    if (slots_.empty())
+        throw_errno(EINVAL, "vector: a moved-from object");
+    if (!local.belongs_to(*port_))
+        throw_errno(EINVAL, "vector: the local region is not this port's");
+    if (vslots_.empty()) {
+        std::vector<VectorSlot> slots(slots_.size());
+        vmr_ = port_->register_memory(std::as_writable_bytes(std::span(slots)), 0);
+        vslots_ = std::move(slots);
+    }
+    // Slot next_ of either kind is written only once the command that last named it was taken.
+    VectorSlot &v = vslots_[next_];
+    for (std::size_t i = 0; i < segments.size(); i++)
+        v[i] = {segments[i].local_offset, segments[i].remote_offset, segments[i].bytes};
+    const nicoff_op_strided op = {
+        .dst_card = remote.card,
+        .dst_port = remote.port,
+        .rkey = remote.rkey,
+        .mr = local.handle(),
+        .remote_off = 0,
+        .off = 0,
+        .desc_mr = vmr_.handle(),
+        .segments = static_cast<std::uint32_t>(segments.size()),
+        .desc_off = next_ * sizeof(VectorSlot),
+    };
+    return post_cmd(opcode, op, tag);
+}
+
+bool Strided::try_put_vector(const MemoryRegion &local, const RemoteRegion &remote,
+                             std::span<const Segment> segments, std::uint64_t tag) {
+    return post_vector(NICOFF_OP_PUT_VECTOR, local, remote, segments, tag);
+}
+
+bool Strided::try_get_vector(const RemoteRegion &remote, const MemoryRegion &local,
+                             std::span<const Segment> segments, std::uint64_t tag) {
+    return post_vector(NICOFF_OP_GET_VECTOR, local, remote, segments, tag);
+}
+
+std::vector<Segment> segments_of(std::span<const Giov> list, bool put) {
+    std::vector<Segment> out;
+    for (const Giov &g : list) {
+        if (g.src.size() != g.dst.size())
+            throw_errno(EINVAL, "vector: a giov's arrays differ in length");
+        for (std::size_t i = 0; i < g.src.size(); i++)
+            out.push_back(put ? Segment{g.src[i], g.dst[i], g.bytes}
+                              : Segment{g.dst[i], g.src[i], g.bytes});
+    }
+    return out;
 }
 
 bool Strided::try_put(const MemoryRegion &local, const StridedSide &src, const RemoteRegion &remote,

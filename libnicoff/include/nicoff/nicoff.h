@@ -358,6 +358,29 @@ NICOFF_API int nicoff_get_strided(nicoff_strided *s, uint64_t src_off, const uin
                                   int stride_levels, uint32_t card, uint32_t src_port,
                                   uint32_t rkey, uint64_t tag);
 
+/*
+ * Vector put and get walked by the card (ARMCI's PutV and GetV) through a
+ * nicoff_strided: darr[0..len) in ARMCI's form, with region offsets for
+ * pointers, ptr_array_len segments of bytes each from src_off_array[i] to
+ * dst_off_array[i], moved in order.  The local side (the source of a put,
+ * the destination of a get) is region mr; the remote side the peer's
+ * region rkey on (card, port).  One command: at most
+ * NICOFF_VECTOR_MAX_SEGS segments in all (else -EINVAL: split the list).
+ * Returns as the strided calls do.
+ */
+typedef struct nicoff_giov {
+    const uint64_t *src_off_array;
+    const uint64_t *dst_off_array;
+    int ptr_array_len;
+    uint64_t bytes;
+} nicoff_giov;
+NICOFF_API int nicoff_put_vector(nicoff_strided *s, const nicoff_giov *darr, int len,
+                                 const nicoff_mr *src_mr, uint32_t card, uint32_t dst_port,
+                                 uint32_t rkey, uint64_t tag);
+NICOFF_API int nicoff_get_vector(nicoff_strided *s, const nicoff_giov *darr, int len,
+                                 const nicoff_mr *dst_mr, uint32_t card, uint32_t src_port,
+                                 uint32_t rkey, uint64_t tag);
+
 #ifdef __cplusplus
 }
 #endif

@@ -92,6 +92,9 @@ static void test_null_port(void **state) {
     assert_int_equal(nicoff_acc_strided(NULL, NICOFF_ACC_INT64, 2, NULL, 0, stride, 0, stride,
                                         count, 1, 1, 2, 3, 4),
                      -EINVAL);
+    const nicoff_giov giov = {stride, stride, 1, 8};
+    assert_int_equal(nicoff_put_vector(NULL, &giov, 1, NULL, 1, 2, 3, 4), -EINVAL);
+    assert_int_equal(nicoff_get_vector(NULL, &giov, 1, NULL, 1, 2, 3, 4), -EINVAL);
     assert_int_equal(nicoff_poll(NULL, cqe, 4), -EINVAL);
     assert_int_equal(nicoff_wait(NULL, 0), -EINVAL);
 }

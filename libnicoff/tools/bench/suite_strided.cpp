@@ -17,6 +17,9 @@
 //   contig  one contiguous PUT of the block's bytes per block: what the
 //           data path does without a shape
 //   memcpy  the CPU copying the block row by row between the same arrays
+//   vector  the block's rows as a list of segments, NICOFF_OP_PUT_VECTOR
+//           (ARMCI's PutV) through nicoff::Strided, a command per 64 rows:
+//           recorded as vector/nic, with the same fields
 //
 // Each method's first block of each size is not timed: its destination is
 // checked byte for byte (the block's rows where they belong, every other
@@ -46,14 +49,15 @@ constexpr std::uint64_t max_size = 64ull << 20; // the card's largest message
 constexpr std::uint64_t dbl = sizeof(double);
 constexpr std::byte untouched{0xa5}; // what the destination holds before a checked block
 
-enum class Method { nic, naive, contig, memcpy };
+enum class Method { nic, naive, contig, memcpy, vector };
 
 // The records' methods and --methods' words.
-constexpr std::array<Named<Method>, 4> method_names = {{
+constexpr std::array<Named<Method>, 5> method_names = {{
     {Method::nic, "nic"},
     {Method::naive, "naive"},
     {Method::contig, "contig"},
     {Method::memcpy, "memcpy"},
+    {Method::vector, "vector"},
 }};
 
 // The block of one size in both arrays, in bytes.
@@ -86,7 +90,8 @@ struct End {
     bool pump() {
         const auto got = take_completions(port, cqes);
         for (const nicoff_cqe &c : got) {
-            if (c.opcode != NICOFF_OP_PUT && c.opcode != NICOFF_OP_PUT_STRIDED)
+            if (c.opcode != NICOFF_OP_PUT && c.opcode != NICOFF_OP_PUT_STRIDED &&
+                c.opcode != NICOFF_OP_PUT_VECTOR)
                 fail(EPROTO, "unexpected completion, opcode " + std::to_string(c.opcode));
             done++;
             moved += c.result;
@@ -235,6 +240,26 @@ double memcpy_run(Run &r, std::uint64_t n) {
     return static_cast<double>(std::max<std::uint64_t>(now_ns() - t0, 1)) / 1e9;
 }
 
+// n blocks, each its rows as vector puts of at most NICOFF_VECTOR_MAX_SEGS segments.
+double vector_run(Run &r, std::uint64_t n) {
+    std::vector<Segment> rows;
+    for (std::uint64_t row = 0; row < r.sq.side; row++)
+        rows.push_back(
+            {r.sq.src_off + row * r.sq.src_ld, r.sq.dst_off + row * r.sq.dst_ld, r.sq.chunk()});
+    const std::uint64_t per = NICOFF_VECTOR_MAX_SEGS;
+    const std::uint64_t cmds = (rows.size() + per - 1) / per;
+    const RemoteRegion rem = r.remote();
+    return pipelined(
+        r, n * cmds,
+        [&](std::uint64_t i) {
+            const std::uint64_t at = i % cmds * per;
+            return r.strided.try_put_vector(
+                r.arr.src_mr, rem,
+                std::span(rows).subspan(at, std::min<std::uint64_t>(per, rows.size() - at)), i);
+        },
+        "vector");
+}
+
 double run_method(Method m, Run &r, std::uint64_t n) {
     switch (m) {
     case Method::nic:
@@ -245,6 +270,8 @@ double run_method(Method m, Run &r, std::uint64_t n) {
         return contig_run(r, n);
     case Method::memcpy:
         return memcpy_run(r, n);
+    case Method::vector:
+        return vector_run(r, n);
     }
     fail(EINVAL, "strided: unknown method");
 }
@@ -291,7 +318,7 @@ void run(Context &ctx) {
                                      [&](const Named<Method> &mn) { return w == mn.name; });
         if (it == method_names.end())
             throw std::invalid_argument("--methods: unknown method '" + w +
-                                        "' (nic, naive, contig, memcpy)");
+                                        "' (nic, naive, contig, memcpy, vector)");
         methods.push_back(&*it);
     }
     if (methods.empty())
@@ -341,7 +368,9 @@ void run(Context &ctx) {
                 rates[i].push_back(static_cast<double>(n * sq.bytes()) / secs / 1e6);
             }
         for (std::size_t i = 0; i < methods.size(); i++) {
-            ctx.add("square2d", methods[i]->name, "mb_per_s", summarize(rates[i]).median, "MB/s",
+            const bool vec = methods[i]->value == Method::vector;
+            ctx.add(vec ? "vector" : "square2d", vec ? "nic" : methods[i]->name, "mb_per_s",
+                    summarize(rates[i]).median, "MB/s",
                     {.nodes = 2,
                      .bytes = static_cast<std::int64_t>(sq.bytes()),
                      .runs = static_cast<std::int64_t>(repeat),
@@ -353,14 +382,16 @@ void run(Context &ctx) {
 const SuiteRegistrar registrar{{
     "strided",
     "put of a 2-D square block of doubles out of a larger array between two cards (seed 004 "
-    "Fig. 6): the card walking the shape, a PUT per row, a contiguous PUT and memcpy",
+    "Fig. 6): the card walking the shape, a PUT per row, a contiguous PUT, memcpy, and the rows "
+    "as a vector put",
     {
         peer_option(),
         {"sides", "block sides in doubles, comma-separated", "8,16,32,64,128,256,512,1024,2048"},
         {"src-extra", "doubles each source row has beyond the block (the block in the middle)",
          "128"},
         {"dst-extra", "doubles each destination row has beyond the block", "64"},
-        {"methods", "comma-separated: nic, naive, contig, memcpy", "nic,naive,contig,memcpy"},
+        {"methods", "comma-separated: nic, naive, contig, memcpy, vector",
+         "nic,naive,contig,memcpy,vector"},
         {"depth", "nic and contig: at most this many blocks in flight", "1024"},
         {"bytes", "bytes per run and size (at least one block)", "16777216"},
         {"max-ops", "at most this many blocks per run (keeps small sides short)", "256"},
