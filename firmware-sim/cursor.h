@@ -66,7 +66,7 @@ static inline int fw_shape_init(struct fw_shape *s)
 	return 0;
 }
 
-#define FW_SEGS_MAX		64
+#define FW_SEGS_MAX		16
 
 /*
  * A segment list (ARMCI's vector form): segment i holds message bytes

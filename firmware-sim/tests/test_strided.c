@@ -626,24 +626,25 @@ static void test_vector_rewritten(void **state)
 {
 	static u8 want[S_BIG];
 	struct nicoff_cqe q;
+	const u32 n = NICOFF_VECTOR_MAX_SEGS;
 	struct s_env e;
 	u32 i;
 
 	(void)state;
 	s_setup(&e, NULL);
-	for (i = 0; i < 40; i++)
-		e.segs[i] = (struct nicoff_vector_seg){ 3000 * i, 2000 * (39 - i), 1500 };
+	for (i = 0; i < n; i++)
+		e.segs[i] = (struct nicoff_vector_seg){ 3000 * i, 2000 * (n - 1 - i), 1500 };
 	t_fill(e.a, S_BIG, 12);
 	t_fill(e.b, S_BIG, 13);
 	memcpy(want, e.b, S_BIG);
-	vref_copy(e.segs, 40, true, e.a, 0, want, 0);
+	vref_copy(e.segs, n, true, e.a, 0, want, 0);
 	/* Some of it on the wire, then segments that would run past the region. */
-	s_post_started(&e, NICOFF_OP_PUT_VECTOR, 40);
-	for (i = 0; i < 40; i++)
+	s_post_started(&e, NICOFF_OP_PUT_VECTOR, n);
+	for (i = 0; i < n; i++)
 		e.segs[i] = (struct nicoff_vector_seg){ 0, S_BIG * 2, 4096 };
 	q = t_cqe(e.s, 0, 1, sim_now(e.s) + 10 * T_SEC);
 	assert_int_equal(q.status, 0);
-	assert_int_equal(q.result, 40 * 1500);
+	assert_int_equal(q.result, n * 1500);
 	assert_memory_equal(e.b, want, S_BIG);
 	s_teardown(&e);
 }

@@ -219,7 +219,7 @@ struct nicoff_strided_desc {
  * Bounds the card's copy of a list (it keeps both sides' offsets for the
  * walk); a longer list is split by the host into several commands.
  */
-#define NICOFF_VECTOR_MAX_SEGS	64
+#define NICOFF_VECTOR_MAX_SEGS	16
 
 /* One segment of a vector put or get, in registered memory. */
 struct nicoff_vector_seg {
