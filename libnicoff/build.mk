@@ -193,7 +193,8 @@ $(LIBNICOFF_UNIT_BINS): $(LIBNICOFF_UNIT_DIR)/libnicoff-%: $(LIBNICOFF_OBJDIR)/t
 # The bench framework's own test links the framework's objects.
 $(LIBNICOFF_UNIT_DIR)/libnicoff-bench: $(LIBNICOFF_OBJDIR)/tools/bench/framework.o \
 	$(LIBNICOFF_OBJDIR)/tools/bench/procstat.o $(LIBNICOFF_OBJDIR)/tools/bench/tunable.o \
-	$(LIBNICOFF_OBJDIR)/tools/bench/collective.o
+	$(LIBNICOFF_OBJDIR)/tools/bench/collective.o \
+	$(LIBNICOFF_OBJDIR)/tools/bench/shmbarrier.o
 
 # The launcher's test runs build/bin/nicoffrun (or $$NICOFFRUN when set).
 $(LIBNICOFF_OBJDIR)/tests/unit/test_nicoffrun.o: \

@@ -1,10 +1,11 @@
 // nicoff-bench's framework pieces that need no card: /proc/<pid>/stat
 // parsing, statistics, option parsing, JSON records with nulls, tunables
 // set for a scope (on files of a directory standing in for sysfs), the
-// collective suites' card counts.
+// collective suites' card counts, the shared-memory barrier's safety.
 #include "bench.hpp"
 #include "collective.hpp"
 #include "procstat.hpp"
+#include "shmbarrier.hpp"
 #include "tunable.hpp"
 
 #include <cerrno>
@@ -13,10 +14,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <fstream>
 #include <stdexcept>
 #include <string>
 #include <system_error>
+#include <thread>
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -44,11 +47,46 @@ void test_proc_stat(void **) {
     assert_string_equal(t.comm.c_str(), "a) b (c");
     assert_int_equal(t.ticks, 7);
     assert_false(flags & 0x00200000);
+    assert_int_equal(t.cpu, -1); // the line ends before field 39
+    // A full line: field 39, processor, is the CPU it last ran on.
+    std::string full = "7 (x) R 1 7 7 0 -1 4194304 0 0 0 0 3 4";
+    for (int n = 16; n <= 38; n++)
+        full += " 0";
+    full += " 5 0 0";
+    assert_true(parse_proc_stat(full, t, flags));
+    assert_int_equal(t.cpu, 5);
+    assert_int_equal(t.ticks, 7);
     assert_false(parse_proc_stat("12 (short) S 1 2 3", t, flags));
     assert_false(parse_proc_stat("garbage", t, flags));
     // This process is no kernel thread: never counted, whatever its name.
     for (const TaskCpu &k : kernel_threads_cpu(""))
         assert_true(k.pid != 0);
+}
+
+void test_schedstat(void **) {
+    SchedStat ss;
+    assert_true(parse_schedstat("8612860 17109098 5\n", ss));
+    assert_true(ss.run_ns == 8612860 && ss.wait_ns == 17109098 && ss.slices == 5);
+    assert_false(parse_schedstat("12 x", ss));
+    const std::string status = "Name:\tcat\nvoluntary_ctxt_switches:\t3\n"
+                               "nonvoluntary_ctxt_switches:\t42\n";
+    assert_true(status_field(status, "nonvoluntary_ctxt_switches") == 42u);
+    assert_true(status_field(status, "voluntary_ctxt_switches") == 3u);
+    assert_false(status_field(status, "ctxt_switches").has_value());
+    // This process, as the cpu_share counter is read; its run time grows.
+    const auto a = process_sched(::getpid());
+    assert_true(a.has_value());
+    // 20 ms of this process's own CPU time, however loaded the machine.
+    const std::clock_t end = std::clock() + CLOCKS_PER_SEC / 50;
+    while (std::clock() < end) {
+    }
+    const auto b = process_sched(::getpid());
+    assert_true(b.has_value() && b->sched.run_ns > a->sched.run_ns);
+    assert_false(process_sched(-1).has_value());
+    bool self = false;
+    for (const TaskRun &tr : all_tasks_run())
+        self = self || (tr.tid == ::getpid() && tr.cpu >= 0);
+    assert_true(self);
 }
 
 void test_summary(void **) {
@@ -262,14 +300,65 @@ void test_card_counts(void **) {
     assert_true(throws_invalid_argument([&] { (void)counts("2,x", 8); }));
 }
 
+// What the processes of the shm barrier test share: for each barrier, how
+// many entered it; a process leaving barrier k must see all of them.
+struct ShmTest {
+    static constexpr std::uint32_t nbarriers = 300;
+    ShmBarrierState state;
+    std::atomic<std::uint32_t> entered[nbarriers];
+    std::atomic<std::uint32_t> early; // leaves before every process entered
+};
+
+// n forked processes (more than this machine's CPUs, so that some sleep in
+// the futex) through nbarriers barriers; false on an early leave.
+bool shm_barrier_safe(std::uint32_t n, std::chrono::microseconds spin) {
+    SharedMem<ShmTest> t;
+    t->state.init(n);
+    {
+        Children kids;
+        for (std::uint32_t r = 0; r < n; r++)
+            kids.spawn([&, r] {
+                ShmBarrier b(t->state, spin);
+                for (std::uint32_t k = 0; k < ShmTest::nbarriers; k++) {
+                    t->entered[k].fetch_add(1);
+                    // Uneven arrivals: a different process is late each time.
+                    if ((k + r) % n == 0)
+                        std::this_thread::sleep_for(std::chrono::microseconds(100));
+                    b.wait();
+                    if (t->entered[k].load() != n)
+                        t->early.fetch_add(1);
+                }
+                return 0;
+            });
+        if (kids.reap(120) != Children::Outcome::ok)
+            return false;
+    }
+    for (const auto &e : t->entered)
+        if (e.load() != n)
+            return false;
+    return t->early.load() == 0;
+}
+
+void test_shm_barrier(void **) {
+    assert_true(shm_barrier_safe(8, std::chrono::microseconds(0)));
+    assert_true(shm_barrier_safe(8, std::chrono::microseconds(20)));
+    assert_true(shm_barrier_safe(2, std::chrono::microseconds(0)));
+    // One process: every barrier returns at once.
+    assert_true(shm_barrier_safe(1, std::chrono::microseconds(0)));
+    ShmBarrierState none{};
+    none.init(0);
+    assert_true(throws_invalid_argument([&] { ShmBarrier b(none, std::chrono::microseconds(0)); }));
+}
+
 } // namespace
 
 int main() {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_proc_stat),   cmocka_unit_test(test_summary),
-        cmocka_unit_test(test_options),     cmocka_unit_test(test_json_and_table),
-        cmocka_unit_test(test_tunable),     cmocka_unit_test(test_fields),
-        cmocka_unit_test(test_card_counts),
+        cmocka_unit_test(test_proc_stat),      cmocka_unit_test(test_schedstat),
+        cmocka_unit_test(test_summary),        cmocka_unit_test(test_options),
+        cmocka_unit_test(test_json_and_table), cmocka_unit_test(test_tunable),
+        cmocka_unit_test(test_fields),         cmocka_unit_test(test_card_counts),
+        cmocka_unit_test(test_shm_barrier),
     };
     return cmocka_run_group_tests_name("nicoff-bench framework", tests, nullptr, nullptr);
 }

@@ -32,6 +32,15 @@
 //       Quiet blocks (the locker paused, spinning idle on its CPU) and busy
 //       blocks alternate; idle is the median of the card run's quiet
 //       windows, each method's figure the median of its busy windows.
+//   cpu_share (seed 001 Fig. 7, from the scheduler's accounting)
+//       home_cpu_lost_pct: what a counting process pinned to the home CPU
+//       (CPU 0) did not get of --share-seconds of wall time, from its
+//       /proc/<pid>/schedstat run time; home_cpu_others_pct: the run time
+//       of every other task last seen on CPU 0 (/proc/*/task/*/schedstat);
+//       home_preemptions_per_s: the counter's involuntary context switches
+//       (/proc/<pid>/status).  bytes holds the offered rate as above;
+//       methods card, host-block (as in cpu_impact) and control (no lock
+//       traffic at all).  The bench itself sleeps on the last CPU meanwhile.
 #include "bench.hpp"
 #include "procstat.hpp"
 
@@ -49,6 +58,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <new>
 #include <stdexcept>
@@ -590,19 +600,75 @@ void spawn_control(Children &kids, LockShared *sh, int cpu) {
         ::close(fd);
 }
 
+enum class Traffic { card, host_block, control };
+
+const char *traffic_name(Traffic t) {
+    return t == Traffic::card ? "card" : t == Traffic::host_block ? "host-block" : "control";
+}
+
+// The remote lock traffic of cpu_impact and cpu_share: a lock at the home
+// card, served by the card or by a blocking server thread on CPU 0 (the
+// home CPU), and one locker on locker_cpu with delay_us after each lock
+// and unlock (paused until shm->pause is cleared).  control: pipe_control
+// spawns spawn_control's look-alike, else no traffic at all.
+struct LockTraffic {
+    LockTraffic(Traffic t, std::uint32_t home_card, std::uint32_t ncards, std::uint64_t delay_us,
+                int locker_cpu, bool pipe_control)
+        : home(home_card, Method{"", t == Traffic::host_block, ServerMode::block},
+               std::chrono::microseconds(0)) {
+        if (t == Traffic::host_block) {
+            // The server thread shares the counter's CPU.
+            cpu_set_t set;
+            CPU_ZERO(&set);
+            CPU_SET(0, &set);
+            pthread_setaffinity_np(home.thread().native_handle(), sizeof(set), &set);
+        }
+        shm->word = home.word(0, 8);
+        shm->delay_us = delay_us;
+        shm->node_mode = ServerMode::block;
+        shm->pause = 1;
+        if (t != Traffic::control)
+            spawn_contenders(kids, shm.get(), 1, home_card, ncards, LockKind::mcs,
+                             t == Traffic::host_block, 0, 0, locker_cpu);
+        else if (pipe_control)
+            spawn_control(kids, shm.get(), locker_cpu);
+        else
+            return;
+        while (shm->ready.load() < 1 && !shm->stop)
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    Home home;
+    SharedMem<LockShared> shm;
+    Children kids; // last: killed, if not reaped, before the rest goes
+};
+
+// Runs body with this process on CPU 0 and the card threads on the last
+// CPU, and puts both back whatever happens.
+void with_cpus_placed(int self_cpu, const std::function<void(int last)> &body) {
+    const int ncpu = static_cast<int>(std::thread::hardware_concurrency());
+    const int last = ncpu > 1 ? ncpu - 1 : 0;
+    cpu_set_t all;
+    sched_getaffinity(0, sizeof(all), &all);
+    pin_self(self_cpu < 0 ? last : self_cpu);
+    pin_card_threads(last);
+    try {
+        body(last);
+    } catch (...) {
+        pin_card_threads(-1);
+        sched_setaffinity(0, sizeof(all), &all);
+        throw;
+    }
+    pin_card_threads(-1);
+    sched_setaffinity(0, sizeof(all), &all);
+}
+
 void cpu_impact(Context &ctx, std::uint32_t home_card, std::uint32_t ncards) {
     const std::uint64_t windows = ctx.opts().u64("cpu-windows");
     const auto delays = ctx.opts().u64_list("cpu-delays-us");
-    const int ncpu = static_cast<int>(std::thread::hardware_concurrency());
-    const int last = ncpu > 1 ? ncpu - 1 : 0;
     const std::uint64_t block = 25; // windows per quiet or busy block
     if (windows == 0)
         throw std::invalid_argument("--cpu-windows must be at least 1");
-    cpu_set_t all;
-    sched_getaffinity(0, sizeof(all), &all);
-    pin_self(0);
-    pin_card_threads(last);
-    try {
+    with_cpus_placed(0, [&](int last) {
         for (std::uint64_t d : delays) {
             const double offered = d ? 1e6 / (2.0 * static_cast<double>(d)) : 0;
             auto rec = [&](const char *method, const char *metric, double v, const char *unit) {
@@ -610,30 +676,9 @@ void cpu_impact(Context &ctx, std::uint32_t home_card, std::uint32_t ncards) {
                 f.bytes = static_cast<std::int64_t>(offered);
                 ctx.add("cpu_impact", method, metric, v, unit, f);
             };
-            for (int m = 0; m < 3; m++) {
-                const bool host = m == 1, control = m == 2;
-                Home home(home_card, Method{"", host, ServerMode::block},
-                          std::chrono::microseconds(0));
-                if (host) {
-                    // The server thread shares the counter's CPU.
-                    cpu_set_t set;
-                    CPU_ZERO(&set);
-                    CPU_SET(0, &set);
-                    pthread_setaffinity_np(home.thread().native_handle(), sizeof(set), &set);
-                }
-                SharedMem<LockShared> shm;
-                shm->word = home.word(0, 8);
-                shm->delay_us = d;
-                shm->node_mode = ServerMode::block;
-                shm->pause = 1;
-                Children kids;
-                if (control)
-                    spawn_control(kids, shm.get(), last);
-                else
-                    spawn_contenders(kids, shm.get(), 1, home_card, ncards, LockKind::mcs, host, 0,
-                                     0, last);
-                while (shm->ready.load() < 1 && !shm->stop)
-                    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            for (const Traffic t : {Traffic::card, Traffic::host_block, Traffic::control}) {
+                LockTraffic tr(t, home_card, ncards, d, last, true);
+                LockShared *shm = tr.shm.get();
                 // Quiet and busy blocks alternate, so that the host's load
                 // drifting during the run hits both alike; medians of windows.
                 std::vector<double> quiet, busy;
@@ -651,12 +696,12 @@ void cpu_impact(Context &ctx, std::uint32_t home_card, std::uint32_t ncards) {
                     cycles += shm->cycles.load() - c0;
                 }
                 shm->stop = 1;
-                const char *method = control ? "control" : host ? "host-block" : "card";
-                if (!reaped(kids, shm.get(),
+                const char *method = traffic_name(t);
+                if (!reaped(tr.kids, shm,
                             "cpu_impact " + std::string(method) + ", delay " + std::to_string(d) +
                                 " us"))
                     continue;
-                if (m == 0)
+                if (t == Traffic::card)
                     rec("idle", "iterations", summarize(quiet).median, "iter/ms");
                 rec(method, "iterations", summarize(busy).median, "iter/ms");
                 rec(method, "ops_per_s",
@@ -664,13 +709,97 @@ void cpu_impact(Context &ctx, std::uint32_t home_card, std::uint32_t ncards) {
                     "ops/s");
             }
         }
-    } catch (...) {
-        pin_card_threads(-1);
-        sched_setaffinity(0, sizeof(all), &all);
-        throw;
+    });
+}
+
+// What the counting process of cpu_share shares with the bench.
+struct CounterShared {
+    std::atomic<int> pid;
+    std::atomic<int> stop;
+};
+
+// Run time of the tasks last seen on `cpu` between two snapshots, but the
+// task `except`; a task that appeared meanwhile counts from zero.
+std::uint64_t others_on_cpu(const std::vector<TaskRun> &before, const std::vector<TaskRun> &after,
+                            int cpu, int except) {
+    std::uint64_t ns = 0;
+    for (const TaskRun &a : after) {
+        if (a.cpu != cpu || a.tid == except)
+            continue;
+        std::uint64_t prev = 0;
+        for (const TaskRun &b : before)
+            if (b.tid == a.tid) {
+                prev = b.run_ns;
+                break;
+            }
+        if (a.run_ns > prev)
+            ns += a.run_ns - prev;
     }
-    pin_card_threads(-1);
-    sched_setaffinity(0, sizeof(all), &all);
+    return ns;
+}
+
+void cpu_share(Context &ctx, std::uint32_t home_card, std::uint32_t ncards) {
+    const double seconds = ctx.opts().number("share-seconds");
+    const auto delays = ctx.opts().u64_list("cpu-delays-us");
+    if (!(seconds > 0))
+        throw std::invalid_argument("--share-seconds must be positive");
+    // The bench only sleeps and reads /proc meanwhile: off the home CPU.
+    with_cpus_placed(-1, [&](int last) {
+        for (std::uint64_t d : delays) {
+            const double offered = d ? 1e6 / (2.0 * static_cast<double>(d)) : 0;
+            for (const Traffic t : {Traffic::card, Traffic::host_block, Traffic::control}) {
+                LockTraffic tr(t, home_card, ncards, d, last, false);
+                SharedMem<CounterShared> cs;
+                Children counter;
+                counter.spawn([&] {
+                    pin_self(0);
+                    cs->pid = ::getpid();
+                    std::uint64_t x = 1;
+                    while (!cs->stop.load(std::memory_order_relaxed)) {
+                        x = x * 6364136223846793005ull + 1442695040888963407ull;
+                        asm volatile("" : "+r"(x)); // work, not folded away
+                    }
+                    return 0;
+                });
+                while (!cs->pid.load())
+                    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+                tr.shm->pause = 0;
+                std::this_thread::sleep_for(std::chrono::milliseconds(100)); // settle
+                const int pid = cs->pid.load();
+                const std::vector<TaskRun> tasks0 = all_tasks_run();
+                const std::uint64_t c0 = tr.shm->cycles.load(), t0 = now_ns();
+                const auto s0 = process_sched(pid);
+                std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+                const std::uint64_t t1 = now_ns(), c1 = tr.shm->cycles.load();
+                const auto s1 = process_sched(pid);
+                const std::vector<TaskRun> tasks1 = all_tasks_run();
+                cs->stop = 1;
+                tr.shm->stop = 1;
+                const char *method = traffic_name(t);
+                const std::string what =
+                    "cpu_share " + std::string(method) + ", delay " + std::to_string(d) + " us";
+                if (counter.reap(60) != Children::Outcome::ok)
+                    fail(EIO, what + ": the counting process failed");
+                if (!s0 || !s1)
+                    fail(ENOENT, what + ": no /proc/<pid>/schedstat or status for the counter");
+                if (t != Traffic::control && !reaped(tr.kids, tr.shm.get(), what))
+                    continue;
+                const double wall = static_cast<double>(t1 - t0);
+                const double ran = static_cast<double>(s1->sched.run_ns - s0->sched.run_ns);
+                Fields f = nodes_runs(1, 1);
+                f.bytes = static_cast<std::int64_t>(offered);
+                auto rec = [&](const char *metric, double v, const char *unit) {
+                    ctx.add("cpu_share", method, metric, v, unit, f);
+                };
+                rec("home_cpu_lost_pct", std::max(0.0, 100.0 * (1.0 - ran / wall)), "%");
+                rec("home_cpu_others_pct",
+                    100.0 * static_cast<double>(others_on_cpu(tasks0, tasks1, 0, pid)) / wall, "%");
+                rec("home_preemptions_per_s",
+                    static_cast<double>(s1->involuntary - s0->involuntary) * 1e9 / wall, "1/s");
+                rec("ops_per_s", static_cast<double>(c1 - c0) * 1e9 / wall, "ops/s");
+            }
+        }
+    });
 }
 
 void run(Context &ctx) {
@@ -691,6 +820,8 @@ void run(Context &ctx) {
         locks(ctx, home, info.num_cards);
     if (want("cpu"))
         cpu_impact(ctx, home, info.num_cards);
+    if (want("cpu_share"))
+        cpu_share(ctx, home, info.num_cards);
 }
 
 const SuiteRegistrar reg{{
@@ -698,7 +829,7 @@ const SuiteRegistrar reg{{
     "remote atomics by the card vs host-based servers; MCS and TAS locks; CPU impact",
     {
         {"home", "card of the atomics' target and of the lock's home", "1"},
-        {"parts", "comma-separated: latency, throughput, lock, cpu (or all)", "all"},
+        {"parts", "comma-separated: latency, throughput, lock, cpu, cpu_share (or all)", "all"},
         {"iters", "operations timed per latency case", "2000"},
         {"warmup", "untimed operations before each latency case", "100"},
         {"depth", "outstanding fetch-adds per requester (card throughput)", "64"},
@@ -710,6 +841,7 @@ const SuiteRegistrar reg{{
         {"cpu-windows", "1 ms counting windows per cpu_impact point", "300"},
         {"cpu-delays-us", "cpu_impact: delays after lock and after unlock",
          "2000,1000,500,200,100,50"},
+        {"share-seconds", "cpu_share: seconds measured per offered rate and method", "2"},
     },
     run,
 }};

@@ -11,6 +11,11 @@
 //                            pairwise, dissemination, tree, central,
 //                            combining, tournament, and auto (card only)
 //   <alg>/host/card          ratio: host latency over card latency
+//   central/shm              latency_us: the same processes with a futex-
+//                            based shared-memory barrier (shmbarrier.hpp,
+//                            a central sense-reversing counter: what a user
+//                            of one machine would pick); --shm 0: not run
+//   <alg>/card/shm           ratio: card latency over shm latency
 //   auto/card                chosen: the algorithm auto picked (its number)
 //   <alg>/card               latency_us_1proc: one process holds a port on
 //                            each of N cards (N up to every card of the
@@ -29,6 +34,7 @@
 // p2p suite's L, o, g) and the simulator's for 4,096 and 1,048,576 nodes.
 #include "bench.hpp"
 #include "collective.hpp"
+#include "shmbarrier.hpp"
 
 #include <nicoff/nicoff.hpp>
 #include <nicoff/prep.h>
@@ -45,7 +51,8 @@ namespace {
 
 constexpr std::uint32_t ncard_algs = NICOFF_BARRIER_MAX; // auto + the six
 constexpr std::uint32_t nhost_algs = NICOFF_BARRIER_MAX - 1;
-constexpr std::uint32_t nconfigs = ncard_algs + nhost_algs;
+constexpr std::uint32_t shm_config = ncard_algs + nhost_algs;
+constexpr std::uint32_t nconfigs = shm_config + 1;
 
 std::vector<std::uint32_t> parse_algs(const Options &o, const std::string &name) {
     std::vector<std::uint32_t> v;
@@ -66,6 +73,7 @@ struct Shared {
     double p99_us[nconfigs];
     std::uint32_t runs[nconfigs];
     std::uint64_t chosen; // auto's GROUP_CREATE result
+    ShmBarrierState shm;
     // Run control, not a barrier: rank 0 ends a configuration early (time
     // budget) by setting the last barrier to run.  No rank is ever more
     // than one barrier ahead of another, so stop = k + 1, written by rank 0
@@ -73,12 +81,14 @@ struct Shared {
     std::atomic<std::uint32_t> stop[nconfigs];
 };
 
-// lat_us[a]: card algorithm a (0: auto); lat_us[ncard_algs + a - 1]: host a.
+// lat_us[a]: card algorithm a (0: auto); lat_us[ncard_algs + a - 1]: host a;
+// lat_us[shm_config]: the shared-memory barrier.
 
 struct ProcParams {
     std::uint32_t n, cards, warmup, iters;
     double seconds;
     std::chrono::microseconds spin;
+    bool shm;
     std::vector<std::uint32_t> card_algs, host_algs;
 };
 
@@ -131,6 +141,10 @@ void rank_main(Shared *sh, const ProcParams &pp, std::uint32_t rank, std::uint32
         Group g(me.port, me.members, rank, gid_base + 100 + a, me.gc);
         g.destroy();
     }
+    if (pp.shm) {
+        ShmBarrier sb(sh->shm, pp.spin);
+        timed([&] { sb.wait(); }, shm_config);
+    }
 }
 
 void run_procs(Context &ctx, const ProcParams &pp, std::uint32_t gid_base) {
@@ -139,6 +153,7 @@ void run_procs(Context &ctx, const ProcParams &pp, std::uint32_t gid_base) {
     std::fill(std::begin(sh->lat_us), std::end(sh->lat_us), -1.0);
     for (auto &st : sh->stop)
         st.store(pp.iters);
+    sh->shm.init(pp.n);
     run_ranks(pp.n, sh->failure, "barrier N=" + std::to_string(pp.n),
               [&](std::uint32_t r) { rank_main(sh, pp, r, gid_base); });
     const Shared &res = *sh;
@@ -157,6 +172,14 @@ void run_procs(Context &ctx, const ProcParams &pp, std::uint32_t gid_base) {
         add_config(a, a, "card");
     for (const std::uint32_t a : pp.host_algs)
         add_config(a, ncard_algs + a - 1, "host");
+    if (pp.shm) {
+        add_config(NICOFF_BARRIER_CENTRAL, shm_config, "shm");
+        for (const std::uint32_t a : pp.card_algs) {
+            add(a, "card/shm", "ratio", res.lat_us[a] / res.lat_us[shm_config], "x", res.runs[a]);
+            add(a, "card/shm", "ratio_median", res.median_us[a] / res.median_us[shm_config], "x",
+                res.runs[a]);
+        }
+    }
     for (const std::uint32_t a : pp.host_algs) {
         if (std::find(pp.card_algs.begin(), pp.card_algs.end(), a) == pp.card_algs.end())
             continue;
@@ -268,6 +291,7 @@ void run(Context &ctx) {
     pp.cards = cards;
     pp.card_algs = parse_algs(o, "card-algs");
     pp.host_algs = parse_algs(o, "host-algs");
+    pp.shm = o.u64("shm") != 0;
     if (std::find(pp.host_algs.begin(), pp.host_algs.end(), 0u) != pp.host_algs.end())
         throw std::invalid_argument("--host-algs: auto is the card's");
     if (pp.iters == 0)
@@ -309,6 +333,7 @@ const SuiteRegistrar reg{{
          "pairwise,dissemination,tree,central,combining,tournament,auto"},
         {"host-algs", "host algorithms",
          "pairwise,dissemination,tree,central,combining,tournament"},
+        {"shm", "1: also time the futex-based shared-memory barrier (method shm)", "1"},
         spin_option(),
         cards_option(),
         {"cards-algs", "one-process runs: algorithms", "dissemination,pairwise,auto"},
