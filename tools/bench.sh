@@ -22,6 +22,11 @@ if [ "$suite" = mpi ]; then
 	# MPI programs under MPICH's mpiexec: libnicoff/mpi/bench/mpi-bench.sh.
 	vm_args+=(--mpi --file "$PWD/libnicoff/mpi/bench/mpi-bench.sh:/bin/mpi-bench.sh")
 	run="sh /bin/mpi-bench.sh /tmp/$suite.json $BUILD/lib/libnicoff-mpi-mpich.so ${BENCH_ARGS:-}"
+	# and under Open MPI's mpirun in the same boot, where it was built.
+	if [ -x "$BUILD/bin/nicoff-mpi-bench-openmpi" ]; then
+		vm_args+=(--openmpi)
+		run+=" --openmpi-lib $BUILD/lib/libnicoff-mpi-openmpi.so"
+	fi
 fi
 # What the records were measured on, read in the guest just before the suite
 # runs (tools/benchfile.py adds the host's side).

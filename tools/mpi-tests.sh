@@ -18,7 +18,9 @@
 # Environment: BUILD (default <top>/build), MODULE (default <top>/nicoff.ko),
 # KERNEL (guest kernel), NICOFF_MPI_LIB (the PMPI library, e.g.
 # build/lib/libnicoff-mpi-mpich.so), MPI_TESTS_RANKS, MPI_TESTS_TIMEOUT
-# (seconds for one mpiexec, default 120).
+# (seconds for one mpiexec, default 120), MPI_TESTS_OPENMPI=1 (Open MPI
+# instead: the programs of `make mpi-tests-openmpi` under mpirun,
+# run.sh --openmpi, NICOFF_MPI_LIB then build/lib/libnicoff-mpi-openmpi.so).
 # In the guest busybox sh runs it as `mpi-tests.sh --guest DIR [LIB]` (that
 # part is POSIX sh; the host part, after it, bash).
 set -euo pipefail
@@ -73,7 +75,8 @@ pinned() { cat /sys/class/nicoff/pinned_pages 2>/dev/null || echo -1; }
 
 guest() {
 	local dir=$1 lib=${2:-} tmo=${MPI_TESTS_TIMEOUT:-120} t=0 fails=0 mode n prog
-	local pre rc t0 t1 secs after waited status out
+	local pre rc t0 t1 secs after waited status out launch=mpiexec
+	[ "${MPI_TESTS_OPENMPI:-}" = 1 ] && launch=mpirun.openmpi
 	echo "TAP version 13"
 	for mode in control preload; do
 		for n in ${MPI_TESTS_RANKS:-1 2 3 8}; do
@@ -88,11 +91,16 @@ guest() {
 				set -- -n "$n"
 				# The card always (no timing against MPI), and its report,
 				# to check below that the card did the work.
-				[ "$mode" = preload ] && set -- "$@" -genv LD_PRELOAD "$lib" \
-					-genv NICOFF_MPI_SELECT card -genv NICOFF_MPI_REPORT 1
-				echo "# $mode: mpiexec $* $prog $(prog_args $prog "$n")"
+				if [ "$mode" = preload ] && [ "$launch" = mpiexec ]; then
+					set -- "$@" -genv LD_PRELOAD "$lib" \
+						-genv NICOFF_MPI_SELECT card -genv NICOFF_MPI_REPORT 1
+				elif [ "$mode" = preload ]; then
+					set -- "$@" -x "LD_PRELOAD=$lib" \
+						-x NICOFF_MPI_SELECT=card -x NICOFF_MPI_REPORT=1
+				fi
+				echo "# $mode: $launch $* $prog $(prog_args $prog "$n")"
 				# shellcheck disable=SC2046 # the arguments are words
-				if timeout "$tmo" mpiexec "$@" "$dir/$prog" $(prog_args $prog "$n") >/tmp/mpi.out 2>&1; then
+				if timeout "$tmo" $launch "$@" "$dir/$prog" $(prog_args $prog "$n") >/tmp/mpi.out 2>&1; then
 					rc=0
 				else
 					rc=$?
@@ -158,10 +166,14 @@ while (($#)); do
 done
 [[ -f $module ]] || { echo "mpi-tests.sh: $module missing: make module" >&2; exit 2; }
 args=(--mpi --module "$module" --timeout "${MPI_TESTS_VM_TIMEOUT:-1500}")
-[[ -n ${KERNEL:-} ]] && args+=(--kernel "$KERNEL")
 dir=$build/mpi-tests
+if [[ ${MPI_TESTS_OPENMPI:-} == 1 ]]; then
+	args[0]=--openmpi
+	dir=$build/mpi-tests-openmpi
+fi
+[[ -n ${KERNEL:-} ]] && args+=(--kernel "$KERNEL")
 for p in mpi_barrier_safety mpi_split mpi_many mpi_bcast mpi_kill; do
-	[[ -x $dir/$p ]] || { echo "mpi-tests.sh: $dir/$p missing: make mpi-tests" >&2; exit 2; }
+	[[ -x $dir/$p ]] || { echo "mpi-tests.sh: $dir/$p missing: make ${dir##*/}" >&2; exit 2; }
 	args+=(--bin "$dir/$p")
 done
 args+=(--file "$top/tools/mpi-tests.sh:/bin/mpi-tests.sh")
@@ -176,7 +188,7 @@ else
 	echo "mpi-tests.sh: NICOFF_MPI_LIB not set: the control runs only, the preload runs are skipped"
 fi
 envs=""
-for v in MPI_TESTS_RANKS MPI_TESTS_TIMEOUT; do
+for v in MPI_TESTS_RANKS MPI_TESTS_TIMEOUT MPI_TESTS_OPENMPI; do
 	[[ -n ${!v:-} ]] || continue
 	[[ ${!v} =~ ^[0-9\ ]+$ ]] || { echo "mpi-tests.sh: $v: numbers only" >&2; exit 2; }
 	envs+="$v='${!v}' "

@@ -31,14 +31,16 @@ $(foreach f,$(NICOFF_MPI_FLAVOURS),$(eval $(call NICOFF_MPI_FLAVOUR,$(f))))
 
 USER_TARGETS += $(NICOFF_MPI_LIBS)
 
-# nicoff-mpi-bench (the `mpi` benchmark's program, tools/mpi-bench.sh), with
-# MPICH when it is present.
-ifneq ($(filter mpich,$(NICOFF_MPI_FLAVOURS)),)
-NICOFF_MPI_BENCH := $(BUILD)/bin/nicoff-mpi-bench
-$(NICOFF_MPI_BENCH): $(NICOFF_MPI_DIR)/bench/mpi_bench.c $(LIBNICOFF_LINKS) | $(LIBNICOFF_ABI_H)
-	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_USER) $(LIBNICOFF_CPPFLAGS) $(shell pkg-config --cflags mpich) \
-		$(LIBNICOFF_BIN_RPATH) -o $@ $< $(LIBNICOFF_LDLIBS) \
-		$(filter -L% -lmpi%,$(shell pkg-config --libs mpich)) -ljson-c
-USER_TARGETS += $(NICOFF_MPI_BENCH)
-endif
+# nicoff-mpi-bench (the `mpi` benchmark's program, tools/mpi-bench.sh), once
+# per flavour present: nicoff-mpi-bench with MPICH, nicoff-mpi-bench-openmpi
+# with Open MPI.
+NICOFF_MPI_BENCH_NAME = nicoff-mpi-bench$(if $(filter ompi-c,$(1)),-openmpi)
+define NICOFF_MPI_BENCH_RULE
+$$(BUILD)/bin/$$(call NICOFF_MPI_BENCH_NAME,$(1)): $$(NICOFF_MPI_DIR)/bench/mpi_bench.c $$(LIBNICOFF_LINKS) | $$(LIBNICOFF_ABI_H)
+	@mkdir -p $$(@D)
+	$$(CC) $$(CFLAGS_USER) $$(LIBNICOFF_CPPFLAGS) $$(shell pkg-config --cflags $(1)) \
+		$$(LIBNICOFF_BIN_RPATH) -o $$@ $$< $$(LIBNICOFF_LDLIBS) \
+		$$(filter -L% -lmpi%,$$(shell pkg-config --libs $(1))) -ljson-c
+USER_TARGETS += $$(BUILD)/bin/$$(call NICOFF_MPI_BENCH_NAME,$(1))
+endef
+$(foreach f,$(NICOFF_MPI_FLAVOURS),$(eval $(call NICOFF_MPI_BENCH_RULE,$(f))))

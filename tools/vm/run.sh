@@ -50,6 +50,9 @@ Usage: $prog [options]
   --mpi                MPICH's mpiexec (hydra) in the guest: its launcher and
                        proxy, libmpich with UCX's transport modules, loopback
                        up, a hosts entry, and the environment for one host
+  --openmpi            Open MPI's mpirun (orterun) in the guest: orted, libmpi,
+                       its MCA and PMIx components, their data files, loopback
+                       up, a hosts entry, and the environment for one host
   --collect GUEST:HOST bring a guest file back to the host after the commands;
                        a relative GUEST path is relative to /tmp (repeatable)
   --timeout SECS       kill QEMU and fail after SECS seconds (default 300)
@@ -103,6 +106,7 @@ cmds=()
 collects=()
 keep_going=0
 mpi=0
+openmpi=0
 timeout_secs=300
 shell_mode=0
 memory=1024
@@ -131,7 +135,7 @@ while (($#)); do
 			shift
 		fi
 		;;
-	--keep-going | --mpi | --shell | --quiet | -h | --help)
+	--keep-going | --mpi | --openmpi | --shell | --quiet | -h | --help)
 		((!has_val)) || die "$opt takes no value"
 		;;
 	*) die "unknown option: $opt (see --help)" ;;
@@ -155,6 +159,7 @@ while (($#)); do
 	--scan-log) scan_log=$val ;;
 	--keep-going) keep_going=1 ;;
 	--mpi) mpi=1 ;;
+	--openmpi) openmpi=1 ;;
 	--shell) shell_mode=1 ;;
 	--quiet) quiet=1 ;;
 	-h | --help)
@@ -386,6 +391,67 @@ if ((mpi)); then
 	mpi_env="HYDRA_LAUNCHER=fork UCX_TLS=self,sm"
 fi
 
+# Copy the libraries that the shared objects @ need (DT_NEEDED, read with one
+# readelf for all of them), each with what ldd lists for it: one ldd per
+# library instead of one per object, for the many plugins of Open MPI.
+copy_needed() {
+	local soname lib
+	ldconfig -p >"$work/ldconfig"
+	for soname in $(readelf -d "$@" | awk '$2 == "(NEEDED)" { gsub(/[][]/, "", $NF); print $NF }' | sort -u); do
+		lib=$(awk -v n="$soname" '$1 == n && /x86-64/ { print $NF; exit }' "$work/ldconfig")
+		[[ -n $lib ]] || die "--openmpi: shared library not found: $soname"
+		[[ -n ${copied[$lib]:-} ]] && continue
+		copy_same_path "$lib"
+		copy_deps "$lib"
+	done
+}
+
+# --openmpi: Open MPI from the installed packages (openmpi-bin, libopenmpi3).
+# orterun starts one orted, found in PATH; both dlopen their MCA components
+# and PMIx its plugins from the directories they were built with, and read
+# their parameter files and help texts from /etc and /usr/share.
+if ((openmpi)); then
+	orterun=$(command -v orterun) || die "--openmpi: orterun not found (apt-get install openmpi-bin)"
+	orted=$(command -v orted) || die "--openmpi: orted not found (apt-get install openmpi-bin)"
+	for b in "$orterun" "$orted"; do
+		cp -L "$b" "$root/bin/${b##*/}"
+		copy_deps "$b"
+	done
+	ln -sf orterun "$root/bin/mpirun"
+	ln -sf orterun "$root/bin/mpirun.openmpi"
+	# (all of ldconfig's list read: awk leaving early would kill it with SIGPIPE)
+	libmpi=$(ldconfig -p | awk '$1 == "libmpi.so.40" && /x86-64/ && !p { print $NF; p = 1 }')
+	[[ -n $libmpi ]] || die "--openmpi: libmpi.so.40 not found (apt-get install libopenmpi3)"
+	copy_same_path "$libmpi"
+	copy_deps "$libmpi"
+	ompi_lib=$(cd "${libmpi%/*}" && pwd -P)
+	[[ -d $ompi_lib/openmpi/lib/openmpi3 && -d $ompi_lib/pmix2 ]] ||
+		die "--openmpi: no MCA components in $ompi_lib/openmpi/lib/openmpi3 or no $ompi_lib/pmix2"
+	# Not the components of networks and batch systems the guest has no
+	# device or daemon for (OFI, InfiniBand, PSM, UCX, Slurm, Flux, Grid
+	# Engine, LSF), nor OpenSHMEM's: they only add libraries and seconds.
+	mca=()
+	for so in "$ompi_lib"/openmpi/lib/openmpi3/mca_*.so "$ompi_lib"/pmix2/lib/pmix/*.so; do
+		case ${so##*/} in
+		*_ofi.so | *_openib.so | *_psm.so | *_psm2.so | *_ucx.so | *_slurm.so | *_flux.so | \
+			*_gridengine.so | *_jsm.so | mca_atomic_* | mca_memheap_* | mca_scoll_* | \
+			mca_spml_* | mca_sshmem_*) continue ;;
+		esac
+		copy_same_path "$so"
+		mca+=("$so")
+	done
+	((${#mca[@]})) && copy_needed "${mca[@]}"
+	for d in /etc/openmpi /usr/share/openmpi "$ompi_lib/pmix2/share"; do
+		[[ -d $d ]] || die "--openmpi: $d not found (apt-get install openmpi-bin openmpi-common)"
+		mkdir -p "$root${d%/*}"
+		cp -RL "$d" "$root$d"
+	done
+	# One host, no ssh (the isolated launcher forks orted); root may run
+	# ranks (the guest runs everything as root); more ranks than CPUs.
+	mpi_env="${mpi_env:+$mpi_env }OMPI_MCA_plm=isolated OMPI_ALLOW_RUN_AS_ROOT=1"
+	mpi_env="$mpi_env OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1"
+fi
+
 for d in "${lib_paths[@]}"; do
 	# Shared objects of the project library that nothing above needed
 	# directly (e.g. loaded with dlopen), with their own dependencies.
@@ -441,7 +507,7 @@ guest_ld_path=$(
 	echo "module_name=$(sq "$mod_name")"
 	echo "module_params=$(sq "$params")"
 	echo "keep_going=$keep_going"
-	echo "mpi=$mpi"
+	echo "mpi=$((mpi || openmpi))"
 	echo "mpi_env=$(sq "$mpi_env")"
 	echo "shell_mode=$shell_mode"
 	echo "guest_ld_path=$(sq "$guest_ld_path")"

@@ -8,10 +8,16 @@
 #                  record's "config")
 #   nicoff-pmpi    the same program with libnicoff-mpi preloaded
 #   nicoff-native  nicoff's own C API (nicoff-mpi-bench --native)
+# and with --openmpi-lib (run.sh --openmpi, nicoff-mpi-bench-openmpi) two more:
+#   openmpi              Open MPI's own collectives under mpirun, in the
+#                        faster of its default and mpi_yield_when_idle=1
+#                        (the record's "config" says which)
+#   openmpi-nicoff-pmpi  the same with libnicoff-mpi-openmpi.so preloaded,
+#                        in the setting the openmpi method kept
 # Writes the records as one JSON list to OUT.  POSIX sh (busybox).
 #
 # Usage: mpi-bench.sh OUT LIB [--ranks 2,3,4,8] [--seconds S] [--sizes B,B,...]
-#        [--iters N]
+#        [--iters N] [--openmpi-lib OMPI_LIB]
 set -u
 out=${1:?usage: mpi-bench.sh OUT LIB [options]}
 lib=${2:?usage: mpi-bench.sh OUT LIB [options]}
@@ -20,17 +26,20 @@ ranks="2 3 4 8"
 secs=3
 sizes=8,1024,16384,65536,1048576
 iters=2000
+olib=""
 while [ $# -gt 0 ]; do
 	case $1 in
 	--ranks) ranks=$(echo "$2" | tr , " ") ;;
 	--seconds) secs=$2 ;;
 	--sizes) sizes=$2 ;;
 	--iters) iters=$2 ;;
+	--openmpi-lib) olib=$2 ;;
 	*) echo "mpi-bench.sh: unknown option $1" >&2; exit 2 ;;
 	esac
 	shift 2
 done
 [ -f "$lib" ] || { echo "mpi-bench.sh: $lib: no such file" >&2; exit 2; }
+[ -z "$olib" ] || [ -f "$olib" ] || { echo "mpi-bench.sh: $olib: no such file" >&2; exit 2; }
 
 lines=/tmp/mpi-bench.jsonl
 : >"$lines"
@@ -44,11 +53,20 @@ fails=0
 tuned_1="-genv MPIR_CVAR_POLLS_BEFORE_YIELD 1 -genv MPIR_CVAR_CH4_GLOBAL_PROGRESS 0"
 tuned_2="$tuned_1 -genv MPIR_CVAR_BARRIER_INTRA_ALGORITHM dissemination"
 
-# run FILE CASE N METHOD CONFIG [mpiexec options...] -- [nicoff-mpi-bench options...]
-# appends the records to FILE.
+# Open MPI oversubscribed waits the same way unless told to yield the CPU
+# in its progress loop; -x LD_PRELOAD reaches the ranks only, not orted.
+ompi_yield="--mca mpi_yield_when_idle 1"
+
+# run FILE CASE N METHOD CONFIG [launcher options...] -- [nicoff-mpi-bench options...]
+# appends the records to FILE; the launcher is MPICH's mpiexec, or Open
+# MPI's mpirun for the openmpi methods.
 run() {
 	file=$1 c=$2 n=$3 m=$4 cfg=$5
 	shift 5
+	launch=mpiexec prog=nicoff-mpi-bench
+	case $m in
+	openmpi*) launch=mpirun.openmpi prog=nicoff-mpi-bench-openmpi ;;
+	esac
 	pre=""
 	while [ $# -gt 0 ] && [ "$1" != -- ]; do
 		pre="$pre $1"
@@ -56,7 +74,7 @@ run() {
 	done
 	[ $# -gt 0 ] && shift
 	# shellcheck disable=SC2086 # the options are words
-	if ! timeout 600 mpiexec -n "$n" $pre nicoff-mpi-bench --case "$c" --method "$m" \
+	if ! timeout 600 $launch -n "$n" $pre $prog --case "$c" --method "$m" \
 		--config "$cfg" --iters "$iters" --warmup 10 --seconds "$secs" --sizes "$sizes" \
 		--out "$file" "$@"; then
 		echo "mpi-bench.sh: $c $m -n $n failed" >&2
@@ -66,6 +84,8 @@ run() {
 
 # The sum of the latencies in a records file (one record per line).
 total() { sed -n 's/.*"value":\([0-9.e+-]*\).*/\1/p' "$1" | awk '{ s += $1 } END { print s + 0 }'; }
+# Whether the records in file $2 took less time in all than those in $1.
+faster() { [ -s "$2" ] && awk -v a="$(total "$1")" -v b="$(total "$2")" 'BEGIN { exit !(b < a) }'; }
 
 for n in $ranks; do
 	for c in barrier bcast; do
@@ -76,14 +96,23 @@ for n in $ranks; do
 		if [ "$c" = barrier ]; then
 			: >/tmp/tuned2
 			run /tmp/tuned2 "$c" "$n" mpich-tuned "$tuned_2" $tuned_2 --
-			if [ -s /tmp/tuned2 ] && awk -v a="$(total /tmp/tuned1)" -v b="$(total /tmp/tuned2)" \
-				'BEGIN { exit !(b < a) }'; then
-				cp /tmp/tuned2 /tmp/tuned1
-			fi
+			faster /tmp/tuned1 /tmp/tuned2 && cp /tmp/tuned2 /tmp/tuned1
 		fi
 		cat /tmp/tuned1 >>"$lines"
 		run "$lines" "$c" "$n" nicoff-pmpi default -genv LD_PRELOAD "$lib" --
 		run "$lines" "$c" "$n" nicoff-native default -- --native
+		[ -n "$olib" ] || continue
+		: >/tmp/ompi1
+		: >/tmp/ompi2
+		run /tmp/ompi1 "$c" "$n" openmpi default --
+		run /tmp/ompi2 "$c" "$n" openmpi "$ompi_yield" $ompi_yield --
+		ocfg=default oopts=""
+		if faster /tmp/ompi1 /tmp/ompi2; then
+			cp /tmp/ompi2 /tmp/ompi1
+			ocfg=$ompi_yield oopts=$ompi_yield
+		fi
+		cat /tmp/ompi1 >>"$lines"
+		run "$lines" "$c" "$n" openmpi-nicoff-pmpi "$ocfg" $oopts -x "LD_PRELOAD=$olib" --
 	done
 done
 

@@ -5,6 +5,9 @@
 #
 #   make mpi-tests       build them into $(BUILD)/mpi-tests/
 #   make mpi-tests-vm    build the module and them, run them in one VM boot
+#   make mpi-tests-openmpi  build them with mpicc.openmpi into
+#                        $(BUILD)/mpi-tests-openmpi/ (not by `make`), for
+#                        MPI_TESTS_OPENMPI=1 tools/mpi-tests.sh
 
 NICOFF_MPI_TESTS_DIR := $(BUILD)/mpi-tests
 NICOFF_MPI_TESTS_SRC := $(TOP)/libnicoff/mpi/tests
@@ -12,14 +15,29 @@ NICOFF_MPICC ?= $(shell command -v mpicc.mpich 2>/dev/null)
 NICOFF_MPI_TEST_NAMES := mpi_barrier_safety mpi_split mpi_many mpi_bcast mpi_kill
 NICOFF_MPI_TEST_BINS := $(addprefix $(NICOFF_MPI_TESTS_DIR)/,$(NICOFF_MPI_TEST_NAMES))
 
-.PHONY: mpi-tests mpi-tests-vm
+NICOFF_MPICC_OPENMPI ?= $(shell command -v mpicc.openmpi 2>/dev/null)
+NICOFF_MPI_TEST_OMPI_BINS := $(addprefix $(NICOFF_MPI_TESTS_DIR)-openmpi/,$(NICOFF_MPI_TEST_NAMES))
+
+# The programs, built into the directory $(1) with the compiler wrapper $(2).
+define NICOFF_MPI_TESTS_RULE
+$$(addprefix $(1)/,$$(NICOFF_MPI_TEST_NAMES)): $(1)/%: $$(NICOFF_MPI_TESTS_SRC)/%.c \
+		$$(NICOFF_MPI_TESTS_SRC)/mpi_test.h
+	@mkdir -p $$(@D)
+	$(2) -std=gnu11 $$(OPT) $$(WARN_C) -o $$@ $$<
+endef
+
+.PHONY: mpi-tests mpi-tests-vm mpi-tests-openmpi
+ifneq ($(NICOFF_MPICC_OPENMPI),)
+$(eval $(call NICOFF_MPI_TESTS_RULE,$(NICOFF_MPI_TESTS_DIR)-openmpi,$(NICOFF_MPICC_OPENMPI)))
+mpi-tests-openmpi: $(NICOFF_MPI_TEST_OMPI_BINS)
+else
+mpi-tests-openmpi:
+	@echo "mpicc.openmpi not found: apt-get install libopenmpi-dev openmpi-bin"; exit 1
+endif
+
 ifneq ($(NICOFF_MPICC),)
 USER_TARGETS += $(NICOFF_MPI_TEST_BINS)
-
-$(NICOFF_MPI_TEST_BINS): $(NICOFF_MPI_TESTS_DIR)/%: $(NICOFF_MPI_TESTS_SRC)/%.c \
-		$(NICOFF_MPI_TESTS_SRC)/mpi_test.h
-	@mkdir -p $(@D)
-	$(NICOFF_MPICC) -std=gnu11 $(OPT) $(WARN_C) -o $@ $<
+$(eval $(call NICOFF_MPI_TESTS_RULE,$(NICOFF_MPI_TESTS_DIR),$(NICOFF_MPICC)))
 
 mpi-tests: $(NICOFF_MPI_TEST_BINS)
 
