@@ -71,24 +71,37 @@ double slowest(MPI_Comm comm, unsigned rounds, Op op) {
     return t;
 }
 
-// The card's barrier against MPI's (seed 003's benchmark-driven selection,
-// per communicator).  One timed barrier of each first: a four-fold difference
-// decides at once (an oversubscribed MPI barrier can take 100 ms, and a
-// program may make many communicators); otherwise rounds of each.
-bool card_barrier_faster(Group &g, MPI_Comm comm, unsigned rounds) {
-    const auto card = [&g] {
-        g.barrier();
-    };
-    const auto mpi = [comm] {
-        PMPI_Barrier(comm);
-    };
-    // Untimed first: MPI may set up its shared memory on the first one.
+// Whether the card's form of an operation beats MPI's on comm (seed 003's
+// benchmark-driven selection, per communicator).  An untimed call of each
+// first (MPI may set up its shared memory on its first), then one timed:
+// a four-fold difference decides at once (an oversubscribed MPI barrier
+// can take 100 ms, and a program may make many communicators); otherwise
+// rounds of each.
+template <class Card, class Mpi>
+bool card_faster(MPI_Comm comm, unsigned rounds, Card card, Mpi mpi) {
     slowest(comm, 1, card);
     slowest(comm, 1, mpi);
     const double c1 = slowest(comm, 1, card), m1 = slowest(comm, 1, mpi);
     if (c1 * 4 < m1 || m1 * 4 < c1)
         return c1 < m1;
     return slowest(comm, rounds, card) <= slowest(comm, rounds, mpi);
+}
+
+// The timing for barriers, and for broadcasts of a small (8 bytes: those
+// up to NICOFF_BCAST_EAGER_MAX travel in a channel) and a large (64 KiB)
+// size, which MPI's algorithms and the card's serve differently.
+void select_by_timing(CommCard &c, MPI_Comm comm, unsigned rounds) {
+    Group &g = *c.group;
+    c.barrier = card_faster(
+        comm, rounds, [&g] { g.barrier(); }, [comm] { PMPI_Barrier(comm); });
+    std::vector<std::byte> buf(64 << 10);
+    for (const std::size_t len : {std::size_t{8}, buf.size()}) {
+        const std::span<std::byte> b(buf.data(), len);
+        const bool card = card_faster(
+            comm, rounds, [&g, b] { g.broadcast(b, 0); },
+            [comm, b] { PMPI_Bcast(b.data(), static_cast<int>(b.size()), MPI_BYTE, 0, comm); });
+        (len <= NICOFF_BCAST_EAGER_MAX ? c.bcast_small : c.bcast_large) = card;
+    }
 }
 
 // Ends a communicator's card work: its MPI_Ibarriers, then one card
@@ -250,9 +263,9 @@ void attach(MPI_Comm comm) {
             c->why = Why::create;
         } else {
             rt->n.groups++;
-            c->bcast = true;
-            c->barrier = rt->cfg.select == Select::card ||
-                         card_barrier_faster(*c->group, comm, rt->cfg.select_rounds);
+            c->barrier = c->bcast_small = c->bcast_large = true;
+            if (rt->cfg.select == Select::time)
+                select_by_timing(*c, comm, rt->cfg.select_rounds);
             (c->barrier ? rt->n.chose_card : rt->n.chose_mpi)++;
         }
     }

@@ -82,9 +82,10 @@ struct PendingBarrier {
 
 struct CommCard {
     std::unique_ptr<Group> group;
-    Why why = Why::no_card; // why the card serves nothing, when group is null
-    bool barrier = false;   // MPI_Barrier and MPI_Ibarrier on the card
-    bool bcast = false;
+    Why why = Why::no_card;   // why the card serves nothing, when group is null
+    bool barrier = false;     // MPI_Barrier and MPI_Ibarrier on the card
+    bool bcast_small = false; // MPI_Bcast up to NICOFF_BCAST_EAGER_MAX bytes on the card
+    bool bcast_large = false; // larger ones
     std::deque<PendingBarrier> ibarriers;
 };
 
