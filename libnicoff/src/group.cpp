@@ -491,15 +491,21 @@ void Group::wait_barrier() {
     done_++;
 }
 
-bool Group::test_barrier() {
-    if (!pending_)
-        fail(EINVAL, "nicoff: Group: no barrier running");
+// Hands out the completions the port holds now, without sleeping; EPROTO
+// for one of ours that nobody expects.
+void Group::take_ready() {
     port_->dispatcher().reap();
     port_->dispatcher().check();
     if (waits_.stray) {
         waits_.stray = false;
         fail(EPROTO, "nicoff: Group: a completion of none of its operations");
     }
+}
+
+bool Group::test_barrier() {
+    if (!pending_)
+        fail(EINVAL, "nicoff: Group: no barrier running");
+    take_ready();
     if (!waits_.barrier_done.has_value())
         return false;
     wait_barrier(); // completed: takes the result without sleeping
@@ -549,12 +555,7 @@ bool Group::bcast_done(std::uint64_t seq, bool block) {
         await(done);
         return true;
     }
-    port_->dispatcher().reap();
-    port_->dispatcher().check();
-    if (waits_.stray) {
-        waits_.stray = false;
-        fail(EPROTO, "nicoff: Group: a completion of none of its operations");
-    }
+    take_ready();
     return done();
 }
 

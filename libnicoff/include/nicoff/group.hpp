@@ -187,6 +187,7 @@ private:
     BcastRequest post_bcast(std::uint32_t mr, std::uint64_t off, std::uint64_t len,
                             std::uint32_t root, std::span<std::byte> out, int bounce);
     bool bcast_done(std::uint64_t seq, bool block);
+    void take_ready();
     bool on_bcast_completion(const nicoff_cqe &c) noexcept;
     void cancel_bcasts() noexcept;
     void create(std::span<const nicoff_member> members);
