@@ -7,7 +7,10 @@
 #                  CPUs (each tried, the fastest kept; its settings in the
 #                  record's "config")
 #   nicoff-pmpi    the same program with libnicoff-mpi preloaded
-#   nicoff-native  nicoff's own C API (nicoff-mpi-bench --native)
+#   nicoff-native  nicoff's own C API, timed in the same processes as
+#                  nicoff-pmpi in alternating blocks (nicoff-mpi-bench
+#                  --paired): apart, two runs differ by the scheduling of
+#                  the moment by more than the layer costs
 # and with --openmpi-lib (run.sh --openmpi, nicoff-mpi-bench-openmpi) two more:
 #   openmpi              Open MPI's own collectives under mpirun, in the
 #                        faster of its default and mpi_yield_when_idle=1
@@ -99,8 +102,8 @@ for n in $ranks; do
 			faster /tmp/tuned1 /tmp/tuned2 && cp /tmp/tuned2 /tmp/tuned1
 		fi
 		cat /tmp/tuned1 >>"$lines"
-		run "$lines" "$c" "$n" nicoff-pmpi default -genv LD_PRELOAD "$lib" --
-		run "$lines" "$c" "$n" nicoff-native default -- --native
+		run "$lines" "$c" "$n" nicoff-pmpi default -genv LD_PRELOAD "$lib" -- \
+			--paired nicoff-native
 		[ -n "$olib" ] || continue
 		: >/tmp/ompi1
 		: >/tmp/ompi2

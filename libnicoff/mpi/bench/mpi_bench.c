@@ -10,7 +10,12 @@
  * it times the MPI library's own collectives; under LD_PRELOAD of
  * libnicoff-mpi it times them through the card; with --native it times
  * nicoff's own C API (a card group of all ranks, MPI only to start and to
- * synchronise).  Rank 0 appends one JSON record per line to --out:
+ * synchronise).  --paired NAME times both in the same processes, in
+ * alternating blocks, and records the native API's figure as method NAME:
+ * separate runs of two methods differ by the host's scheduling of the
+ * moment (with more ranks than CPUs, by 30% from one run to the next),
+ * which hides the few percent the interposition layer itself costs.
+ * Rank 0 appends one JSON record per line to --out:
  *   {"suite":"mpi","case":"barrier"|"bcast","method":M,"nodes":ranks,
  *    "bytes":n|null,"metric":"latency_us","value":v,"unit":"us","runs":iters}
  */
@@ -32,9 +37,13 @@ struct opts {
 	const char *out;
 	long iters, warmup;
 	double seconds;		/* bound on each measurement's time; 0: none */
-	char *sizes;		/* comma-separated byte counts */
+	const char *sizes;	/* comma-separated byte counts */
 	int native;
+	const char *paired;	/* the native API's method name in a paired run */
 };
+
+/* Which API an operation goes through: MPI's (interposed or not) or nicoff's. */
+enum api { API_MPI, API_NATIVE, API_COUNT };
 
 struct native {
 	nicoff_job *job;
@@ -75,19 +84,19 @@ static void native_close(struct native *n)
 	nicoff_job_free(n->job);
 }
 
-static void one_op(const struct opts *o, struct native *n, char *buf, size_t len)
+static void one_op(const struct opts *o, enum api api, struct native *n, char *buf, size_t len)
 {
 	int err;
 
 	if (!strcmp(o->test, "barrier")) {
-		if (o->native) {
+		if (api == API_NATIVE) {
 			err = nicoff_group_barrier(n->group);
 			if (err)
 				die("nicoff_group_barrier", -err);
 		} else {
 			MPI_Barrier(MPI_COMM_WORLD);
 		}
-	} else if (o->native) {
+	} else if (api == API_NATIVE) {
 		err = nicoff_group_broadcast_buf(n->group, buf, len, 0);
 		if (err)
 			die("nicoff_group_broadcast_buf", -err);
@@ -96,26 +105,47 @@ static void one_op(const struct opts *o, struct native *n, char *buf, size_t len
 	}
 }
 
-/*
- * The mean latency in microseconds of one operation, averaged over ranks:
- * o->iters operations, or fewer when --seconds bounds the run (a probe of
- * a few operations estimates the cost; rank 0's estimate decides for all).
- */
-static double measure(const struct opts *o, struct native *n, char *buf, size_t len, long *runs)
+/* The APIs a run times, in the order of its first block. */
+static int apis_of(const struct opts *o, enum api apis[API_COUNT])
 {
-	double t0, mine, sum = 0;
-	long iters = o->iters;
+	if (o->paired) {
+		apis[0] = API_MPI;
+		apis[1] = API_NATIVE;
+		return 2;
+	}
+	apis[0] = o->native ? API_NATIVE : API_MPI;
+	return 1;
+}
 
-	for (long i = 0; i < o->warmup; i++)
-		one_op(o, n, buf, len);
+/*
+ * The mean latency in microseconds of one operation of each API the run
+ * times (us[i] for apis_of()'s i), averaged over ranks: o->iters
+ * operations each, or fewer when --seconds bounds the run (a probe of a
+ * few operations estimates the cost; rank 0's estimate decides for all).
+ * A paired run splits them into blocks that alternate between the APIs,
+ * each block's first API taking turns, so that both see the same moments.
+ */
+static void measure(const struct opts *o, struct native *n, char *buf, size_t len, long *runs,
+		    double us[API_COUNT])
+{
+	enum api apis[API_COUNT];
+	const int napis = apis_of(o, apis);
+	const long blocks = napis > 1 ? 16 : 1;
+	double t0, spent[API_COUNT] = {}, sum[API_COUNT] = {};
+	long iters = o->iters, each_block;
+
+	for (int a = 0; a < napis; a++)
+		for (long i = 0; i < o->warmup; i++)
+			one_op(o, apis[a], n, buf, len);
 	if (o->seconds > 0) {
 		const long probe = 8;
 		double each;
 
 		MPI_Barrier(MPI_COMM_WORLD);
 		t0 = MPI_Wtime();
-		for (long i = 0; i < probe; i++)
-			one_op(o, n, buf, len);
+		for (int a = 0; a < napis; a++)
+			for (long i = 0; i < probe; i++)
+				one_op(o, apis[a], n, buf, len);
 		each = (MPI_Wtime() - t0) / probe;
 		if (each * iters > o->seconds)
 			iters = (long)(o->seconds / each);
@@ -123,23 +153,32 @@ static double measure(const struct opts *o, struct native *n, char *buf, size_t 
 			iters = probe;
 		MPI_Bcast(&iters, 1, MPI_LONG, 0, MPI_COMM_WORLD);
 	}
+	each_block = (iters + blocks - 1) / blocks;
 	MPI_Barrier(MPI_COMM_WORLD);
-	t0 = MPI_Wtime();
-	for (long i = 0; i < iters; i++)
-		one_op(o, n, buf, len);
-	mine = (MPI_Wtime() - t0) * 1e6 / (double)iters;
-	MPI_Reduce(&mine, &sum, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
-	*runs = iters;
-	return sum / nranks;
+	for (long b = 0; b < blocks; b++) {
+		for (int k = 0; k < napis; k++) {
+			const int a = (int)((b + k) % napis);
+
+			t0 = MPI_Wtime();
+			for (long i = 0; i < each_block; i++)
+				one_op(o, apis[a], n, buf, len);
+			spent[a] += MPI_Wtime() - t0;
+		}
+	}
+	MPI_Reduce(spent, sum, napis, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+	*runs = each_block * blocks;
+	for (int a = 0; a < napis; a++)
+		us[a] = sum[a] * 1e6 / (double)*runs / nranks;
 }
 
-static void record(const struct opts *o, FILE *f, long bytes, double us, long runs)
+static void record(const struct opts *o, FILE *f, const char *method, long bytes, double us,
+		   long runs)
 {
 	struct json_object *r = json_object_new_object();
 
 	json_object_object_add(r, "suite", json_object_new_string("mpi"));
 	json_object_object_add(r, "case", json_object_new_string(o->test));
-	json_object_object_add(r, "method", json_object_new_string(o->method));
+	json_object_object_add(r, "method", json_object_new_string(method));
 	json_object_object_add(r, "nodes", json_object_new_int(nranks));
 	json_object_object_add(r, "bytes", bytes >= 0 ? json_object_new_int64(bytes) : NULL);
 	json_object_object_add(r, "metric", json_object_new_string("latency_us"));
@@ -151,13 +190,14 @@ static void record(const struct opts *o, FILE *f, long bytes, double us, long ru
 	fprintf(f, "%s\n", json_object_to_json_string_ext(r, JSON_C_TO_STRING_PLAIN));
 	json_object_put(r);
 	if (f != stdout)
-		printf("%-8s %-20s ranks %2d bytes %8ld  %10.2f us\n", o->test, o->method, nranks,
+		printf("%-8s %-20s ranks %2d bytes %8ld  %10.2f us\n", o->test, method, nranks,
 		       bytes, us);
 }
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: nicoff-mpi-bench --case barrier|bcast --method NAME [--config TEXT] [--native]\n"
+	fprintf(f, "usage: nicoff-mpi-bench --case barrier|bcast --method NAME [--config TEXT]\n"
+		"         [--native | --paired NATIVE_METHOD]\n"
 		"         [--iters N] [--warmup N] [--seconds S] [--sizes B,B,...] [--out FILE]\n");
 }
 
@@ -182,6 +222,7 @@ static void parse(int argc, char **argv, struct opts *o)
 		{ "method", required_argument, NULL, 'm' },
 		{ "config", required_argument, NULL, 'C' },
 		{ "native", no_argument, NULL, 'n' },
+		{ "paired", required_argument, NULL, 'p' },
 		{ "iters", required_argument, NULL, 'i' },
 		{ "warmup", required_argument, NULL, 'w' },
 		{ "sizes", required_argument, NULL, 's' },
@@ -206,6 +247,9 @@ static void parse(int argc, char **argv, struct opts *o)
 		case 'n':
 			o->native = 1;
 			break;
+		case 'p':
+			o->paired = optarg;
+			break;
 		case 'i':
 			o->iters = number(optarg, "--iters");
 			break;
@@ -229,7 +273,7 @@ static void parse(int argc, char **argv, struct opts *o)
 			exit(2);
 		}
 	}
-	if (!o->test || !o->method || o->iters < 1 ||
+	if (!o->test || !o->method || o->iters < 1 || (o->native && o->paired) ||
 	    (strcmp(o->test, "barrier") && strcmp(o->test, "bcast"))) {
 		usage(stderr);
 		exit(2);
@@ -241,43 +285,45 @@ int main(int argc, char **argv)
 	struct opts o = { .iters = 1000, .warmup = 100, .sizes = "8,1024,16384,65536,1048576" };
 	struct native n = {};
 	FILE *f = stdout;
-	char *buf = NULL;
+	char *buf = NULL, *list;
+	int bcast;
 
 	parse(argc, argv, &o);
+	bcast = !strcmp(o.test, "bcast");
 	MPI_Init(&argc, &argv);
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &nranks);
-	if (o.native)
+	if (o.native || o.paired)
 		native_open(&n);
 	if (rank == 0 && o.out) {
 		f = fopen(o.out, "a");
 		if (!f)
 			die(o.out, errno);
 	}
-	if (!strcmp(o.test, "barrier")) {
-		long runs;
-		double us = measure(&o, &n, NULL, 0, &runs);
+	/* A barrier is one measurement of no size; strtok needs its own copy. */
+	list = strdup(bcast ? o.sizes : "0");
+	if (!list)
+		die("--sizes", ENOMEM);
+	for (char *s = strtok(list, ","); s; s = strtok(NULL, ",")) {
+		long len = number(s, "--sizes"), runs;
+		double us[API_COUNT];
 
-		if (rank == 0)
-			record(&o, f, -1, us, runs);
-	} else {
-		for (char *s = strtok(o.sizes, ","); s; s = strtok(NULL, ",")) {
-			long len = number(s, "--sizes"), runs;
-			double us;
-
-			buf = realloc(buf, len ? len : 1);
-			if (!buf)
-				die("buffer", ENOMEM);
-			memset(buf, rank == 0 ? 0x5a : 0, len);
-			us = measure(&o, &n, buf, len, &runs);
-			for (long i = 0; i < len; i++)
-				if (buf[i] != 0x5a)
-					die("broadcast data differs from the root's", EIO);
-			if (rank == 0)
-				record(&o, f, len, us, runs);
+		buf = realloc(buf, len ? len : 1);
+		if (!buf)
+			die("buffer", ENOMEM);
+		memset(buf, rank == 0 ? 0x5a : 0, len);
+		measure(&o, &n, buf, len, &runs, us);
+		for (long i = 0; i < len; i++)
+			if (buf[i] != 0x5a)
+				die("broadcast data differs from the root's", EIO);
+		if (rank == 0) {
+			record(&o, f, o.method, bcast ? len : -1, us[0], runs);
+			if (o.paired)
+				record(&o, f, o.paired, bcast ? len : -1, us[1], runs);
 		}
 	}
-	if (o.native)
+	free(list);
+	if (o.native || o.paired)
 		native_close(&n);
 	if (f != stdout)
 		fclose(f);
