@@ -170,8 +170,9 @@ else
 fi
 
 # The MPI test programs under MPICH's mpiexec in one VM boot (the first kernel), plain
-# and, when the PMPI library is built, with it preloaded (TAP: one line per
-# run; the preload runs without the library are skips).
+# and, when the PMPI library is built, with it preloaded, on the card and with
+# its timed selection (TAP: one line per run; the preload runs without the
+# library are skips).
 mpi_lib=$BUILD/lib/libnicoff-mpi-mpich.so
 if [ -x "$BUILD/mpi-tests/mpi_kill" ] && [ -n "${mpi_env:-}" ]; then
 	echo "== MPI tests (VM)"

@@ -8,7 +8,13 @@
 # names a file; without it the preload runs are reported as not run, never
 # as passed.  A preload run forces the card (NICOFF_MPI_SELECT=card) and must
 # show in the library's report that the card ran the program's barriers or
-# broadcasts (one rank: that they went to MPI as a one-process communicator).  mpi_kill must make mpiexec fail (a rank kills itself); after
+# broadcasts (one rank: that they went to MPI as a one-process communicator).
+# Then mpi_split and mpi_bcast run preloaded once more with the library's
+# default selection (NICOFF_MPI_SELECT=time: each communicator times the
+# card against MPI, for broadcasts per size class at the first broadcast of
+# the class), which may choose either: the programs' own checks must pass
+# and the report must show the groups made and timed.
+# mpi_kill must make mpiexec fail (a rank kills itself); after
 # every run the module's pinned pages (/sys/class/nicoff/pinned_pages) must
 # be back where they were.  Prints one TAP line per run ("ok N - ..." or
 # "not ok N - ...", a "# SKIP" for the preload runs without a library) and
@@ -47,12 +53,18 @@ now() { cut -d' ' -f1 /proc/uptime; }
 # run of PROG on N ranks, or nothing if the card did what it should: with
 # two ranks or more the card ran the program's barriers (and ibarriers, and
 # broadcasts), with one every call went to MPI as a one-process
-# communicator.
+# communicator.  In the timed mode only that the groups were made, since
+# the timing may rightly give every call to MPI.
 offload_problem() {
-	prog=$1 n=$2 file=$3
+	prog=$1 n=$2 file=$3 mode=$4
 	on_card() { sed -n "s/^nicoff-mpi: $1: \([0-9]*\) on the card.*/\1/p" "$file"; }
 	if ! grep -q '^nicoff-mpi: MPI_Barrier:' "$file"; then
 		echo "no libnicoff-mpi report"
+		return
+	fi
+	if [ "$mode" = timed ] && [ "$n" -gt 1 ]; then
+		g=$(sed -n 's/^nicoff-mpi: [0-9]* ranks, \([0-9]*\) card groups.*/\1/p' "$file")
+		[ "${g:-0}" -ge "$n" ] || echo "the report shows ${g:-no} card groups for $n ranks"
 		return
 	fi
 	if [ "$n" -eq 1 ]; then
@@ -78,11 +90,15 @@ guest() {
 	local pre rc t0 t1 secs after waited status out launch=mpiexec
 	[ "${MPI_TESTS_OPENMPI:-}" = 1 ] && launch=mpirun.openmpi
 	echo "TAP version 13"
-	for mode in control preload; do
+	for mode in control preload timed; do
 		for n in ${MPI_TESTS_RANKS:-1 2 3 8}; do
 			for prog in mpi_barrier_safety mpi_split mpi_many mpi_bcast mpi_kill; do
+				case $mode:$prog in
+				timed:mpi_split | timed:mpi_bcast | control:* | preload:*) ;;
+				*) continue ;;
+				esac
 				t=$((t + 1))
-				if [ "$mode" = preload ] && [ -z "$lib" ]; then
+				if [ "$mode" != control ] && [ -z "$lib" ]; then
 					echo "ok $t - $mode $prog -n $n # SKIP NICOFF_MPI_LIB not set: no preload run"
 					continue
 				fi
@@ -97,6 +113,10 @@ guest() {
 				elif [ "$mode" = preload ]; then
 					set -- "$@" -x "LD_PRELOAD=$lib" \
 						-x NICOFF_MPI_SELECT=card -x NICOFF_MPI_REPORT=1
+				elif [ "$mode" = timed ] && [ "$launch" = mpiexec ]; then
+					set -- "$@" -genv LD_PRELOAD "$lib" -genv NICOFF_MPI_REPORT 1
+				elif [ "$mode" = timed ]; then
+					set -- "$@" -x "LD_PRELOAD=$lib" -x NICOFF_MPI_REPORT=1
 				fi
 				echo "# $mode: $launch $* $prog $(prog_args $prog "$n")"
 				# shellcheck disable=SC2046 # the arguments are words
@@ -116,8 +136,8 @@ guest() {
 				elif [ "$prog" != mpi_kill ] && [ "$rc" -ne 0 ]; then
 					status="mpiexec exited $rc"
 				fi
-				if [ "$mode" = preload ] && [ -z "$status" ] && [ "$prog" != mpi_kill ]; then
-					status=$(offload_problem "$prog" "$n" /tmp/mpi.out)
+				if [ "$mode" != control ] && [ -z "$status" ] && [ "$prog" != mpi_kill ]; then
+					status=$(offload_problem "$prog" "$n" /tmp/mpi.out "$mode")
 				fi
 				# The module releases a dead process's pages as it reaps it.
 				waited=0

@@ -198,7 +198,7 @@ int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm
             why = Why::empty;
         else if (bytes > rt.cfg.bcast_max)
             why = Why::too_big;
-        else if (!(bytes <= NICOFF_BCAST_EAGER_MAX ? c->bcast_small : c->bcast_large))
+        else if (!bcast_on_card(*c, comm, bytes))
             why = Why::selected;
     }
     if (why) {

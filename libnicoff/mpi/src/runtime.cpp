@@ -72,15 +72,17 @@ double slowest(MPI_Comm comm, unsigned rounds, Op op) {
 }
 
 // Whether the card's form of an operation beats MPI's on comm (seed 003's
-// benchmark-driven selection, per communicator).  An untimed call of each
-// first (MPI may set up its shared memory on its first), then one timed:
-// a four-fold difference where the slower takes over 2 ms decides at once
+// benchmark-driven selection, per communicator).  Untimed calls of each
+// first (MPI may set up its shared memory on its first, and Open MPI's
+// barrier stays slow for a while after MPI_Init), then one timed: a
+// four-fold difference where the slower takes over 2 ms decides at once
 // (an oversubscribed MPI barrier can take 100 ms, and a program may make
 // many communicators); otherwise rounds of each.
 template <class Card, class Mpi>
 bool card_faster(MPI_Comm comm, unsigned rounds, Card card, Mpi mpi) {
-    slowest(comm, 1, card);
-    slowest(comm, 1, mpi);
+    const unsigned warm = 1 + rounds / 8;
+    slowest(comm, warm, card);
+    slowest(comm, warm, mpi);
     const double c1 = slowest(comm, 1, card), m1 = slowest(comm, 1, mpi);
     // One call's time carries the members' skew leaving the barrier that
     // starts it (scheduling, with more ranks than CPUs): trusted only when
@@ -90,22 +92,47 @@ bool card_faster(MPI_Comm comm, unsigned rounds, Card card, Mpi mpi) {
     return slowest(comm, rounds, card) <= slowest(comm, rounds, mpi);
 }
 
-// The timing for barriers, and for broadcasts of a small (8 bytes: those
-// up to NICOFF_BCAST_EAGER_MAX travel in a channel) and a large (64 KiB)
-// size, which MPI's algorithms and the card's serve differently.
-void select_by_timing(CommCard &c, MPI_Comm comm, unsigned rounds) {
-    Group &g = *c.group;
-    c.barrier = card_faster(
-        comm, rounds, [&g] { g.barrier(); }, [comm] { PMPI_Barrier(comm); });
-    std::vector<std::byte> buf(64 << 10);
-    for (const std::size_t len : {std::size_t{8}, buf.size()}) {
-        const std::span<std::byte> b(buf.data(), len);
+// Per broadcast class: the largest size it holds, the size it is timed
+// at, and the share of NICOFF_MPI_SELECT_ROUNDS it runs (a 1 MiB round
+// costs milliseconds).
+struct BcastClassInfo {
+    std::uint64_t max;
+    std::size_t probe;
+    unsigned rounds_div;
+};
+constexpr BcastClassInfo bcast_classes[] = {
+    {NICOFF_BCAST_EAGER_MAX, 8, 1},
+    {std::uint64_t{256} << 10, std::size_t{64} << 10, 2},
+    {UINT64_MAX, std::size_t{1} << 20, 4},
+};
+static_assert(std::size(bcast_classes) == static_cast<std::size_t>(BcastClass::count));
+
+} // namespace
+
+BcastClass bcast_class(std::uint64_t bytes) noexcept {
+    std::size_t i = 0;
+    while (bytes > bcast_classes[i].max)
+        i++;
+    return static_cast<BcastClass>(i);
+}
+
+bool bcast_on_card(CommCard &c, MPI_Comm comm, std::uint64_t bytes) {
+    const auto k = static_cast<std::size_t>(bcast_class(bytes));
+    if (c.bcast[k] == Choice::untimed) {
+        const BcastClassInfo &info = bcast_classes[k];
+        const unsigned rounds = std::max(2u, runtime()->cfg.select_rounds / info.rounds_div);
+        std::vector<std::byte> buf(info.probe);
+        Group &g = *c.group;
+        const std::span<std::byte> b(buf);
         const bool card = card_faster(
             comm, rounds, [&g, b] { g.broadcast(b, 0); },
             [comm, b] { PMPI_Bcast(b.data(), static_cast<int>(b.size()), MPI_BYTE, 0, comm); });
-        (len <= NICOFF_BCAST_EAGER_MAX ? c.bcast_small : c.bcast_large) = card;
+        c.bcast[k] = card ? Choice::card : Choice::mpi;
     }
+    return c.bcast[k] == Choice::card;
 }
+
+namespace {
 
 // Ends a communicator's card work: its MPI_Ibarriers, then one card
 // barrier so that no member destroys the group while another still needs
@@ -266,9 +293,13 @@ void attach(MPI_Comm comm) {
             c->why = Why::create;
         } else {
             rt->n.groups++;
-            c->barrier = c->bcast_small = c->bcast_large = true;
+            c->barrier = true;
             if (rt->cfg.select == Select::time)
-                select_by_timing(*c, comm, rt->cfg.select_rounds);
+                c->barrier = card_faster(
+                    comm, rt->cfg.select_rounds, [&g = *c->group] { g.barrier(); },
+                    [comm] { PMPI_Barrier(comm); });
+            else
+                c->bcast.fill(Choice::card);
             (c->barrier ? rt->n.chose_card : rt->n.chose_mpi)++;
         }
     }

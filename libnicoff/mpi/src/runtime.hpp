@@ -36,7 +36,7 @@ enum class Why {
     small,    // a communicator of one process
     inter,    // an inter-communicator
     create,   // the card group could not be created
-    selected, // timing at creation found MPI's barrier faster
+    selected, // the timing found MPI's form faster
     too_big,  // a broadcast above NICOFF_MPI_BCAST_MAX
     empty,    // a broadcast of no bytes
     count
@@ -80,14 +80,32 @@ struct PendingBarrier {
     int *error = nullptr;  // the request's extra state: the MPI error to report
 };
 
+// The broadcast sizes the selection times apart, each at its own probe
+// size: the card's broadcast changes at NICOFF_BCAST_EAGER_MAX (data
+// leaves the channel) and MPI's algorithms change within the larger sizes
+// (one probe of 64 KiB chose wrongly for 1 MiB).  One table:
+// bcast_classes[] in runtime.cpp.
+enum class BcastClass : std::uint8_t { small, medium, large, count };
+BcastClass bcast_class(std::uint64_t bytes) noexcept;
+
+// Which of the card and MPI serves a kind of call on a communicator.
+enum class Choice : std::uint8_t { untimed, card, mpi };
+
 struct CommCard {
     std::unique_ptr<Group> group;
-    Why why = Why::no_card;   // why the card serves nothing, when group is null
-    bool barrier = false;     // MPI_Barrier and MPI_Ibarrier on the card
-    bool bcast_small = false; // MPI_Bcast up to NICOFF_BCAST_EAGER_MAX bytes on the card
-    bool bcast_large = false; // larger ones
+    Why why = Why::no_card; // why the card serves nothing, when group is null
+    bool barrier = false;   // MPI_Barrier and MPI_Ibarrier on the card
+    // MPI_Bcast per size class: timed on the communicator's first broadcast
+    // of the class (every member calls it with the same byte count, so
+    // every member times it at the same call), so that a communicator
+    // that never broadcasts pays nothing for it.
+    std::array<Choice, static_cast<std::size_t>(BcastClass::count)> bcast{};
     std::deque<PendingBarrier> ibarriers;
 };
+
+// Whether comm's broadcasts of bytes go to the card, timing their class
+// first if no broadcast of it has come yet (collective over comm).
+bool bcast_on_card(CommCard &c, MPI_Comm comm, std::uint64_t bytes);
 
 struct Runtime {
     Config cfg;
