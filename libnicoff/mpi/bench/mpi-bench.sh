@@ -19,7 +19,7 @@
 #                        in the setting the openmpi method kept
 # Writes the records as one JSON list to OUT.  POSIX sh (busybox).
 #
-# Usage: mpi-bench.sh OUT LIB [--ranks 2,3,4,8] [--seconds S] [--sizes B,B,...]
+# Usage: mpi-bench.sh OUT LIB [--ranks 2,3,4,8[,64]] [--seconds S] [--sizes B,B,...]
 #        [--iters N] [--openmpi-lib OMPI_LIB]
 set -u
 out=${1:?usage: mpi-bench.sh OUT LIB [options]}
@@ -92,6 +92,10 @@ faster() { [ -s "$2" ] && awk -v a="$(total "$1")" -v b="$(total "$2")" 'BEGIN {
 
 for n in $ranks; do
 	for c in barrier bcast; do
+		# Above 8 ranks (64 runs in the VM's 1 GiB) the barrier alone, and
+		# MPICH only: oversubscribed 32-fold, one MPICH barrier takes
+		# seconds, and a broadcast suite would take an hour.
+		[ "$c" = bcast ] && [ "$n" -gt 8 ] && continue
 		run "$lines" "$c" "$n" mpich default --
 		# mpich-tuned: each setting, the faster kept.
 		: >/tmp/tuned1
@@ -104,7 +108,7 @@ for n in $ranks; do
 		cat /tmp/tuned1 >>"$lines"
 		run "$lines" "$c" "$n" nicoff-pmpi default -genv LD_PRELOAD "$lib" -- \
 			--paired nicoff-native
-		[ -n "$olib" ] || continue
+		[ -n "$olib" ] && [ "$n" -le 8 ] || continue
 		: >/tmp/ompi1
 		: >/tmp/ompi2
 		run /tmp/ompi1 "$c" "$n" openmpi default --
