@@ -39,7 +39,7 @@
  * barrier can still get a lost message again.
  */
 #include "barrier.h"
-#include "bcast.h"
+#include "engine.h"
 #include "grouptab.h"
 
 /* Member tables up to this size are checked whole (cards, duplicates). */
@@ -238,9 +238,9 @@ static void fw_grp_complete(struct fw_card *card, struct fw_group *g, s32 status
 	g->host_op = false;
 	if (g->e.zombie)
 		return;
-	/* Broadcasts wait for the group to be usable everywhere (bcast.c). */
+	/* The engines serving the group wait for it to be usable everywhere. */
 	if (g->cmd_opcode == NICOFF_OP_GROUP_CREATE)
-		fw_bcast_group_ready(card, g->e.port, g->e.id, status);
+		fw_engines_group_ready(card, g->e.port, g->e.id, status);
 	fw_complete(card, g->e.port, g->cmd_tag, g->cmd_opcode, status, result);
 }
 
@@ -640,8 +640,8 @@ static int fw_grp_create(struct fw_card *card, struct fw_port *port, const struc
 	ret = fw_grp_members(card, g, port->id, op);
 	if (ret)
 		goto fail;
-	/* Last: nothing after it fails, so the broadcast side never outlives a failed creation. */
-	ret = fw_bcast_group_create(card, port->id, op);
+	/* Last: nothing after it fails, so no engine's side outlives a failed creation. */
+	ret = fw_engines_group_create(card, port->id, op);
 	if (ret)
 		goto fail;
 
@@ -677,13 +677,13 @@ fail:
 }
 
 /*
- * Make the group a zombie: it answers NACKs until dead_ns from now.  Its
- * broadcasts end too, completing (@complete: a GROUP_DESTROY) or not (the
- * port detaches).
+ * Make the group a zombie: it answers NACKs until dead_ns from now.  The
+ * other engines' operations on it (broadcasts) end too, completing
+ * (@complete: a GROUP_DESTROY) or not (the port detaches).
  */
 static void fw_grp_bury(struct fw_card *card, struct fw_group *g, bool complete)
 {
-	fw_bcast_group_bury(card, g->e.port, g->e.id, complete);
+	fw_engines_group_bury(card, g->e.port, g->e.id, complete);
 	g->e.zombie = true;
 	g->running = false;
 	fw_grp_arm(card, g, fw_add_sat(fwos_now(card->host), card->dead_ns));

@@ -34,6 +34,8 @@ static const struct fw_engine_ops fw_vector_engine = { .name = "vector", .cmd = 
 static const struct fw_engine_ops fw_bcast_engine = {
 	.name = "bcast", .cmd = fw_bcast_cmd, .rx = fw_bcast_rx,
 	.port_detach = fw_bcast_port_detach, .destroy = fw_bcast_destroy,
+	.group_create = fw_bcast_group_create, .group_ready = fw_bcast_group_ready,
+	.group_bury = fw_bcast_group_bury,
 };
 
 static const struct fw_engine_ops fw_ping_engine = {
@@ -179,4 +181,42 @@ void fw_engines_destroy(struct fw_card *card)
 	for (i = 0; i < FW_TABLE_SIZE(fw_engines); i++)
 		if (fw_engines[i]->destroy)
 			fw_engines[i]->destroy(card);
+}
+
+int fw_engines_group_create(struct fw_card *card, u32 port, const struct nicoff_op_group *op)
+{
+	u32 i;
+	int ret;
+
+	for (i = 0; i < FW_TABLE_SIZE(fw_engines); i++) {
+		if (!fw_engines[i]->group_create)
+			continue;
+		ret = fw_engines[i]->group_create(card, port, op);
+		if (!ret)
+			continue;
+		/* The engines before it let the group go, as a detaching port does. */
+		while (i--)
+			if (fw_engines[i]->group_bury)
+				fw_engines[i]->group_bury(card, port, op->group_id, false);
+		return ret;
+	}
+	return 0;
+}
+
+void fw_engines_group_ready(struct fw_card *card, u32 port, u32 id, s32 status)
+{
+	u32 i;
+
+	for (i = 0; i < FW_TABLE_SIZE(fw_engines); i++)
+		if (fw_engines[i]->group_ready)
+			fw_engines[i]->group_ready(card, port, id, status);
+}
+
+void fw_engines_group_bury(struct fw_card *card, u32 port, u32 id, bool complete)
+{
+	u32 i;
+
+	for (i = 0; i < FW_TABLE_SIZE(fw_engines); i++)
+		if (fw_engines[i]->group_bury)
+			fw_engines[i]->group_bury(card, port, id, complete);
 }

@@ -41,6 +41,18 @@ struct fw_engine_ops {
 	void (*port_detach)(struct fw_card *card, u32 port);
 	/* The card goes: everything goes, completing nothing. */
 	void (*destroy)(struct fw_card *card);
+	/*
+	 * Process groups, which GROUP_CREATE makes (the barrier engine owns
+	 * them; other engines serve the same groups).  group_create: set up
+	 * the engine's side of group op->group_id of @port (0, or the errno
+	 * that fails the creation, the engine then holding nothing of it).
+	 * group_ready: the creation finished at every member (@status 0) or
+	 * failed.  group_bury: the group ends, its operations completing
+	 * (@complete: GROUP_DESTROY) or vanishing (the port detaches).
+	 */
+	int (*group_create)(struct fw_card *card, u32 port, const struct nicoff_op_group *op);
+	void (*group_ready)(struct fw_card *card, u32 port, u32 id, s32 status);
+	void (*group_bury)(struct fw_card *card, u32 port, u32 id, bool complete);
 };
 
 /* The receiver of one packet type. */
@@ -83,5 +95,12 @@ const struct fw_op_info *fw_op_info_of(u8 kind);
 void fw_engines_init(struct fw_card *card);
 void fw_engines_port_detach(struct fw_card *card, u32 port);
 void fw_engines_destroy(struct fw_card *card);
+/*
+ * A process group's lifecycle, on every engine that serves groups: the
+ * group_* hooks above.  A failed creation leaves no engine holding it.
+ */
+int fw_engines_group_create(struct fw_card *card, u32 port, const struct nicoff_op_group *op);
+void fw_engines_group_ready(struct fw_card *card, u32 port, u32 id, s32 status);
+void fw_engines_group_bury(struct fw_card *card, u32 port, u32 id, bool complete);
 
 #endif
