@@ -584,7 +584,12 @@ void StridedEngine::Impl::pump() {
     while (!backlog.empty() && port.try_post(backlog.front()))
         backlog.pop_front();
     for (auto it = waiting.begin(); it != waiting.end();) {
-        Op &op = ops.at(*it);
+        const auto found = ops.find(*it);
+        if (found == ops.end()) { // failed and finished before all its pieces went
+            it = waiting.erase(it);
+            continue;
+        }
+        Op &op = found->second;
         switch (op.method) {
         case StridedMethod::nic:
             post_nic(op, *it);
