@@ -40,7 +40,17 @@ $(SELFTEST_LIBNICOFF): SELFTEST_LDLIBS += $(LIBNICOFF_STATIC) $(LIBNICOFF_PRIVAT
 # The nicoffctl test parses the tool's JSON with json-c.
 $(SELFTEST_DIR)/nicoff_ctl_test: SELFTEST_LDLIBS += -ljson-c
 
-$(SELFTEST_BINS): $(SELFTEST_DIR)/%: $(TOP)/selftests/%.c $(SELFTEST_UTIL_OBJ) \
+# The strided methods' test drives libnicoff's C++ API (kselftest.h's TAP,
+# the harness being C only).
+SELFTEST_CXX_BINS := $(SELFTEST_DIR)/nicoff_methods_test
+$(SELFTEST_CXX_BINS): $(SELFTEST_DIR)/%: $(TOP)/selftests/%.cpp $(SELFTEST_UTIL_OBJ) \
+		$(SELFTEST_DEPS) $(TOP)/selftests/nicoff_strided_ref.h $(LIBNICOFF_STATIC) \
+		$(LIBNICOFF_PUBLIC_HEADERS) $(KSFT_STAMP) | $(LIBNICOFF_ABI_H)
+	@mkdir -p $(@D)
+	$(CXX) $(CXXFLAGS_USER) -I$(KSFT_DIR) -I$(TOP)/selftests $(LIBNICOFF_CPPFLAGS) -o $@ $< \
+		$(SELFTEST_UTIL_OBJ) $(LIBNICOFF_STATIC) $(LIBNICOFF_PRIVATE_LIBS)
+
+$(filter-out $(SELFTEST_CXX_BINS),$(SELFTEST_BINS)): $(SELFTEST_DIR)/%: $(TOP)/selftests/%.c $(SELFTEST_UTIL_OBJ) \
 		$(SELFTEST_DEPS) $(KSFT_STAMP) | $(LIBNICOFF_ABI_H)
 	@mkdir -p $(@D)
 	$(CC) $(SELFTEST_CFLAGS) -o $@ $< $(SELFTEST_UTIL_OBJ) $(SELFTEST_LDLIBS)

@@ -24,6 +24,7 @@ SELFTEST_NAMES := \
 	nicoff_ctl_test \
 	nicoff_ping_test \
 	nicoff_strided_test \
+	nicoff_methods_test \
 	nicoff_fuzz_test
 # Run in a second VM boot without slab debugging, which would distort what
 # they measure: kernel memory taken, and card-thread latency.

@@ -20,6 +20,13 @@
 //   vector  the block's rows as a list of segments, NICOFF_OP_PUT_VECTOR
 //           (ARMCI's PutV) through nicoff::Strided, a command per 64 rows:
 //           recorded as vector/nic, with the same fields
+//   hbna    nicoff::StridedEngine's host-based, NIC-assisted put to a
+//           StridedTarget over the destination array on card b (seed 004
+//           section 5.1): packed, put into the target's buffers, unpacked
+//           by its thread, pipelined in --piece pieces
+//   auto    the engine's choice per block from its calibrated model
+//   ctc     HBNA one piece at a time (copy, transmit, copy): recorded with
+//           hbna as hbna_pipeline/copy_transmit_copy and hbna_pipeline/hbna
 //
 // Each method's first block of each size is not timed: its destination is
 // checked byte for byte (the block's rows where they belong, every other
@@ -49,15 +56,18 @@ constexpr std::uint64_t max_size = 64ull << 20; // the card's largest message
 constexpr std::uint64_t dbl = sizeof(double);
 constexpr std::byte untouched{0xa5}; // what the destination holds before a checked block
 
-enum class Method { nic, naive, contig, memcpy, vector };
+enum class Method { nic, naive, contig, memcpy, vector, hbna, automatic, ctc };
 
 // The records' methods and --methods' words.
-constexpr std::array<Named<Method>, 5> method_names = {{
+constexpr std::array<Named<Method>, 8> method_names = {{
     {Method::nic, "nic"},
     {Method::naive, "naive"},
     {Method::contig, "contig"},
     {Method::memcpy, "memcpy"},
     {Method::vector, "vector"},
+    {Method::hbna, "hbna"},
+    {Method::automatic, "auto"},
+    {Method::ctc, "ctc"},
 }};
 
 // The block of one size in both arrays, in bytes.
@@ -140,6 +150,19 @@ struct Arrays {
     MemoryRegion src_mr, dst_mr;
 };
 
+// The library's methods: an engine on a port of its own on card a (it
+// owns the port's completions), pipelined or not, the source array
+// registered there too, and the StridedTarget serving the destination array.
+struct Engines {
+    Engines(const TwoCards &cards, std::uint64_t piece)
+        : pipe_port(cards.a, PortConfig{NICOFF_PORT_ANY, ring, ring}),
+          ctc_port(cards.a, PortConfig{NICOFF_PORT_ANY, ring, ring}),
+          pipelined(pipe_port, StridedOptions{.hbna_piece = piece}),
+          ctc(ctc_port, StridedOptions{.hbna_piece = piece, .hbna_pipelined = false}) {}
+    Port pipe_port, ctc_port;
+    StridedEngine pipelined, ctc;
+};
+
 // What every run of a size shares.
 struct Run {
     End &a;
@@ -148,6 +171,9 @@ struct Run {
     const Square &sq;
     Arrays &arr;
     std::uint64_t depth = 0;
+    Engines *eng = nullptr;
+    const MemoryRegion *pipe_src = nullptr, *ctc_src = nullptr;
+    StridedPeer peer;
 
     RemoteRegion remote() const { return {b.port.card(), b.port.number(), arr.dst_mr.rkey()}; }
 };
@@ -260,6 +286,29 @@ double vector_run(Run &r, std::uint64_t n) {
         "vector");
 }
 
+// n blocks through an engine, all started at once (the engine bounds what
+// is in flight); the bytes they moved count as the port's completions do.
+double engine_run(Run &r, std::uint64_t n, Method m) {
+    StridedEngine &e = m == Method::ctc ? r.eng->ctc : r.eng->pipelined;
+    const MemoryRegion &src = m == Method::ctc ? *r.ctc_src : *r.pipe_src;
+    const StridedMethod how =
+        m == Method::automatic ? StridedMethod::automatic : StridedMethod::hbna;
+    const std::array<std::uint64_t, 2> count = {r.sq.chunk(), r.sq.side};
+    const std::array<std::uint64_t, 1> ss = {r.sq.src_ld}, ds = {r.sq.dst_ld};
+    const std::uint64_t t0 = now_ns();
+    for (std::uint64_t i = 0; i < n; i++)
+        e.start_put(how, src, StridedSide{r.sq.src_off, ss}, r.peer, StridedSide{r.sq.dst_off, ds},
+                    count, i);
+    for (std::uint64_t i = 0; i < n; i++) {
+        const StridedDone d = e.wait_any(std::chrono::milliseconds(stall_ns / 1'000'000));
+        if (d.status)
+            fail(-d.status,
+                 std::string("square2d/") + (m == Method::ctc ? "ctc" : "hbna") + ": a put failed");
+        r.a.moved += d.bytes;
+    }
+    return static_cast<double>(std::max<std::uint64_t>(now_ns() - t0, 1)) / 1e9;
+}
+
 double run_method(Method m, Run &r, std::uint64_t n) {
     switch (m) {
     case Method::nic:
@@ -272,6 +321,10 @@ double run_method(Method m, Run &r, std::uint64_t n) {
         return memcpy_run(r, n);
     case Method::vector:
         return vector_run(r, n);
+    case Method::hbna:
+    case Method::automatic:
+    case Method::ctc:
+        return engine_run(r, n, m);
     }
     fail(EINVAL, "strided: unknown method");
 }
@@ -318,7 +371,7 @@ void run(Context &ctx) {
                                      [&](const Named<Method> &mn) { return w == mn.name; });
         if (it == method_names.end())
             throw std::invalid_argument("--methods: unknown method '" + w +
-                                        "' (nic, naive, contig, memcpy, vector)");
+                                        "' (nic, naive, contig, memcpy, vector, hbna, auto, ctc)");
         methods.push_back(&*it);
     }
     if (methods.empty())
@@ -341,10 +394,15 @@ void run(Context &ctx) {
     End a(cards.a), b(cards.b);
     a.sleep = w == "sleep";
     Strided strided(a.port);
+    Engines engines(cards, o.u64("piece"));
     for (const std::uint64_t side : sides) {
         const Square sq(side, src_extra, dst_extra);
         Arrays arr(a, b, sq);
-        Run r{a, b, strided, sq, arr, depth};
+        const MemoryRegion pipe_src(engines.pipe_port, arr.src, NICOFF_ACCESS_LOCAL_WRITE);
+        const MemoryRegion ctc_src(engines.ctc_port, arr.src, NICOFF_ACCESS_LOCAL_WRITE);
+        const StridedTarget target(b.port.card(), arr.dst);
+        Run r{a, b, strided, sq, arr, depth, &engines, &pipe_src, &ctc_src, {}};
+        r.peer = {r.remote(), target.address()};
         const std::uint64_t n = std::clamp<std::uint64_t>(bytes / sq.bytes(), 1, max_ops);
 
         // One block per method, checked; also the warm-up.
@@ -367,14 +425,22 @@ void run(Context &ctx) {
                 const double secs = run_method(methods[i]->value, r, n);
                 rates[i].push_back(static_cast<double>(n * sq.bytes()) / secs / 1e6);
             }
+        const Fields fields{.nodes = 2,
+                            .bytes = static_cast<std::int64_t>(sq.bytes()),
+                            .runs = static_cast<std::int64_t>(repeat),
+                            .chunk = static_cast<std::int64_t>(sq.chunk())};
         for (std::size_t i = 0; i < methods.size(); i++) {
-            const bool vec = methods[i]->value == Method::vector;
-            ctx.add(vec ? "vector" : "square2d", vec ? "nic" : methods[i]->name, "mb_per_s",
-                    summarize(rates[i]).median, "MB/s",
-                    {.nodes = 2,
-                     .bytes = static_cast<std::int64_t>(sq.bytes()),
-                     .runs = static_cast<std::int64_t>(repeat),
-                     .chunk = static_cast<std::int64_t>(sq.chunk())});
+            const Method m = methods[i]->value;
+            const double mb = summarize(rates[i]).median;
+            if (m == Method::vector)
+                ctx.add("vector", "nic", "mb_per_s", mb, "MB/s", fields);
+            else if (m == Method::ctc)
+                ctx.add("hbna_pipeline", "copy_transmit_copy", "mb_per_s", mb, "MB/s", fields);
+            else
+                ctx.add("square2d", methods[i]->name, "mb_per_s", mb, "MB/s", fields);
+            // Pipelined HBNA is also the other half of Fig. 7's right-hand pair.
+            if (m == Method::hbna)
+                ctx.add("hbna_pipeline", "hbna", "mb_per_s", mb, "MB/s", fields);
         }
     }
 }
@@ -382,16 +448,18 @@ void run(Context &ctx) {
 const SuiteRegistrar registrar{{
     "strided",
     "put of a 2-D square block of doubles out of a larger array between two cards (seed 004 "
-    "Fig. 6): the card walking the shape, a PUT per row, a contiguous PUT, memcpy, and the rows "
-    "as a vector put",
+    "Fig. 6): the card walking the shape, a PUT per row, a contiguous PUT, memcpy, the rows "
+    "as a vector put, HBNA pipelined and not, and auto",
     {
         peer_option(),
         {"sides", "block sides in doubles, comma-separated", "8,16,32,64,128,256,512,1024,2048"},
         {"src-extra", "doubles each source row has beyond the block (the block in the middle)",
          "128"},
         {"dst-extra", "doubles each destination row has beyond the block", "64"},
-        {"methods", "comma-separated: nic, naive, contig, memcpy, vector",
-         "nic,naive,contig,memcpy,vector"},
+        {"methods", "comma-separated: nic, naive, contig, memcpy, vector, hbna, auto, ctc",
+         "nic,naive,contig,memcpy,vector,hbna,auto,ctc"},
+        {"piece", "hbna, auto and ctc: bytes per HBNA piece (0: the target's 256 KiB buffers)",
+         "65536"},
         {"depth", "nic and contig: at most this many blocks in flight", "1024"},
         {"bytes", "bytes per run and size (at least one block)", "16777216"},
         {"max-ops", "at most this many blocks per run (keeps small sides short)", "256"},

@@ -1,0 +1,405 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * libnicoff's strided methods (nicoff::StridedEngine: nic, naive, hbna,
+ * auto) between a port on card 0 and memory on card 1 that a port there
+ * exposes by rkey and a StridedTarget serves for HBNA.  C++ (the library's
+ * API), TAP through kselftest.h.
+ *
+ * random/METHOD       seeded random shapes of 0 to 8 levels, puts and gets
+ *                     in turn: both whole arrays end exactly as the
+ *                     reference copy leaves them
+ * hbna_ctc            the same with HBNA one piece at a time (copy,
+ *                     transmit, copy) in 16 KiB pieces
+ * hbna_contended      32 non-blocking puts of 1 KiB pieces through 4
+ *                     target buffers: every tag completes once, every byte
+ *                     lands, the target spent CPU time unpacking
+ * acc                 int32 and int64 accumulates by nic, naive and hbna
+ *                     and a double one by hbna, as the reference computes
+ * faults              random/naive, hbna and auto under 10% drop, 5%
+ *                     duplicate, 5% reorder, 1% corrupt: every byte once
+ * auto_cache          the model is measured once, cached under
+ *                     XDG_CACHE_HOME, and a second engine reads it back
+ * bad_input           hbna without a target, a local side outside its
+ *                     region, 9 levels: refused at once; a remote side
+ *                     outside the target's memory: an error, no byte written
+ */
+#include <nicoff/strided.hpp>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <system_error>
+#include <vector>
+
+#include <signal.h>
+#include <unistd.h>
+
+#include "../libnicoff/tests/unit/test_errors.hpp"
+#include "kselftest.h"
+#include "nicoff_strided_ref.h"
+
+extern "C" {
+#include "nicoff_util.h"
+}
+
+namespace {
+
+using nicoff::StridedMethod;
+using nicoff::StridedSide;
+using nicoff::test::error_of;
+
+constexpr std::size_t big = 1 << 20;
+
+// The running test and round, for the watchdog's message.
+const char *volatile current = "";
+volatile int current_round = 0;
+
+// A test that hangs fails alone, with where it was, instead of the runner's
+// timeout taking the whole file's output.
+void watchdog(int) {
+    char msg[160];
+    const int n =
+        std::snprintf(msg, sizeof(msg), "not ok - %s: stuck in round %d\n", current, current_round);
+    (void)!write(STDOUT_FILENO, msg, n > 0 ? static_cast<std::size_t>(n) : 0);
+    _exit(KSFT_FAIL);
+}
+
+struct Bed {
+    explicit Bed(nicoff::StridedOptions opts = {}, nicoff::StridedTarget::Options topts = {})
+        : a(0, nicoff::PortConfig{NICOFF_PORT_ANY, 256, 256}),
+          b(1, nicoff::PortConfig{NICOFF_PORT_ANY, 64, 64}), src(big), dst(big),
+          src_mr(a, std::span(src), NICOFF_ACCESS_LOCAL_WRITE),
+          dst_mr(b, std::span(dst), NICOFF_ACCESS_ALL), target(1, std::span(dst), topts),
+          engine(a, opts) {
+        peer = {{b.card(), b.number(), dst_mr.rkey()}, target.address()};
+    }
+    nicoff::Port a, b;
+    std::vector<std::byte> src, dst;
+    nicoff::MemoryRegion src_mr, dst_mr;
+    nicoff::StridedTarget target;
+    nicoff::StridedEngine engine;
+    nicoff::StridedPeer peer;
+
+    std::uint8_t *s() { return reinterpret_cast<std::uint8_t *>(src.data()); }
+    std::uint8_t *d() { return reinterpret_cast<std::uint8_t *>(dst.data()); }
+};
+
+void fill(std::vector<std::byte> &v, __u64 *seed) {
+    for (std::byte &x : v)
+        x = static_cast<std::byte>(sref_rand(seed));
+}
+
+// A random shape: max_chunks bounds naive's commands.
+struct Shape {
+    nicoff_strided_desc d{};
+    __u32 levels = 0;
+    std::vector<std::uint64_t> count, ls, rs;
+    std::uint64_t loff = 0, roff = 0;
+
+    Shape(__u64 *seed, std::uint64_t max_chunks, std::uint64_t max_len = 0x20000) {
+        do
+            levels = sref_random_shape(&d, max_len, 0x60000, seed);
+        while (sref_len(&d, levels) / d.count[0] > max_chunks);
+        count.assign(d.count, d.count + levels + 1);
+        ls.assign(d.local_stride, d.local_stride + levels);
+        rs.assign(d.remote_stride, d.remote_stride + levels);
+        loff = sref_rand(seed) % (big - 0x60000);
+        roff = sref_rand(seed) % (big - 0x60000);
+    }
+};
+
+// One put or get of sh by m, and the reference's copy of it into want_s
+// and want_d.
+void move(Bed &bed, StridedMethod m, const Shape &sh, bool put, std::vector<std::uint8_t> &want_s,
+          std::vector<std::uint8_t> &want_d) {
+    if (put) {
+        sref_copy(&sh.d, sh.levels, want_s.data(), sh.loff, sh.d.local_stride, want_d.data(),
+                  sh.roff, sh.d.remote_stride);
+        bed.engine.put(m, bed.src_mr, StridedSide{sh.loff, sh.ls}, bed.peer,
+                       StridedSide{sh.roff, sh.rs}, sh.count);
+    } else {
+        sref_copy(&sh.d, sh.levels, want_d.data(), sh.roff, sh.d.remote_stride, want_s.data(),
+                  sh.loff, sh.d.local_stride);
+        bed.engine.get(m, bed.peer, StridedSide{sh.roff, sh.rs}, bed.src_mr,
+                       StridedSide{sh.loff, sh.ls}, sh.count);
+    }
+}
+
+// rounds random puts and gets by m; false (after a diagnostic) on a difference.
+bool random_rounds(Bed &bed, StridedMethod m, int rounds, __u64 seed) {
+    std::vector<std::uint8_t> want_s(big), want_d(big);
+    const std::uint64_t max_chunks = m == StridedMethod::naive ? 2048 : ~0ull;
+    for (int r = 0; r < rounds; r++) {
+        current_round = r;
+        fill(bed.src, &seed);
+        fill(bed.dst, &seed);
+        const Shape sh(&seed, max_chunks);
+        std::memcpy(want_s.data(), bed.s(), big);
+        std::memcpy(want_d.data(), bed.d(), big);
+        const bool put = r % 2 == 0;
+        // Which operation failed, when one throws.
+        const auto where = [&] {
+            ksft_print_msg("%s %s round %d: %u levels, chunk %llu\n",
+                           std::string(nicoff::method_name(m)).c_str(), put ? "put" : "get", r,
+                           sh.levels, static_cast<unsigned long long>(sh.count[0]));
+        };
+        try {
+            move(bed, m, sh, put, want_s, want_d);
+        } catch (const std::exception &) {
+            where();
+            throw;
+        }
+        if (std::memcmp(want_s.data(), bed.s(), big) || std::memcmp(want_d.data(), bed.d(), big)) {
+            where();
+            ksft_print_msg("the arrays differ\n");
+            return false;
+        }
+    }
+    return true;
+}
+
+bool test_random(StridedMethod m) {
+    Bed bed;
+    return random_rounds(bed, m, 24, 0x5eed + static_cast<__u64>(m));
+}
+
+bool test_hbna_ctc() {
+    Bed bed({.hbna_piece = 16384, .hbna_pipelined = false});
+    return random_rounds(bed, StridedMethod::hbna, 8, 77);
+}
+
+bool test_hbna_contended() {
+    Bed bed({.hbna_slots = 16, .hbna_piece = 1024}, {.buffers = 4, .buffer_bytes = 1024});
+    __u64 seed = 5;
+    fill(bed.src, &seed);
+    std::fill(bed.dst.begin(), bed.dst.end(), std::byte{0});
+    constexpr int ops = 32;
+    // Each op's rows in a 32 KiB window of its own on the target.
+    const std::uint64_t count[] = {1000, 16}, stride[] = {2000};
+    for (int i = 0; i < ops; i++)
+        bed.engine.start_put(StridedMethod::hbna, bed.src_mr, StridedSide{i * 512ull, stride},
+                             bed.peer, StridedSide{i * 32768ull, stride}, count, 100 + i);
+    std::vector<int> seen(ops);
+    for (int i = 0; i < ops; i++) {
+        const nicoff::StridedDone d = bed.engine.wait_any();
+        if (d.tag < 100 || d.tag >= 100 + ops || d.status || d.bytes != 16000 ||
+            d.method != StridedMethod::hbna) {
+            ksft_print_msg("completion tag %llu status %d bytes %llu\n",
+                           static_cast<unsigned long long>(d.tag), d.status,
+                           static_cast<unsigned long long>(d.bytes));
+            return false;
+        }
+        seen[d.tag - 100]++;
+    }
+    if (std::count(seen.begin(), seen.end(), 1) != ops || bed.engine.in_flight())
+        return false;
+    for (int i = 0; i < ops; i++)
+        for (int row = 0; row < 16; row++)
+            if (std::memcmp(bed.d() + i * 32768 + row * 2000, bed.s() + i * 512 + row * 2000,
+                            1000)) {
+                ksft_print_msg("op %d row %d differs\n", i, row);
+                return false;
+            }
+    const nicoff::StridedTarget::Stats st = bed.target.stats();
+    ksft_print_msg("target: %llu pieces, %llu bytes, %llu us unpacking\n",
+                   static_cast<unsigned long long>(st.pieces),
+                   static_cast<unsigned long long>(st.bytes),
+                   static_cast<unsigned long long>(st.unpack_cpu_ns / 1000));
+    return st.bytes == ops * 16000ull && st.pieces >= ops * 16 && st.unpack_cpu_ns > 0;
+}
+
+bool test_acc() {
+    Bed bed;
+    __u64 seed = 11;
+    struct Case {
+        StridedMethod m;
+        std::uint32_t acc;
+    };
+    const Case cases[] = {{StridedMethod::nic, NICOFF_ACC_INT32},
+                          {StridedMethod::naive, NICOFF_ACC_INT64},
+                          {StridedMethod::hbna, NICOFF_ACC_INT32},
+                          {StridedMethod::hbna, NICOFF_ACC_INT64}};
+    std::vector<std::uint8_t> want(big);
+    for (const Case &c : cases)
+        for (int r = 0; r < 6; r++) {
+            fill(bed.src, &seed);
+            fill(bed.dst, &seed);
+            Shape sh(&seed, 512, 0x8000);
+            const std::uint64_t w = c.acc == NICOFF_ACC_INT32 ? 4 : 8;
+            sh.count[0] = sh.d.count[0] = std::max<std::uint64_t>(w, sh.count[0] / w * w);
+            if (sref_extent(&sh.d, sh.levels, sh.d.local_stride) > 0x60000 ||
+                sref_extent(&sh.d, sh.levels, sh.d.remote_stride) > 0x60000) {
+                r--;
+                continue;
+            }
+            sh.d.acc = c.acc;
+            sh.d.scale = 3;
+            std::memcpy(want.data(), bed.d(), big);
+            sref_acc(&sh.d, sh.levels, bed.s(), sh.loff, sh.d.local_stride, want.data(), sh.roff,
+                     sh.d.remote_stride);
+            bed.engine.acc(c.m, c.acc, 3, bed.src_mr, StridedSide{sh.loff, sh.ls}, bed.peer,
+                           StridedSide{sh.roff, sh.rs}, sh.count);
+            if (std::memcmp(want.data(), bed.d(), big)) {
+                ksft_print_msg("acc %u by %s differs\n", c.acc,
+                               std::string(nicoff::method_name(c.m)).c_str());
+                return false;
+            }
+        }
+    // Doubles: 2.5 + 3 * 0.5 at every element of the block, by the target's thread.
+    std::vector<double> one(64, 0.5), acc(64, 2.5);
+    std::memcpy(bed.src.data(), one.data(), 512);
+    std::memcpy(bed.dst.data(), acc.data(), 512);
+    const std::uint64_t count[] = {64, 8}, stride[] = {0};
+    bed.engine.acc(StridedMethod::automatic, NICOFF_ACC_DOUBLE, 3, bed.src_mr,
+                   StridedSide{0, stride}, bed.peer, StridedSide{0, stride}, count);
+    std::memcpy(acc.data(), bed.dst.data(), 512);
+    // Eight blocks onto the same 64 bytes: each of their 8 doubles got 8 * 1.5.
+    for (int i = 0; i < 8; i++)
+        if (acc[i] != 2.5 + 8 * 1.5)
+            return false;
+    return acc[8] == 2.5;
+}
+
+bool test_faults() {
+    if (nt_set_faults(100000, 50000, 50000, 10000))
+        return false;
+    bool ok = true;
+    {
+        Bed bed({.hbna_piece = 8192});
+        ok = random_rounds(bed, StridedMethod::naive, 6, 31) &&
+             random_rounds(bed, StridedMethod::hbna, 12, 32) &&
+             random_rounds(bed, StridedMethod::automatic, 6, 33);
+    }
+    return nt_set_faults(0, 0, 0, 0) == 0 && ok;
+}
+
+bool test_auto_cache() {
+    char dir[] = "/tmp/nicoff-methods-XXXXXX";
+    if (!mkdtemp(dir))
+        return false;
+    setenv("XDG_CACHE_HOME", dir, 1);
+    unsetenv("NICOFF_STRIDED_CALIBRATE");
+    nicoff::StridedModel first;
+    {
+        Bed bed;
+        first = bed.engine.model();
+    }
+    std::ifstream f(nicoff::strided_cache_path(0));
+    std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    const auto cached = nicoff::StridedModel::from_text(text);
+    ksft_print_msg("card 0's model: %s", text.c_str());
+    Bed again;
+    const nicoff::StridedModel &second = again.engine.model();
+    const std::uint64_t rows[] = {8, 2048}, wide[] = {1 << 16, 4};
+    ksft_print_msg("auto picks %s for 2048 chunks of 8 B, %s for 4 of 64 KiB\n",
+                   std::string(nicoff::method_name(again.engine.resolve(StridedMethod::automatic,
+                                                                        rows, again.peer)))
+                       .c_str(),
+                   std::string(nicoff::method_name(again.engine.resolve(StridedMethod::automatic,
+                                                                        wide, again.peer)))
+                       .c_str());
+    std::filesystem::remove_all(dir);
+    unsetenv("XDG_CACHE_HOME");
+    return cached && cached->tn > 0 && cached->tn == first.tn && second.tn == first.tn &&
+           second.ts_hbna == first.ts_hbna && second.tm == first.tm;
+}
+
+bool test_bad_input() {
+    Bed bed;
+    const std::uint64_t count[] = {100, 4}, stride[] = {200};
+    nicoff::StridedPeer no_target = bed.peer;
+    no_target.hbna = {};
+    if (error_of([&] {
+            bed.engine.put(StridedMethod::hbna, bed.src_mr, {0, stride}, no_target, {0, stride},
+                           count);
+        }) != EINVAL)
+        return false;
+    if (error_of([&] {
+            bed.engine.put(StridedMethod::naive, bed.src_mr, {big - 500, stride}, bed.peer,
+                           {0, stride}, count);
+        }) != ERANGE)
+        return false;
+    const std::uint64_t nine[10] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1}, zeros[9] = {};
+    if (error_of([&] {
+            bed.engine.put(StridedMethod::nic, bed.src_mr, {0, zeros}, bed.peer, {0, zeros}, nine);
+        }) != EINVAL)
+        return false;
+    std::fill(bed.dst.begin(), bed.dst.end(), std::byte{0x5a});
+    const int e = error_of([&] {
+        bed.engine.put(StridedMethod::hbna, bed.src_mr, {0, stride}, bed.peer, {big - 500, stride},
+                       count);
+    });
+    if (e != ERANGE)
+        return false;
+    // The engine and the target go on.
+    return std::all_of(bed.dst.begin(), bed.dst.end(),
+                       [](std::byte x) { return x == std::byte{0x5a}; }) &&
+           random_rounds(bed, StridedMethod::hbna, 2, 3);
+}
+
+struct Test {
+    const char *name;
+    bool (*fn)();
+};
+
+} // namespace
+
+int main() {
+    nicoff_query q{};
+    const Test tests[] = {
+        {"random/nic",
+         [] {
+             return test_random(StridedMethod::nic);
+         }},
+        {"random/naive",
+         [] {
+             return test_random(StridedMethod::naive);
+         }},
+        {"random/hbna",
+         [] {
+             return test_random(StridedMethod::hbna);
+         }},
+        {"random/auto",
+         [] {
+             return test_random(StridedMethod::automatic);
+         }},
+        {"hbna_ctc", test_hbna_ctc},
+        {"hbna_contended", test_hbna_contended},
+        {"acc", test_acc},
+        {"faults", test_faults},
+        {"auto_cache", test_auto_cache},
+        {"bad_input", test_bad_input},
+    };
+    setvbuf(stdout, nullptr, _IOLBF, 0);
+    signal(SIGALRM, watchdog);
+    ksft_print_header();
+    ksft_set_plan(sizeof(tests) / sizeof(tests[0]));
+    if (nt_query_card(0, &q) || q.num_cards < 2)
+        ksft_exit_skip("needs 2 cards\n");
+    // auto's model in a scratch cache, measured once for the tests that use it.
+    char dir[] = "/tmp/nicoff-methods-cache-XXXXXX";
+    if (mkdtemp(dir))
+        setenv("XDG_CACHE_HOME", dir, 1);
+    for (const Test &t : tests) {
+        bool ok = false;
+        current = t.name;
+        current_round = 0;
+        alarm(240);
+        try {
+            ok = t.fn();
+        } catch (const std::exception &e) {
+            ksft_print_msg("%s: %s\n", t.name, e.what());
+        }
+        if (std::string_view(t.name) == "auto_cache")
+            setenv("XDG_CACHE_HOME", dir, 1);
+        ksft_test_result(ok, "%s\n", t.name);
+    }
+    std::filesystem::remove_all(dir);
+    nt_set_faults(0, 0, 0, 0);
+    ksft_finished();
+}
