@@ -11,6 +11,8 @@
 
 NICOFF_ARMCI_DIR := $(TOP)/libnicoff/armci
 NICOFF_ARMCI_OBJDIR := $(BUILD)/obj/libarmci-nicoff
+# Debian's ARMCI-MPI header, whose presence the build needs.
+NICOFF_ARMCI_H ?= /usr/include/armci.h
 NICOFF_ARMCI_SONAME := libarmci-nicoff.so.0
 NICOFF_ARMCI_LIB := $(BUILD)/lib/$(NICOFF_ARMCI_SONAME)
 NICOFF_ARMCI_LINK := $(BUILD)/lib/libarmci-nicoff.so
@@ -20,7 +22,7 @@ NICOFF_ARMCI_SRCS := $(wildcard $(NICOFF_ARMCI_DIR)/src/*.cpp)
 NICOFF_ARMCI_OBJS := $(patsubst $(NICOFF_ARMCI_DIR)/src/%.cpp,$(NICOFF_ARMCI_OBJDIR)/%.o,$(NICOFF_ARMCI_SRCS))
 NICOFF_ARMCI_MISSING := $(strip \
 	$(if $(shell pkg-config --exists mpich 2>/dev/null && echo y),,MPICH (pkg-config mpich)) \
-	$(if $(wildcard /usr/include/armci.h),,libarmci-mpi-dev (/usr/include/armci.h)))
+	$(if $(wildcard $(NICOFF_ARMCI_H)),,libarmci-mpi-dev ($(NICOFF_ARMCI_H))))
 
 ifeq ($(NICOFF_ARMCI_MISSING),)
 NICOFF_ARMCI_MPI_CFLAGS := $(shell pkg-config --cflags mpich)
