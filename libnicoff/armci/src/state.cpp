@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <system_error>
 
 namespace nicoff::armci {
@@ -57,17 +58,15 @@ void agree(MPI_Comm comm, bool ok, const char *step) {
 // error goes up, so that no rank waits in a collective the others left.
 template <class F>
 void step(MPI_Comm comm, const char *what, F f) {
-    std::string err;
-    int code = 0;
+    std::exception_ptr err;
     try {
         f();
-    } catch (const std::system_error &e) {
-        err = e.what();
-        code = e.code().value();
+    } catch (const std::system_error &) {
+        err = std::current_exception();
     }
-    agree(comm, err.empty(), what);
-    if (!err.empty())
-        fail(code ? code : EIO, std::string(what) + ": " + err);
+    agree(comm, !err, what);
+    if (err)
+        std::rethrow_exception(err);
 }
 
 std::uint32_t agree_group_id(MPI_Comm comm, std::uint32_t me) {
@@ -131,6 +130,15 @@ void must(const char *call, const std::function<void()> &f) noexcept {
 
 State::State() : remote(0), local(1) {
     MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+    try {
+        setup();
+    } catch (...) {
+        MPI_Comm_free(&comm); // the destructor does not run for a failed constructor
+        throw;
+    }
+}
+
+void State::setup() {
     int r = 0, n = 0;
     MPI_Comm_rank(comm, &r);
     MPI_Comm_size(comm, &n);

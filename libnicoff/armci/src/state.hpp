@@ -125,6 +125,7 @@ public:
     LocalBuf local_buf(const void *addr, std::uint64_t len);
 
 private:
+    void setup(); // the constructor's collective steps
     void complete(Request &r);
     std::map<std::uint64_t, Request> pending_;
     std::map<std::uint64_t, std::pair<std::uint32_t, int>> failed_; // id -> (target, err)
