@@ -41,7 +41,7 @@ std::uint64_t contiguous(Dir dir, void *src, void *dst, int bytes, int proc) {
     const auto len = static_cast<std::uint64_t>(bytes);
     const Place rp = s.remote_place(proc, rptr, len);
     return s.run(target, [&](Request &r) {
-        LocalBuf lb = s.local_buf(lptr, len);
+        LocalBuf lb = s.local_buf(lptr, len, dir == Dir::get);
         const MemoryRegion &mr = keep(r, lb);
         const RemoteRegion &rr = rp.slice->region;
         for (std::uint64_t off = 0; off < len; off += rdma_piece) {
@@ -96,7 +96,7 @@ std::uint64_t post_strided(Dir dir, void *lptr, std::span<const std::uint64_t> l
         return 0;
     const Place rp = s.remote_place(proc, rptr, rext);
     return s.run(target, [&](Request &r) {
-        LocalBuf lb = s.local_buf(lptr, lext);
+        LocalBuf lb = s.local_buf(lptr, lext, dir == Dir::get);
         const MemoryRegion &mr = keep(r, lb);
         const StridedSide ls{lb.offset, lstride}, rs{rp.offset, rstride};
         const RemoteRegion &rr = rp.slice->region;

@@ -304,7 +304,7 @@ RemoteWord State::word(int proc, const void *addr, std::uint32_t width) const {
     return {p.slice->region.card, p.slice->region.port, p.slice->region.rkey, width, p.offset};
 }
 
-LocalBuf State::local_buf(const void *addr, std::uint64_t len) {
+LocalBuf State::local_buf(const void *addr, std::uint64_t len, bool written) {
     LocalBuf b;
     const Place p = local.lookup(0, reinterpret_cast<std::uintptr_t>(addr), len);
     if (p.slice) {
@@ -315,7 +315,27 @@ LocalBuf State::local_buf(const void *addr, std::uint64_t len) {
     if (!addr)
         fail(EINVAL, "a NULL local buffer");
     auto *bytes = static_cast<std::byte *>(const_cast<void *>(addr));
-    b.temp = rma->register_memory({bytes, len ? len : 1}, NICOFF_ACCESS_LOCAL_WRITE);
+    const std::span<std::byte> range(bytes, len ? len : 1);
+    // A source needs no right: read-only memory (a constant) may be put.
+    const std::uint32_t access = written ? NICOFF_ACCESS_LOCAL_WRITE : 0;
+    try {
+        b.temp = rma->register_memory(range, access);
+    } catch (const std::system_error &e) {
+        // Too many regions on the port (max_mrs): the requests in flight
+        // hold theirs until they complete.  All but the newest, which is
+        // the caller's own, still being posted; their errors stay for
+        // their own waits.
+        const std::uint64_t newest = next_id_ - 1;
+        const auto older = [newest](const Request &r) {
+            return r.id < newest;
+        };
+        if (e.code().value() != ENOSPC || !busy(older))
+            throw;
+        while (busy(older))
+            if (!progress())
+                rma->wait(std::chrono::milliseconds(1));
+        b.temp = rma->register_memory(range, access);
+    }
     b.mr = &*b.temp;
     return b;
 }

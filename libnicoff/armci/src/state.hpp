@@ -122,7 +122,8 @@ public:
     // --- memory ------------------------------------------------------------
     Place remote_place(int proc, const void *addr, std::uint64_t len) const;
     RemoteWord word(int proc, const void *addr, std::uint32_t width) const;
-    LocalBuf local_buf(const void *addr, std::uint64_t len);
+    // written: the card writes the buffer (a get), else only reads it.
+    LocalBuf local_buf(const void *addr, std::uint64_t len, bool written);
 
 private:
     void setup(); // the constructor's collective steps
