@@ -10,6 +10,7 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cerrno>
@@ -84,25 +85,30 @@ void malloc_group(void **ptr_arr, armci_size_t bytes, const ARMCI_Group *g) {
 }
 
 // Collective over g: the allocation whose piece here is ptr (null for a
-// process whose piece is empty: the others name it).
+// process whose piece is empty: the others name it).  The members gather
+// their pointers and each finds the allocation whose pieces they are: an
+// index in creation order would differ between processes that belong to
+// different groups.
 void free_group(void *ptr, const ARMCI_Group *g) {
     State &s = state();
-    members_of(g);
-    // Which allocation: its index in creation order, which every member
-    // agrees on; -1 from a process without a piece.
-    int index = -1, i = 0;
-    auto it = s.allocs.begin();
-    for (; it != s.allocs.end(); ++it, ++i)
-        if (ptr && it->base == ptr)
-            break;
-    if (ptr && it == s.allocs.end())
-        fail(EINVAL, "ARMCI_Free of memory ARMCI_Malloc did not hand out");
-    if (ptr)
-        index = i;
-    MPI_Allreduce(MPI_IN_PLACE, &index, 1, MPI_INT, MPI_MAX, g->comm);
-    if (index < 0)
+    const std::vector<std::uint32_t> members = members_of(g);
+    std::vector<std::uint64_t> bases(members.size());
+    const std::uint64_t mine = reinterpret_cast<std::uintptr_t>(ptr);
+    MPI_Allgather(&mine, 1, MPI_UINT64_T, bases.data(), 1, MPI_UINT64_T, g->comm);
+    if (std::all_of(bases.begin(), bases.end(), [](std::uint64_t b) { return b == 0; }))
         return; // every piece empty: nothing was allocated
-    it = std::next(s.allocs.begin(), index);
+    auto it = std::find_if(s.allocs.begin(), s.allocs.end(), [&](const Allocation &a) {
+        for (std::size_t i = 0; i < members.size(); i++)
+            if (a.pieces[members[i]].base != bases[i])
+                return false;
+        return true;
+    });
+    // Every member finds the same allocation or none (a pointer ARMCI_Malloc
+    // did not hand out): agreed before anything is freed.
+    int found = it != s.allocs.end();
+    MPI_Allreduce(MPI_IN_PLACE, &found, 1, MPI_INT, MPI_MIN, g->comm);
+    if (!found)
+        fail(EINVAL, "ARMCI_Free of memory ARMCI_Malloc did not hand out (on some process)");
     // Nobody may still be writing into a piece when it goes.
     (void)s.wait_all();
     MPI_Barrier(g->comm);
