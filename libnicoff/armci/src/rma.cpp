@@ -67,9 +67,8 @@ void to_handle(armci_hdl_t *hdl, int proc, std::uint64_t id) {
         fail(EINVAL, "a NULL handle");
     if (id == 0)
         return;
-    if (hdl->aggregate != 0 && hdl->target != proc)
-        fail(EINVAL, "a handle used for two targets before it was waited on");
-    hdl->target = proc;
+    // A handle used for several targets before a wait covers them all.
+    hdl->target = hdl->aggregate != 0 && hdl->target != proc ? any_target : proc;
     hdl->aggregate = static_cast<int>(id & 0x7fffffff);
 }
 

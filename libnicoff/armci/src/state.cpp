@@ -346,7 +346,8 @@ void drop_state() { g_state.reset(); }
 
 // Handle ids (hdl->aggregate) and their test against a request.
 bool handle_covers(const Request &r, std::uint32_t target, std::uint32_t hid) {
-    return r.target == target && not_after(r.id, hid);
+    return (target == static_cast<std::uint32_t>(any_target) || r.target == target) &&
+           not_after(r.id, hid);
 }
 
 } // namespace nicoff::armci
