@@ -2,6 +2,7 @@
 // GetV, the handles, Fence and the value calls.
 #include "rma.hpp"
 
+#include "handle.hpp"
 #include "shape.hpp"
 
 #include <cerrno>
@@ -68,8 +69,8 @@ void to_handle(armci_hdl_t *hdl, int proc, std::uint64_t id) {
     if (id == 0)
         return;
     // A handle used for several targets before a wait covers them all.
-    hdl->target = hdl->aggregate != 0 && hdl->target != proc ? any_target : proc;
-    hdl->aggregate = static_cast<int>(id & 0x7fffffff);
+    hdl->target = handle_target(hdl->target, hdl->aggregate, proc);
+    hdl->aggregate = handle_id(id);
 }
 
 std::function<bool(const Request &)> covered_by(const armci_hdl_t *hdl) {
@@ -77,10 +78,10 @@ std::function<bool(const Request &)> covered_by(const armci_hdl_t *hdl) {
         fail(EINVAL, "a NULL handle");
     if (hdl->aggregate == 0)
         return {};
-    const auto target = static_cast<std::uint32_t>(hdl->target);
+    const int target = hdl->target;
     const auto hid = static_cast<std::uint32_t>(hdl->aggregate);
     return [target, hid](const Request &r) {
-        return handle_covers(r, target, hid);
+        return covers(target, hid, r.target, r.id);
     };
 }
 

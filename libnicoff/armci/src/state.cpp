@@ -2,6 +2,8 @@
 // address translation.
 #include "state.hpp"
 
+#include "handle.hpp"
+
 #include <nicoff/job.hpp>
 
 #include <sys/random.h>
@@ -77,13 +79,6 @@ std::uint32_t agree_group_id(MPI_Comm comm, std::uint32_t me) {
                 id = static_cast<std::uint32_t>(std::rand()) | 1u;
     MPI_Bcast(&id, 1, MPI_UINT32_T, 0, comm);
     return id;
-}
-
-// For the ids in an armci_hdl_t (31 bits): whether request id r was
-// started no later than handle id h, modulo the wrap.
-bool not_after(std::uint64_t r, std::uint32_t h) {
-    constexpr std::uint32_t mask = 0x7fffffff;
-    return ((h - static_cast<std::uint32_t>(r)) & mask) < (1u << 30);
 }
 
 } // namespace
@@ -182,7 +177,7 @@ State::~State() {
 
 Request &State::start(std::uint32_t target) {
     // A handle keeps the id's low 31 bits, 0 meaning no request.
-    if ((next_id_ & 0x7fffffff) == 0)
+    if (handle_id(next_id_) == 0)
         next_id_++;
     const std::uint64_t id = next_id_++;
     Request &r = pending_[id];
@@ -343,11 +338,5 @@ LocalBuf State::local_buf(const void *addr, std::uint64_t len, bool written) {
 // Exposed to init.cpp.
 void make_state() { g_state = std::make_unique<State>(); }
 void drop_state() { g_state.reset(); }
-
-// Handle ids (hdl->aggregate) and their test against a request.
-bool handle_covers(const Request &r, std::uint32_t target, std::uint32_t hid) {
-    return (target == static_cast<std::uint32_t>(any_target) || r.target == target) &&
-           not_after(r.id, hid);
-}
 
 } // namespace nicoff::armci

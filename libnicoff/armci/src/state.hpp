@@ -147,11 +147,6 @@ void must(const char *call, const std::function<void()> &f) noexcept;
 // ARMCI_Init's and ARMCI_Finalize's: make and drop the state.
 void make_state();
 void drop_state();
-// A handle's target when requests to several targets were posted on it.
-inline constexpr int any_target = -2;
-// Whether a handle (its target, its id: the last request posted on it)
-// covers request r.
-bool handle_covers(const Request &r, std::uint32_t target, std::uint32_t hid);
 // proc as a world rank, EINVAL out of range.
 std::uint32_t proc_of(int proc);
 

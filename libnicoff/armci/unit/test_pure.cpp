@@ -2,6 +2,7 @@
 // strided argument checks, packing, and NICOFF_ARMCI_STRIDED.
 #include "config.hpp"
 #include "directory.hpp"
+#include "handle.hpp"
 #include "shape.hpp"
 #include "test_errors.hpp"
 
@@ -143,14 +144,35 @@ void test_method(void **) {
     assert_int_equal(error_of([] { a::strided_method(""); }), EINVAL);
 }
 
+void test_handles(void **) {
+    // A fresh handle gets the target; a second target makes it cover all.
+    assert_int_equal(a::handle_target(-1, 0, 3), 3);
+    assert_int_equal(a::handle_target(3, 5, 3), 3);
+    assert_int_equal(a::handle_target(3, 5, 4), a::any_target);
+    assert_int_equal(a::handle_target(a::any_target, 6, 3), a::any_target);
+    // Ids: requests up to the handle's, to its target only.
+    assert_true(a::covers(3, 10, 3, 10));
+    assert_true(a::covers(3, 10, 3, 1));
+    assert_false(a::covers(3, 10, 3, 11));
+    assert_false(a::covers(3, 10, 4, 9));
+    assert_true(a::covers(a::any_target, 10, 4, 9));
+    assert_false(a::covers(a::any_target, 10, 4, 12));
+    // Across the 31-bit wrap: request 2^31 + 2 keeps 2, after 2^31 - 1.
+    const std::uint64_t wrap = std::uint64_t{1} << 31;
+    assert_int_equal(a::handle_id(wrap + 2), 2);
+    assert_int_equal(a::handle_id(wrap), 0);
+    assert_true(a::covers(1, 2, 1, wrap - 1));
+    assert_false(a::covers(1, static_cast<std::uint32_t>(a::handle_id(wrap - 1)), 1, wrap + 2));
+    assert_true(a::covers(1, 2, 1, wrap + 2));
+}
+
 } // namespace
 
 int main() {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_directory),
-        cmocka_unit_test(test_shape_checks),
-        cmocka_unit_test(test_pack),
-        cmocka_unit_test(test_method),
+        cmocka_unit_test(test_directory), cmocka_unit_test(test_shape_checks),
+        cmocka_unit_test(test_pack),      cmocka_unit_test(test_method),
+        cmocka_unit_test(test_handles),
     };
     return cmocka_run_group_tests(tests, nullptr, nullptr);
 }
