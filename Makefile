@@ -56,6 +56,7 @@ include mk/cache.mk
 include firmware-sim/build.mk
 include libnicoff/build.mk
 include libnicoff/mpi/build.mk
+include libnicoff/armci/build.mk
 include selftests/build.mk
 include libnicoff/mpi/tests/build.mk
 
@@ -154,6 +155,7 @@ install: user modules_install
 	install -m 644 $(LIBNICOFF_PUBLIC_HEADERS) $(LIBNICOFF_VERSION_H) $(DESTDIR)$(INCLUDEDIR)/nicoff/
 	install -m 755 $(TOOL_BINS) $(DESTDIR)$(BINDIR)/
 	$(if $(NICOFF_MPI_LIBS),install -m 755 $(NICOFF_MPI_LIBS) $(DESTDIR)$(LIBDIR)/)
+	$(if $(NICOFF_ARMCI_LIBS),cp -P $(NICOFF_ARMCI_LIBS) $(DESTDIR)$(LIBDIR)/)
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
 	    -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' -e 's|@VERSION@|$(NICOFF_VERSION)|' \
 	    packaging/nicoff.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/nicoff.pc

@@ -69,6 +69,14 @@ else
 	failed=$((failed + 1)); echo "not ok - nicoffctl --help (grep $h_rc), usage error (exit $u_rc, want 2)"
 fi
 
+echo "== ARMCI symbols Global Arrays needs (tools/armci-symbols.sh)"
+BUILD=$BUILD tools/armci-symbols.sh > "$log_dir/armci-symbols.log" 2>&1
+case $? in
+0) passed=$((passed + 1)); echo "ok - $(tail -1 "$log_dir/armci-symbols.log")" ;;
+77) skipped=$((skipped + 1)); echo "skip - $(tail -1 "$log_dir/armci-symbols.log")" ;;
+*) failed=$((failed + 1)); cat "$log_dir/armci-symbols.log"; echo "not ok - armci-symbols" ;;
+esac
+
 echo "== unit tests (user space)"
 for t in ${UNIT_TESTS:-}; do
 	name=$(basename "$t")

@@ -1,0 +1,342 @@
+// libarmci-nicoff: setting up and tearing down, requests and progress,
+// address translation.
+#include "state.hpp"
+
+#include "handle.hpp"
+
+#include <nicoff/job.hpp>
+
+#include <sys/random.h>
+
+#include <array>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <system_error>
+
+namespace nicoff::armci {
+
+namespace {
+
+std::unique_ptr<State> g_state;
+
+// How many cards the ranks spread over: NICOFF_NICS, else the device's;
+// ENODEV when there is no card.
+std::uint32_t card_count() {
+    if (const char *v = std::getenv("NICOFF_NICS")) {
+        const auto n = parse_job_value(v);
+        if (!n || *n == 0)
+            fail(EINVAL, std::string("NICOFF_NICS='") + v + "'");
+        return *n;
+    }
+    const auto info = Job::query_device();
+    if (!info)
+        fail(ENODEV, "no /dev/nicoff0: the nicoff module is not loaded");
+    return info->num_cards;
+}
+
+// Whether every rank runs on this host (every card lives in one kernel):
+// the ranks sharing memory with this one are all of them.
+bool one_host(MPI_Comm comm) {
+    MPI_Comm node = MPI_COMM_NULL;
+    MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    int same = MPI_UNEQUAL;
+    MPI_Comm_compare(comm, node, &same);
+    MPI_Comm_free(&node);
+    return same == MPI_CONGRUENT;
+}
+
+// Every rank's local step succeeded?  Collective; a rank that failed says
+// why on its own stderr, the others learn only that one failed.
+void agree(MPI_Comm comm, bool ok, const char *step) {
+    int all = ok;
+    MPI_Allreduce(MPI_IN_PLACE, &all, 1, MPI_INT, MPI_MIN, comm);
+    if (!all && ok)
+        fail(ECONNABORTED, std::string("another rank failed ") + step);
+}
+
+// Runs a local step; a failure is agreed on by every rank before the
+// error goes up, so that no rank waits in a collective the others left.
+template <class F>
+void step(MPI_Comm comm, const char *what, F f) {
+    std::exception_ptr err;
+    try {
+        f();
+    } catch (const std::system_error &) {
+        err = std::current_exception();
+    }
+    agree(comm, !err, what);
+    if (err)
+        std::rethrow_exception(err);
+}
+
+std::uint32_t agree_group_id(MPI_Comm comm, std::uint32_t me) {
+    std::uint32_t id = 0;
+    if (me == 0)
+        while (id == 0)
+            if (getrandom(&id, sizeof(id), 0) != sizeof(id))
+                id = static_cast<std::uint32_t>(std::rand()) | 1u;
+    MPI_Bcast(&id, 1, MPI_UINT32_T, 0, comm);
+    return id;
+}
+
+} // namespace
+
+[[noreturn]] void fail(int err, const std::string &what) {
+    throw std::system_error(err, std::generic_category(), what);
+}
+
+State &state() {
+    if (!g_state)
+        fail(EINVAL, "ARMCI is not initialised (ARMCI_Init)");
+    return *g_state;
+}
+
+bool initialised() noexcept { return g_state != nullptr; }
+
+std::uint32_t proc_of(int proc) {
+    State &s = state();
+    if (proc < 0 || static_cast<std::uint32_t>(proc) >= s.nproc)
+        fail(EINVAL,
+             "proc " + std::to_string(proc) + " is not in [0, " + std::to_string(s.nproc) + ")");
+    return static_cast<std::uint32_t>(proc);
+}
+
+int guarded(const char *call, const std::function<void()> &f) noexcept {
+    try {
+        f();
+        return 0;
+    } catch (const std::system_error &e) {
+        int rank = -1;
+        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+        std::fprintf(stderr, "armci-nicoff: rank %d: %s: %s\n", rank, call, e.what());
+        return e.code().value() ? e.code().value() : EIO;
+    } catch (const std::exception &e) {
+        std::fprintf(stderr, "armci-nicoff: %s: %s\n", call, e.what());
+        return EIO;
+    }
+}
+
+void must(const char *call, const std::function<void()> &f) noexcept {
+    if (const int err = guarded(call, f))
+        MPI_Abort(MPI_COMM_WORLD, err);
+}
+
+State::State() : remote(0), local(1) {
+    MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+    try {
+        setup();
+    } catch (...) {
+        MPI_Comm_free(&comm); // the destructor does not run for a failed constructor
+        throw;
+    }
+}
+
+void State::setup() {
+    int r = 0, n = 0;
+    MPI_Comm_rank(comm, &r);
+    MPI_Comm_size(comm, &n);
+    me = static_cast<std::uint32_t>(r);
+    nproc = static_cast<std::uint32_t>(n);
+    remote = Directory(nproc);
+    step(comm, "reading the environment",
+         [&] { method = strided_method(std::getenv("NICOFF_ARMCI_STRIDED")); });
+    step(comm, "checking the hosts", [&] {
+        if (!one_host(comm))
+            fail(EOPNOTSUPP, "the ranks run on several hosts, and every card lives in one kernel");
+    });
+    step(comm, "opening the ports", [&] {
+        const std::uint32_t card = me % card_count();
+        rma.emplace(card, PortConfig{});
+        sync.emplace(card, PortConfig{});
+        strided.emplace(*rma);
+        mem.emplace(*sync);
+        // The floating-point accumulate lock of this process's memory.
+        sys_words.assign(8, 0);
+        sys_mr =
+            rma->register_memory(std::as_writable_bytes(std::span(sys_words)), NICOFF_ACCESS_ALL);
+    });
+    // card, rma port, sync port, lock rkey
+    std::array<std::uint32_t, 4> mine = {rma->card(), rma->number(), sync->number(), sys_mr.rkey()};
+    std::vector<std::array<std::uint32_t, 4>> all(nproc);
+    MPI_Allgather(mine.data(), 4, MPI_UINT32_T, all.data(), 4, MPI_UINT32_T, comm);
+    std::vector<nicoff_member> members;
+    for (const auto &a : all) {
+        members.push_back({a[0], a[2]});
+        acc_lock.push_back({a[0], a[1], a[3], 8, 0});
+    }
+    const std::uint32_t id = agree_group_id(comm, me);
+    step(comm, "creating the card group", [&] { group.emplace(*sync, members, me, id); });
+}
+
+State::~State() {
+    if (comm != MPI_COMM_NULL)
+        MPI_Comm_free(&comm);
+}
+
+Request &State::start(std::uint32_t target) {
+    // A handle keeps the id's low 31 bits, 0 meaning no request.
+    if (handle_id(next_id_) == 0)
+        next_id_++;
+    const std::uint64_t id = next_id_++;
+    Request &r = pending_[id];
+    r.id = id;
+    r.target = target;
+    r.outstanding = 1; // held until seal(): it must not complete while posting
+    return r;
+}
+
+void State::post(Request &r, const std::function<bool()> &try_post) {
+    while (!try_post()) {
+        if (rma->in_error())
+            fail(EIO, "the port is in the error state");
+        progress();
+    }
+    r.outstanding++;
+}
+
+std::uint64_t State::seal(Request &r) {
+    const std::uint64_t id = r.id;
+    if (--r.outstanding == 0)
+        complete(r);
+    return id;
+}
+
+std::uint64_t State::run(std::uint32_t target, const std::function<void(Request &)> &post_all) {
+    Request &r = start(target);
+    try {
+        post_all(r);
+    } catch (...) {
+        // What was posted still completes; nothing of it may be lost.
+        if (r.err == 0)
+            r.err = -ECANCELED;
+        wait_id(seal(r));
+        throw;
+    }
+    return seal(r);
+}
+
+void State::complete(Request &r) {
+    if (r.err == 0 && r.finish)
+        r.finish();
+    if (r.err)
+        failed_[r.id] = {r.target, r.err};
+    pending_.erase(r.id); // deregisters its temporary regions
+}
+
+bool State::progress() {
+    std::array<nicoff_cqe, 32> cqes;
+    const std::size_t n = rma->poll(cqes);
+    for (std::size_t i = 0; i < n; i++) {
+        const nicoff_cqe &c = cqes[i];
+        auto it = pending_.find(c.tag);
+        if (it == pending_.end()) {
+            std::fprintf(stderr, "armci-nicoff: rank %u: a completion of no request (tag %llu)\n",
+                         me, static_cast<unsigned long long>(c.tag));
+            continue;
+        }
+        Request &r = it->second;
+        if (c.status < 0 && r.err == 0) {
+            r.err = c.status;
+            std::fprintf(stderr, "armci-nicoff: rank %u: an operation on proc %u failed: %s\n", me,
+                         r.target, std::generic_category().message(-c.status).c_str());
+        }
+        if (--r.outstanding == 0)
+            complete(r);
+    }
+    return n > 0;
+}
+
+bool State::busy(const std::function<bool(const Request &)> &pick) const {
+    for (const auto &[id, r] : pending_)
+        if (pick(r))
+            return true;
+    return false;
+}
+
+int State::wait(const std::function<bool(const Request &)> &pick) {
+    // Spins first: a put's round trip is tens of microseconds, and the
+    // sleep in poll(2) adds a wake-up to it.
+    unsigned idle = 0;
+    while (busy(pick)) {
+        if (progress()) {
+            idle = 0;
+        } else if (++idle > 2000) {
+            if (rma->in_error())
+                fail(EIO, "the port is in the error state");
+            rma->wait(std::chrono::milliseconds(10));
+        }
+    }
+    int err = 0;
+    for (auto it = failed_.begin(); it != failed_.end();) {
+        Request probe;
+        probe.id = it->first;
+        probe.target = it->second.first;
+        if (pick(probe)) {
+            if (!err)
+                err = it->second.second;
+            it = failed_.erase(it);
+        } else {
+            ++it;
+        }
+    }
+    return err;
+}
+
+int State::wait_id(std::uint64_t id) {
+    return wait([id](const Request &r) { return r.id == id; });
+}
+
+Place State::remote_place(int proc, const void *addr, std::uint64_t len) const {
+    return remote.find(proc_of(proc), reinterpret_cast<std::uintptr_t>(addr), len);
+}
+
+RemoteWord State::word(int proc, const void *addr, std::uint32_t width) const {
+    const Place p = remote_place(proc, addr, width);
+    if (p.offset % width)
+        fail(EINVAL, "the word is not aligned to its " + std::to_string(width) + " bytes");
+    return {p.slice->region.card, p.slice->region.port, p.slice->region.rkey, width, p.offset};
+}
+
+LocalBuf State::local_buf(const void *addr, std::uint64_t len, bool written) {
+    LocalBuf b;
+    const Place p = local.lookup(0, reinterpret_cast<std::uintptr_t>(addr), len);
+    if (p.slice) {
+        b.mr = p.slice->mr;
+        b.offset = p.offset;
+        return b;
+    }
+    if (!addr)
+        fail(EINVAL, "a NULL local buffer");
+    auto *bytes = static_cast<std::byte *>(const_cast<void *>(addr));
+    const std::span<std::byte> range(bytes, len ? len : 1);
+    // A source needs no right: read-only memory (a constant) may be put.
+    const std::uint32_t access = written ? NICOFF_ACCESS_LOCAL_WRITE : 0;
+    try {
+        b.temp = rma->register_memory(range, access);
+    } catch (const std::system_error &e) {
+        // Too many regions on the port (max_mrs): the requests in flight
+        // hold theirs until they complete.  All but the newest, which is
+        // the caller's own, still being posted; their errors stay for
+        // their own waits.
+        const std::uint64_t newest = next_id_ - 1;
+        const auto older = [newest](const Request &r) {
+            return r.id < newest;
+        };
+        if (e.code().value() != ENOSPC || !busy(older))
+            throw;
+        while (busy(older))
+            if (!progress())
+                rma->wait(std::chrono::milliseconds(1));
+        b.temp = rma->register_memory(range, access);
+    }
+    b.mr = &*b.temp;
+    return b;
+}
+
+// Exposed to init.cpp.
+void make_state() { g_state = std::make_unique<State>(); }
+void drop_state() { g_state.reset(); }
+
+} // namespace nicoff::armci

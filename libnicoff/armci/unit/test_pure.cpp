@@ -1,0 +1,178 @@
+// libarmci-nicoff's pure parts on the host: address translation, ARMCI's
+// strided argument checks, packing, and NICOFF_ARMCI_STRIDED.
+#include "config.hpp"
+#include "directory.hpp"
+#include "handle.hpp"
+#include "shape.hpp"
+#include "test_errors.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+// Last: cmocka defines a macro fail(), a name the C++ headers use.
+#include "cmocka.hpp"
+
+namespace {
+
+using nicoff::test::error_of;
+namespace a = nicoff::armci;
+
+a::Slice slice(std::uint64_t base, std::uint64_t size, std::uint32_t rkey) {
+    a::Slice s;
+    s.base = base;
+    s.size = size;
+    s.region = {1, 17, rkey};
+    return s;
+}
+
+void test_directory(void **) {
+    a::Directory d(3);
+    d.add(1, slice(0x10000, 0x1000, 7));
+    d.add(1, slice(0x11000, 0x100, 8));  // adjacent, not overlapping
+    d.add(2, slice(0x10000, 0x1000, 9)); // same address in another process
+    // Inside, to the last byte.
+    a::Place p = d.find(1, 0x10010, 0x10);
+    assert_int_equal(p.slice->region.rkey, 7);
+    assert_int_equal(p.offset, 0x10);
+    p = d.find(1, 0x10000, 0x1000);
+    assert_int_equal(p.offset, 0);
+    p = d.find(1, 0x110ff, 1);
+    assert_int_equal(p.slice->region.rkey, 8);
+    assert_int_equal(p.offset, 0xff);
+    assert_int_equal(d.find(2, 0x10fff, 0).slice->region.rkey, 9);
+    // One byte past, straddling two slices, below all, wrapping, the wrong
+    // process, a process out of range.
+    assert_int_equal(error_of([&] { d.find(1, 0x10fff, 2); }), EFAULT);
+    assert_int_equal(error_of([&] { d.find(1, 0x110ff, 2); }), EFAULT);
+    assert_int_equal(error_of([&] { d.find(1, 0xffff, 1); }), EFAULT);
+    assert_int_equal(error_of([&] { d.find(1, 0x10010, ~0ull); }), EFAULT);
+    assert_int_equal(error_of([&] { d.find(0, 0x10010, 1); }), EFAULT);
+    assert_int_equal(error_of([&] { d.find(3, 0x10010, 1); }), EINVAL);
+    assert_null(d.lookup(3, 0x10010, 1).slice);
+    // Overlaps, empty and wrapping slices are refused.
+    assert_int_equal(error_of([&] { d.add(1, slice(0x10800, 0x1000, 1)); }), EEXIST);
+    assert_int_equal(error_of([&] { d.add(1, slice(0xf800, 0x1000, 1)); }), EEXIST);
+    assert_int_equal(error_of([&] { d.add(1, slice(0x20000, 0, 1)); }), EINVAL);
+    assert_int_equal(error_of([&] { d.add(1, slice(~0ull - 4, 16, 1)); }), EINVAL);
+    assert_int_equal(error_of([&] { d.add(5, slice(0x20000, 16, 1)); }), EINVAL);
+    // Removal forgets exactly that slice.
+    assert_true(d.remove(1, 0x10000));
+    assert_false(d.remove(1, 0x10000));
+    assert_int_equal(error_of([&] { d.find(1, 0x10010, 1); }), EFAULT);
+    assert_int_equal(d.find(1, 0x11000, 1).slice->region.rkey, 8);
+}
+
+void test_shape_checks(void **) {
+    int count[10] = {8, 2, 3, 1, 1, 1, 1, 1, 1, 1};
+    int stride[9] = {16, 64, 64, 64, 64, 64, 64, 64, 64};
+    const a::Shape s = a::make_shape(stride, stride, count, 2);
+    assert_int_equal(s.count.size(), 3);
+    assert_int_equal(s.bytes(), 48);
+    // 8 bytes, then 16 bytes apart, then 64: ends at 2*64 + 16 + 8.
+    assert_int_equal(a::extent(s.count, s.src_stride), 152);
+    a::make_shape(stride, stride, count, 8);
+    assert_int_equal(error_of([&] { a::make_shape(stride, stride, count, 9); }), EINVAL);
+    assert_int_equal(error_of([&] { a::make_shape(stride, stride, count, -1); }), EINVAL);
+    int neg[3] = {8, -1, 2};
+    assert_int_equal(error_of([&] { a::make_shape(stride, stride, neg, 2); }), EINVAL);
+    int negs[2] = {-16, 64};
+    assert_int_equal(error_of([&] { a::make_shape(negs, stride, count, 2); }), EINVAL);
+    assert_int_equal(error_of([&] { a::make_shape(nullptr, stride, count, 2); }), EINVAL);
+    a::make_shape(nullptr, nullptr, count, 0); // no strides needed
+    // A zero count moves nothing and covers nothing.
+    int zero[3] = {8, 0, 2};
+    const a::Shape z = a::make_shape(stride, stride, zero, 2);
+    assert_int_equal(z.bytes(), 0);
+    assert_int_equal(a::extent(z.count, z.src_stride), 0);
+    // Extents past 64 bits.
+    const std::uint64_t big_count[3] = {8, 1ull << 40, 1ull << 40};
+    const std::uint64_t big_stride[2] = {1ull << 20, 1ull << 62};
+    assert_int_equal(error_of([&] { a::extent(big_count, big_stride); }), EOVERFLOW);
+}
+
+void test_pack(void **) {
+    std::mt19937 rng(16);
+    for (int round = 0; round < 200; round++) {
+        const int levels = static_cast<int>(rng() % 4);
+        std::vector<int> count(static_cast<std::size_t>(levels) + 1), stride(levels ? levels : 1);
+        count[0] = 1 + static_cast<int>(rng() % 9);
+        int block = count[0];
+        for (int i = 1; i <= levels; i++) {
+            count[static_cast<std::size_t>(i)] = 1 + static_cast<int>(rng() % 4);
+            stride[static_cast<std::size_t>(i) - 1] = block + static_cast<int>(rng() % 5);
+            block = stride[static_cast<std::size_t>(i) - 1] * count[static_cast<std::size_t>(i)];
+        }
+        const a::Shape s = a::make_shape(stride.data(), stride.data(), count.data(), levels);
+        std::vector<std::byte> area(a::extent(s.count, s.src_stride));
+        for (auto &b : area)
+            b = static_cast<std::byte>(rng());
+        std::vector<std::byte> packed(s.bytes()), back(area.size(), std::byte{0});
+        a::pack(area.data(), s.src_stride, s.count, packed.data());
+        a::unpack(packed.data(), s.count, back.data(), s.src_stride);
+        // Every byte of every chunk went there and back; the gaps stay 0.
+        std::vector<bool> covered(area.size());
+        std::uint64_t at = 0;
+        nicoff::for_each_chunk(s.count, {0, s.src_stride}, {0, a::packed_strides(s.count)},
+                               [&](std::uint64_t off, std::uint64_t poff, std::uint64_t n) {
+                                   assert_int_equal(poff, at);
+                                   assert_memory_equal(packed.data() + poff, area.data() + off, n);
+                                   for (std::uint64_t i = 0; i < n; i++)
+                                       covered[off + i] = true;
+                                   at += n;
+                               });
+        assert_int_equal(at, packed.size());
+        for (std::size_t i = 0; i < area.size(); i++)
+            assert_true(back[i] == (covered[i] ? area[i] : std::byte{0}));
+    }
+}
+
+void test_method(void **) {
+    assert_true(a::strided_method(nullptr) == a::Method::nic);
+    assert_true(a::strided_method("nic") == a::Method::nic);
+    for (const char *name : {"naive", "hbna", "auto"}) {
+        const auto m = a::method_from_name(name);
+        assert_true(m.has_value());
+        assert_string_equal(std::string(a::method_name(*m)).c_str(), name);
+        // Named but not offered yet by the strided engine.
+        assert_false(a::method_available(*m));
+        assert_int_equal(error_of([&] { a::strided_method(name); }), EINVAL);
+    }
+    assert_int_equal(error_of([] { a::strided_method("fast"); }), EINVAL);
+    assert_int_equal(error_of([] { a::strided_method(""); }), EINVAL);
+}
+
+void test_handles(void **) {
+    // A fresh handle gets the target; a second target makes it cover all.
+    assert_int_equal(a::handle_target(-1, 0, 3), 3);
+    assert_int_equal(a::handle_target(3, 5, 3), 3);
+    assert_int_equal(a::handle_target(3, 5, 4), a::any_target);
+    assert_int_equal(a::handle_target(a::any_target, 6, 3), a::any_target);
+    // Ids: requests up to the handle's, to its target only.
+    assert_true(a::covers(3, 10, 3, 10));
+    assert_true(a::covers(3, 10, 3, 1));
+    assert_false(a::covers(3, 10, 3, 11));
+    assert_false(a::covers(3, 10, 4, 9));
+    assert_true(a::covers(a::any_target, 10, 4, 9));
+    assert_false(a::covers(a::any_target, 10, 4, 12));
+    // Across the 31-bit wrap: request 2^31 + 2 keeps 2, after 2^31 - 1.
+    const std::uint64_t wrap = std::uint64_t{1} << 31;
+    assert_int_equal(a::handle_id(wrap + 2), 2);
+    assert_int_equal(a::handle_id(wrap), 0);
+    assert_true(a::covers(1, 2, 1, wrap - 1));
+    assert_false(a::covers(1, static_cast<std::uint32_t>(a::handle_id(wrap - 1)), 1, wrap + 2));
+    assert_true(a::covers(1, 2, 1, wrap + 2));
+}
+
+} // namespace
+
+int main() {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_directory), cmocka_unit_test(test_shape_checks),
+        cmocka_unit_test(test_pack),      cmocka_unit_test(test_method),
+        cmocka_unit_test(test_handles),
+    };
+    return cmocka_run_group_tests(tests, nullptr, nullptr);
+}
