@@ -58,6 +58,7 @@ include libnicoff/build.mk
 include libnicoff/mpi/build.mk
 include selftests/build.mk
 include libnicoff/mpi/tests/build.mk
+include libnicoff/armci/tests/build.mk
 
 user: $(USER_TARGETS)
 
