@@ -23,7 +23,8 @@ struct rec {
 /*
  * The counters' places: long fetch-and-add, long swap, int fetch-and-add,
  * int swap, in a window of 32 bytes: with 24 (the counters alone),
- * ARMCI-MPI on MPICH 4.0.2 (the control) returns wrong values at 2 ranks.
+ * ARMCI-MPI on MPICH 4.0.2 (the control) returned wrong values at 2 ranks
+ * on the host: the int fetch-and-add saw the long counters' sums.
  */
 enum { FADD_L = 0, SWAP_L = 8, FADD_I = 16, SWAP_I = 20, WIN = 32 };
 
