@@ -59,6 +59,7 @@ include libnicoff/mpi/build.mk
 include libnicoff/armci/build.mk
 include selftests/build.mk
 include libnicoff/mpi/tests/build.mk
+include libnicoff/armci/tests/build.mk
 
 user: $(USER_TARGETS)
 

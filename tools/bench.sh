@@ -28,6 +28,16 @@ if [ "$suite" = mpi ]; then
 		run+=" --openmpi-lib $BUILD/lib/libnicoff-mpi-openmpi.so"
 	fi
 fi
+if [ "$suite" = armci ]; then
+	# ARMCI programs under MPICH's mpiexec, each ARMCI built (the bench
+	# programs are in build/bin already; the GA program beside the tests):
+	# libnicoff/armci/bench/armci-bench.sh.
+	vm_args+=(--mpi --file "$PWD/libnicoff/armci/bench/armci-bench.sh:/bin/armci-bench.sh")
+	for b in "$BUILD"/armci-tests/ga_matmul-*; do
+		if [ -x "$b" ]; then vm_args+=(--bin "$b"); fi
+	done
+	run="sh /bin/armci-bench.sh /tmp/$suite.json ${BENCH_ARGS:-}"
+fi
 # What the records were measured on, read in the guest just before the suite
 # runs (tools/benchfile.py adds the host's side).
 # shellcheck disable=SC2016 # expanded by the guest's shell

@@ -204,6 +204,34 @@ elif [ ! -x "$BUILD/mpi-tests/mpi_kill" ]; then
 	echo "== MPI tests: not built (mpicc.mpich missing: make deps)"
 fi
 
+# The ARMCI test programs and the GA program in one VM boot (the first kernel):
+# Debian's ARMCI-MPI (the control) and, where libarmci-nicoff is built, the
+# card, at 2 and 4 ranks, then the -nicoff builds at 2 ranks under 1% drop and
+# 1% reorder (tools/armci-tests.sh; every count: ARMCI_TESTS_RANKS, `make
+# armci-tests`).  About 2 minutes for the control alone (130 s measured).
+if [ -x "$BUILD/armci-tests/armci_strided-armci-mpi" ] && [ -n "${mpi_env:-}" ]; then
+	echo "== ARMCI tests (VM)"
+	a_log=$log_dir/armci-tests.log
+	# shellcheck disable=SC2086 # mpi_env is NAME=VALUE words
+	if env BUILD="$BUILD" $mpi_env ARMCI_TESTS_RANKS="${ARMCI_TESTS_RANKS:-2 4}" \
+		ARMCI_TESTS_FAULT_RANKS="${ARMCI_TESTS_FAULT_RANKS-2}" \
+		tools/armci-tests.sh > "$a_log" 2>&1; then a_rc=0; else a_rc=$?; fi
+	grep -aE '^(not )?ok ' "$a_log" | grep -av '# SKIP' || true
+	p=$(grep -acE '^ok ' "$a_log" || true)
+	s=$(grep -acE '^ok .*# SKIP' "$a_log" || true)
+	f=$(grep -acE '^not ok ' "$a_log" || true)
+	p=$((p - s))
+	passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
+	[ "$s" -eq 0 ] || echo "# $s runs skipped: no -nicoff builds (libarmci-nicoff)"
+	if [ "$a_rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+		tail -n 80 "$a_log"
+		echo "not ok - ARMCI tests VM run failed (see $a_log)"
+		failed=$((failed + 1))
+	fi
+elif [ ! -x "$BUILD/armci-tests/armci_strided-armci-mpi" ]; then
+	echo "== ARMCI tests: not built (ARMCI-MPI, GA or mpicc.mpich missing: make deps)"
+fi
+
 echo
 echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]

@@ -34,6 +34,9 @@ pkgs=(
 	# makes it the default of the mpicc and mpirun alternatives, so the build
 	# names each flavour's wrapper (mpicc.mpich, mpicc.openmpi)
 	openmpi-bin libopenmpi-dev
+	# ARMCI and Global Arrays (static, MPICH builds) for the ARMCI tests and the
+	# armci benchmark; GA's link takes ScaLAPACK, LAPACK, BLAS and gfortran's runtime
+	libarmci-mpi-dev libglobalarrays-dev libscalapack-mpich-dev liblapack-dev libblas-dev gfortran
 )
 bpo=bookworm-backports
 bpo_list=/etc/apt/sources.list.d/nicoff-$bpo.sources
