@@ -11,11 +11,13 @@ namespace {
 
 struct MethodInfo {
     std::string_view name;
-    bool available; // nicoff::Strided offers it
+    bool available; // this library runs it
 };
 
-// Only the NIC-based method exists in nicoff::Strided so far; the others
-// are named so that the variable's values stay the same once they come.
+// The library runs the NIC-based method only: nicoff::StridedEngine's
+// others need a port of their own, and HBNA a StridedTarget per allocation
+// at every process.  They are named so that the variable's values stay
+// the same once they are used.
 constexpr std::array<MethodInfo, static_cast<std::size_t>(Method::count)> methods = {{
     {"nic", true},
     {"naive", false},
@@ -23,7 +25,7 @@ constexpr std::array<MethodInfo, static_cast<std::size_t>(Method::count)> method
     {"auto", false},
 }};
 
-// What runs when the variable is unset: auto once it exists.
+// What runs when the variable is unset: auto once it is used.
 constexpr Method default_method = Method::nic;
 
 } // namespace
@@ -52,7 +54,7 @@ Method strided_method(const char *value) {
     if (!method_available(*m))
         throw std::system_error(EINVAL, std::generic_category(),
                                 std::string("NICOFF_ARMCI_STRIDED='") + value +
-                                    "': the strided engine has no such method yet (only nic)");
+                                    "': libarmci-nicoff does not use that method yet (only nic)");
     return *m;
 }
 

@@ -15,7 +15,7 @@ enum class Method { nic, naive, hbna, automatic, count };
 std::string_view method_name(Method m) noexcept;
 // The method a name stands for, or nullopt for an unknown name.
 std::optional<Method> method_from_name(std::string_view name) noexcept;
-// Whether the strided engine offers the method yet.
+// Whether this library runs the method yet.
 bool method_available(Method m) noexcept;
 
 // The method NICOFF_ARMCI_STRIDED asks for (value null: unset, the
