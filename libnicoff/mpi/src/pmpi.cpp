@@ -34,10 +34,14 @@ std::optional<Why> obstacle(Op op, MPI_Comm comm, CommCard *&card) {
     return std::nullopt;
 }
 
-// A communicator this library can look at (MPI reports the others' errors).
+// A communicator this library can look at (MPI reports the others' errors):
+// the one served last, or one MPI takes.
 bool usable(MPI_Comm comm) {
-    if (!runtime() || comm == MPI_COMM_NULL)
+    const Runtime *rt = runtime();
+    if (!rt || comm == MPI_COMM_NULL)
         return false;
+    if (last_card_of(*rt, comm))
+        return true;
     int size = 0;
     return PMPI_Comm_size(comm, &size) == MPI_SUCCESS;
 }

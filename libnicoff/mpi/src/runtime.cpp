@@ -139,6 +139,10 @@ namespace {
 // it (a destroyed member serves no broadcast data), then the group.
 void retire(CommCard &c) noexcept {
     Runtime *rt = runtime();
+    if (rt && rt->last_card == &c) {
+        rt->last_comm = MPI_COMM_NULL;
+        rt->last_card = nullptr;
+    }
     if (rt && !c.ibarriers.empty())
         progress_until([&] { return c.ibarriers.empty(); });
     if (rt)
@@ -309,6 +313,8 @@ void attach(MPI_Comm comm) {
 
 CommCard &card_of(MPI_Comm comm) {
     Runtime *rt = runtime();
+    if (CommCard *c = last_card_of(*rt, comm))
+        return *c;
     void *val = nullptr;
     int flag = 0;
     PMPI_Comm_get_attr(comm, rt->keyval, &val, &flag);
@@ -316,7 +322,9 @@ CommCard &card_of(MPI_Comm comm) {
         attach(comm); // a communicator made by a call not interposed
         PMPI_Comm_get_attr(comm, rt->keyval, &val, &flag);
     }
-    return *static_cast<CommCard *>(val);
+    rt->last_comm = comm;
+    rt->last_card = static_cast<CommCard *>(val);
+    return *rt->last_card;
 }
 
 void progress() {

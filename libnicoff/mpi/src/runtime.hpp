@@ -117,6 +117,12 @@ struct Runtime {
     int keyval = MPI_KEYVAL_INVALID;
     Counters n;
     std::vector<CommCard *> with_ibarriers; // communicators with requests to progress
+    // The communicator card_of() served last and its CommCard (until it is
+    // retired): a program calls its collectives on one communicator over
+    // and over, and MPI's attribute lookup and handle checks cost more
+    // than a passed-through barrier of two ranks.
+    MPI_Comm last_comm = MPI_COMM_NULL;
+    CommCard *last_card = nullptr;
 
     void count_card(Op o) noexcept { n.card[static_cast<std::size_t>(o)]++; }
     void count_mpi(Op o, Why w) noexcept {
@@ -134,6 +140,10 @@ void finish();
 
 // The communicator's CommCard, made (collectively) on first use.
 CommCard &card_of(MPI_Comm comm);
+// comm's CommCard if card_of() served it last, else null.
+inline CommCard *last_card_of(const Runtime &rt, MPI_Comm comm) noexcept {
+    return comm != MPI_COMM_NULL && comm == rt.last_comm ? rt.last_card : nullptr;
+}
 // Makes comm's CommCard now (a communicator just created).
 void attach(MPI_Comm comm);
 
