@@ -7,7 +7,9 @@ redraw, beside the paper's own numbers and the simulator's prediction.
 
 Reads <results>/<suite>.json (barrier, p2p, atomic, bcast, strided) and
 writes <out>/index.html (static, relative links) and, per figure,
-seedNNN-figK.png and .csv (and seed003-table1.csv).  A figure whose records
+seedNNN-figK.png and .csv (and seed003-table1.csv); goals.csv and the
+report's first section state each of the issues' speed goals as met, not
+met or not measured (goals.py).  A figure whose records
 are absent is listed as "not measured" with the reason, never drawn empty.
 Exit status 1 when no results file exists at all.
 """
@@ -29,6 +31,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 import barrier_report  # noqa: E402  (tools/: seed 003's LogP formulas, the simulator runner)
 import benchfile  # noqa: E402
+import goals  # noqa: E402  (beside this file: the issues' speed goals)
 
 SUITES = ("barrier", "p2p", "atomic", "bcast", "strided")
 ALGS = barrier_report.ALGS
@@ -791,7 +794,8 @@ def paper_block(paper, ours):
 STYLE = """body{font-family:sans-serif;max-width:1200px;margin:2em auto;color:#222}
 table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:2px 6px;
 font-size:90%;text-align:left}img{max-width:100%}.nm{color:#a00}.cap{font-size:95%}
-section{border-top:1px solid #888;margin-top:2em}"""
+section{border-top:1px solid #888;margin-top:2em}.met td:last-child{color:#070}
+.not-met td:last-child{color:#a00}.not-measured td:last-child{color:#777}"""
 
 
 def main():
@@ -843,6 +847,21 @@ def main():
     except NotMeasured as e:
         body.append(f"<section id=seed003-table1><h2>seed003-table1: not measured</h2>"
                     f"<p class=nm>Not measured: {html.escape(str(e))}</p></section>")
+    goal_rows = goals.evaluate(res)
+    with open(os.path.join(a.out, "goals.csv"), "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["issue", "goal", "measured", "verdict"])
+        w.writerows(goal_rows)
+    for issue, goal, text, verdict in goal_rows:
+        print(f"goal (issue {issue}): {verdict}: {goal}: {text}")
+    goal_table = "".join(
+        f"<tr class=\"{verdict.replace(' ', '-')}\"><td>{issue}</td><td>{html.escape(goal)}</td>"
+        f"<td>{html.escape(text)}</td><td>{verdict}</td></tr>"
+        for issue, goal, text, verdict in goal_rows)
+    body.insert(0, f"<section id=goals><h2>The issues' goals, from these records</h2>"
+                   f"<table><tr><th>issue</th><th>goal</th><th>measured</th><th>verdict</th></tr>"
+                   f"{goal_table}</table><p>Data: <a href=\"goals.csv\">goals.csv</a></p>"
+                   f"</section>")
     meta_rows = "".join(f"<tr><td>{s}.json</td><td>{html.escape(meta_line(res.meta[s]))}</td>"
                         f"<td>{html.escape(json.dumps(res.meta[s].get('tunables', {})))}</td></tr>"
                         for s in res.meta)

@@ -2,7 +2,9 @@
 """`make check`'s test of the report: build it from the recorded fixture
 (tools/report/fixture: real records of short runs, no VM) into a fresh
 directory, then check that every file of fixture/expected.txt is there and
-not empty, and that every link and image of index.html resolves.
+not empty, that every link and image of index.html resolves, and that
+goals.csv states every goal of goals.py with a verdict (and a measured
+value wherever the verdict is met or not met).
 
     tools/report/test_report.py [--sim PATH] [--keep DIR]
 
@@ -10,6 +12,7 @@ Prints one TAP-like line per check ("ok - ..." / "not ok - ...") and exits
 1 if any failed.
 """
 import argparse
+import csv
 import html.parser
 import os
 import subprocess
@@ -61,6 +64,21 @@ def check(out, failures):
             dead.append(t)
     result(parser.targets and not dead,
            f"index.html: {len(parser.targets)} links, unresolved: {', '.join(dead) or 'none'}")
+    sys.path.insert(0, HERE)
+    import goals  # noqa: E402  (the table the report states)
+    path = os.path.join(out, "goals.csv")
+    rows = []
+    if os.path.isfile(path):
+        with open(path, newline="") as f:
+            rows = list(csv.DictReader(f))
+    stated = {r["goal"]: r for r in rows}
+    missing = [g for _, g, _ in goals.GOALS if g not in stated]
+    bad = [r["goal"] for r in rows
+           if r["verdict"] not in ("met", "not met", "not measured") or not r["measured"]]
+    result(rows and not missing and not bad,
+           f"goals.csv: {len(rows)} goals stated, missing {len(missing)}, malformed {len(bad)}")
+    judged = sum(r["verdict"] != "not measured" for r in rows)
+    result(judged > 0, f"goals.csv: {judged} goals judged from the fixture's records")
 
 
 def main():
