@@ -475,16 +475,17 @@ int fw_vector_cmd(struct fw_card *card, struct fw_port *port, const struct nicof
 	v = fw_vector_op(op);
 	x = &v->s.x;
 	ret = fw_vector_segs(card, port, d, v);
-	fw_cursor_init_segs(&x->cur, d->off, &v->local);
-	fw_cursor_init_segs(&v->s.rcur, d->remote_off, &v->remote);
-	if (!ret && x->cur.len > card->cfg.max_msg)
-		ret = -EMSGSIZE;
-	if (!ret && !fw_cursor_span(&v->s.rcur, &span))
-		ret = -ERANGE;
-	if (!ret && !fw_cursor_span(&x->cur, &span))
-		ret = -ERANGE;
-	if (!ret)
-		ret = fw_rma_local_check(card, port, d->mr, span, put);
+	if (!ret) {
+		/* Cursors only over lists that passed: a failed copy may be partial. */
+		fw_cursor_init_segs(&x->cur, d->off, &v->local);
+		fw_cursor_init_segs(&v->s.rcur, d->remote_off, &v->remote);
+		if (x->cur.len > card->cfg.max_msg)
+			ret = -EMSGSIZE;
+		else if (!fw_cursor_span(&v->s.rcur, &span) || !fw_cursor_span(&x->cur, &span))
+			ret = -ERANGE;
+		else
+			ret = fw_rma_local_check(card, port, d->mr, span, put);
+	}
 	if (ret) {
 		op->done = true;
 		fw_op_put(card, op);
