@@ -216,6 +216,53 @@ def hbna_pipeline(res):
     return f"{r:.2f}x at {big} B", r >= 1.5
 
 
+# ------------------------------------------------------- mpi (15), armci (16) --
+
+def mpi_barriers(res, method):
+    return latencies(res, "mpi", "barrier", method)
+
+
+def better_mpich(res):
+    a, b = mpi_barriers(res, "mpich"), mpi_barriers(res, "mpich-tuned")
+    return {n: min(v for v in (a.get(n), b.get(n)) if v) for n in set(a) | set(b)}
+
+
+def mpi_card_at_8(res):
+    mp, card = better_mpich(res), mpi_barriers(res, "nicoff-pmpi")
+    need(mp.get(8) and card.get(8), "mpi barrier, MPICH and nicoff-pmpi at 8 ranks")
+    r = mp[8] / card[8]
+    return f"{r:.1f}x (better MPICH / nicoff-pmpi)", r >= 2.0
+
+
+def mpi_never_slower(res):
+    mp, card = better_mpich(res), mpi_barriers(res, "nicoff-pmpi")
+    pts = {n: card[n] / mp[n] for n in card if mp.get(n)}
+    n, r = need(worst(pts, better_low=True) if pts else None, "mpi barrier, MPICH and nicoff-pmpi")
+    return f"{r:.2f}x the better MPICH (worst, {n} ranks)", r <= 1.2
+
+
+def mpi_pmpi_over_native(res):
+    card, native = mpi_barriers(res, "nicoff-pmpi"), mpi_barriers(res, "nicoff-native")
+    mp = better_mpich(res)
+    # Where the selection gave the barrier to MPI, nicoff-pmpi is MPI's: no layer to judge.
+    pts = {n: card[n] / native[n] for n in card
+           if native.get(n) and not (mp.get(n) and card[n] < native[n] / 2)}
+    n, r = need(worst(pts, better_low=True) if pts else None,
+                "mpi barrier, nicoff-pmpi and nicoff-native where the card ran both")
+    return f"{r:.3f}x native (worst, {n} ranks)", r <= 1.10
+
+
+def armci_puts(res):
+    pts = {}
+    for r in res.pick("armci", case_="puts", method="nicoff", metric="mb_per_s"):
+        base = res.value("armci", case_="puts", method="armci-mpi", metric="mb_per_s",
+                         side=r.get("side"))
+        if base and (r.get("side") or 0) >= 64:
+            pts[r["side"]] = r["value"] / base
+    side, v = need(worst(pts) if pts else None, "armci puts, nicoff and armci-mpi, sides >= 64")
+    return f"{v:.2f}x ARMCI-MPI (worst, {side}x{side} doubles)", v >= 2.0
+
+
 GOALS = (
     ("18", "Barrier, card against host at 8 processes: at least 3.38x (the seeds' best)",
      barrier_host_over_card(8, 3.38)),
@@ -245,6 +292,11 @@ GOALS = (
      strided_nic_over("naive", 5.0, lambda c: c == 64)),
     ("13", "Strided auto within 5% of the best method at every point", strided_auto),
     ("13", "HBNA pipelined at least 1.5x copy-transmit-copy, large transfers", hbna_pipeline),
+    ("15", "MPI_Barrier through the card at 8 ranks at least 2x the better MPICH", mpi_card_at_8),
+    ("15", "MPI_Barrier never more than 1.2x slower than the better MPICH", mpi_never_slower),
+    ("15", "The PMPI layer at most 10% over the native API", mpi_pmpi_over_native),
+    ("16", "ARMCI PutS at least 2x ARMCI-MPI's bandwidth, patches of 64x64 doubles and larger",
+     armci_puts),
 )
 
 
