@@ -737,7 +737,8 @@ TEST_F_TIMEOUT(bcast, dead_member, 600)
 /*
  * A member posting a length other than the root's gets -EMSGSIZE with
  * nothing written; the others' broadcasts fail from there on (the root's
- * eager one may have completed already); nobody hangs.
+ * eager one may have completed already; a member still on an earlier one
+ * gets -ECONNRESET there); nobody hangs.
  */
 TEST_F_TIMEOUT(bcast, size_mismatch, 600)
 {
@@ -774,7 +775,16 @@ TEST_F_TIMEOUT(bcast, size_mismatch, 600)
 				EXPECT_TRUE(sh->status[r] == -ECONNRESET ||
 					    sh->status[r] == -EMSGSIZE)
 					TH_LOG("case %u rank %d: %d", i, r, sh->status[r]);
-				EXPECT_LE((uint32_t)rn.bad_k, sh->fail_k[r]);
+				/*
+				 * Before bad_k only the group's failure, which
+				 * reaches a member its host ran late while it is
+				 * still on an earlier broadcast: never the size
+				 * check of a broadcast it posted rightly.
+				 */
+				if (sh->fail_k[r] < (uint32_t)rn.bad_k)
+					EXPECT_EQ(-ECONNRESET, sh->status[r])
+						TH_LOG("case %u rank %d: %d at broadcast %u", i, r,
+						       sh->status[r], sh->fail_k[r]);
 			}
 		}
 		munmap(sh, sizeof(*sh));
