@@ -12,6 +12,8 @@
 #include <linux/list.h>
 #include <linux/mutex.h>
 #include <linux/wait.h>
+#include <linux/ktime.h>
+#include <linux/lockdep.h>
 
 #include "fabric.h"
 #include "faults.h"
@@ -58,6 +60,14 @@ struct nicoff_card {
 	struct fw_card *fw;
 	struct fw_host host;
 	u64 next_timer;		/* firmware's next deadline, ns */
+	/*
+	 * The card's clock while its engine serves it (0 otherwise): the
+	 * engine reads the time once per pass, and the firmware's timers and
+	 * the switch's due times all use that reading.  A message then costs
+	 * no clock reads of its own, and a packet sent to a card served later
+	 * in the same pass is due in that pass, not the next.  Under @lock.
+	 */
+	u64 pass_now;
 	struct nicoff_rxq rxq;	/* packets from the fabric */
 	struct fw_switch_link link;	/* its link to the switch: under @lock */
 	struct fw_fault_state faults;	/* the card's outgoing link */
@@ -73,6 +83,13 @@ struct nicoff_card {
 
 extern struct nicoff_card *nicoff_cards;
 extern unsigned int nicoff_num_cards;
+
+/* The card's time: its engine pass's, or the clock outside a pass. */
+static inline u64 nicoff_card_now(struct nicoff_card *card)
+{
+	lockdep_assert_held(&card->lock);
+	return card->pass_now ? card->pass_now : ktime_get_ns();
+}
 
 int nicoff_cards_init(void);
 void nicoff_cards_exit(void);

@@ -40,6 +40,7 @@ static unsigned int nicoff_card_pass(struct nicoff_card *card, unsigned int budg
 	unsigned int done;
 
 	mutex_lock(&card->lock);
+	card->pass_now = now;
 	done = nicoff_fabric_deliver(card, now);
 	list_for_each_entry(port, &card->ports, node) {
 		/* What the firmware allocates for the port's commands is its owner's. */
@@ -52,6 +53,7 @@ static unsigned int nicoff_card_pass(struct nicoff_card *card, unsigned int budg
 		list_rotate_left(&card->ports);
 	if (done || card->next_timer <= now)
 		card->next_timer = fw_poll(card->fw, now);
+	card->pass_now = 0;
 	mutex_unlock(&card->lock);
 	return done;
 }

@@ -154,7 +154,7 @@ void nicoff_fabric_send(struct nicoff_card *src, struct fw_pkt *pkt)
 
 	nicoff_fabric_src(src, &sw, &from, &cfg);
 	/* No such node: the switch drops it, as real hardware would. */
-	if (fw_switch_send(&sw, &from, pkt, ktime_get_ns()) == FW_SWITCH_NO_ROUTE)
+	if (fw_switch_send(&sw, &from, pkt, nicoff_card_now(src)) == FW_SWITCH_NO_ROUTE)
 		src->fabric_stats.no_route++;
 }
 
@@ -166,7 +166,7 @@ int nicoff_fabric_send_range(struct nicoff_card *src, struct fw_pkt *pkt, u32 fi
 	struct fw_fault_cfg cfg;
 
 	nicoff_fabric_src(src, &sw, &from, &cfg);
-	return fw_switch_replicate(&sw, &from, pkt, first, last, ktime_get_ns());
+	return fw_switch_replicate(&sw, &from, pkt, first, last, nicoff_card_now(src));
 }
 
 /* Whether every card of [@first, @last] has less than NICOFF_RXQ_ROOM queued. */

@@ -19,7 +19,7 @@
 
 u64 fwos_now(struct fw_host *h)
 {
-	return ktime_get_ns();
+	return nicoff_card_now(h->card);
 }
 
 struct fw_pkt *fwos_pkt_alloc(struct fw_host *h, u32 payload)
