@@ -30,8 +30,13 @@
 //
 // Each method's first block of each size is not timed: its destination is
 // checked byte for byte (the block's rows where they belong, every other
-// byte untouched) and the suite fails on a difference.
+// byte untouched) and the suite fails on a difference.  --sides none leaves
+// Fig. 6 out.
+//
+// Then seed 004's Fig. 8, the kernels of --apps (srumma, halo) run by
+// several processes with each method: strided_apps.cpp.
 #include "bench.hpp"
+#include "strided_apps.hpp"
 #include "twocards.hpp"
 
 #include <nicoff/nicoff.hpp>
@@ -359,7 +364,8 @@ void check(Method m, const char *name, const Square &sq, const Arrays &arr) {
     }
 }
 
-void run(Context &ctx) {
+// Fig. 6 and 7: the square blocks between two cards.
+void run_squares(Context &ctx) {
     const Options &o = ctx.opts();
     const std::vector<std::uint64_t> sides = o.u64_list("sides");
     const std::uint64_t src_extra = o.u64("src-extra"), dst_extra = o.u64("dst-extra");
@@ -445,14 +451,17 @@ void run(Context &ctx) {
     }
 }
 
-const SuiteRegistrar registrar{{
-    "strided",
-    "put of a 2-D square block of doubles out of a larger array between two cards (seed 004 "
-    "Fig. 6): the card walking the shape, a PUT per row, a contiguous PUT, memcpy, the rows "
-    "as a vector put, HBNA pipelined and not, and auto",
-    {
+void run(Context &ctx) {
+    if (ctx.opts().str("sides") != "none")
+        run_squares(ctx);
+    run_strided_apps(ctx);
+}
+
+std::vector<OptionSpec> strided_options() {
+    std::vector<OptionSpec> opts = {
         peer_option(),
-        {"sides", "block sides in doubles, comma-separated", "8,16,32,64,128,256,512,1024,2048"},
+        {"sides", "block sides in doubles, comma-separated (none: no square blocks)",
+         "8,16,32,64,128,256,512,1024,2048"},
         {"src-extra", "doubles each source row has beyond the block (the block in the middle)",
          "128"},
         {"dst-extra", "doubles each destination row has beyond the block", "64"},
@@ -465,7 +474,19 @@ const SuiteRegistrar registrar{{
         {"max-ops", "at most this many blocks per run (keeps small sides short)", "256"},
         {"repeat", "runs per size and method (the median is reported)", "3"},
         {"wait", "with nothing to do, sleep in poll(2) or spin", "sleep"},
-    },
+    };
+    for (OptionSpec &a : strided_app_options())
+        opts.push_back(std::move(a));
+    return opts;
+}
+
+const SuiteRegistrar registrar{{
+    "strided",
+    "put of a 2-D square block of doubles out of a larger array between two cards (seed 004 "
+    "Fig. 6): the card walking the shape, a PUT per row, a contiguous PUT, memcpy, the rows "
+    "as a vector put, HBNA pipelined and not, and auto; and seed 004 Fig. 8's SRUMMA and halo "
+    "kernels over several processes by method",
+    strided_options(),
     run,
 }};
 
