@@ -48,8 +48,8 @@ LIBNICOFF_DEPFLAGS = -MMD -MP -MF $(@:.o=.d)
 
 # ---------------------------------------------------------------- library --
 LIBNICOFF_LIB_SRCS := $(addprefix $(LIBNICOFF_DIR)/src/, \
-	capi.cpp debug.cpp device.cpp job.cpp memory_region.cpp names.cpp port.cpp region_map.cpp \
-	shared_port.cpp group.cpp atomic.cpp lock.cpp dispatch.cpp strided.cpp \
+	capi.cpp capi_strided.cpp debug.cpp device.cpp job.cpp memory_region.cpp names.cpp port.cpp \
+	region_map.cpp shared_port.cpp group.cpp atomic.cpp lock.cpp dispatch.cpp strided.cpp \
 	strided_model.cpp strided_methods.cpp)
 # The card's barrier schedules, built from the firmware's own source
 # (src/barrier_sched.c is its door; firmware-sim/host gives it fw_compat.h).

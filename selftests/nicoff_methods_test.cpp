@@ -22,7 +22,12 @@
  * bad_input           hbna without a target, a local side outside its
  *                     region, 9 levels: refused at once; a remote side
  *                     outside the target's memory: an error, no byte written
+ * capi                the C API (nicoff.h): a 3-level put, its get back
+ *                     and an int64 accumulate by each method, completions
+ *                     by tag through wait and poll, auto resolved, and
+ *                     its refusals
  */
+#include <nicoff/nicoff.h>
 #include <nicoff/strided.hpp>
 
 #include <algorithm>
@@ -349,6 +354,205 @@ struct Test {
 
 } // namespace
 
+// The C API's objects for test_capi, freed in reverse.
+struct CBed {
+    static constexpr std::size_t words = 8192;
+    nicoff_device *da = nullptr, *db = nullptr;
+    nicoff_port *a = nullptr, *b = nullptr;
+    std::vector<std::int64_t> src = std::vector<std::int64_t>(words),
+                              dst = std::vector<std::int64_t>(words);
+    nicoff_mr *src_mr = nullptr, *dst_mr = nullptr;
+    nicoff_strided_target *target = nullptr;
+    nicoff_strided_engine *engine = nullptr;
+    nicoff_strided_peer peer{};
+
+    ~CBed() {
+        nicoff_strided_engine_destroy(engine);
+        nicoff_strided_target_destroy(target);
+        if (src_mr)
+            nicoff_mr_dereg(src_mr);
+        if (dst_mr)
+            nicoff_mr_dereg(dst_mr);
+        nicoff_port_destroy(a);
+        nicoff_port_destroy(b);
+        nicoff_device_close(da);
+        nicoff_device_close(db);
+    }
+
+    // 0, or the first call's error.
+    int open() {
+        int r;
+        if ((r = nicoff_device_open(0, &da)) || (r = nicoff_device_open(1, &db)) ||
+            (r = nicoff_port_create(da, nullptr, &a)) ||
+            (r = nicoff_port_create(db, nullptr, &b)) ||
+            (r = nicoff_mr_reg(a, src.data(), words * 8, NICOFF_ACCESS_LOCAL_WRITE, &src_mr)) ||
+            (r = nicoff_mr_reg(b, dst.data(), words * 8, NICOFF_ACCESS_ALL, &dst_mr)) ||
+            (r = nicoff_strided_target_create(1, dst.data(), words * 8, 0, 0, &target)) ||
+            (r = nicoff_strided_engine_create(a, &engine)))
+            return r;
+        peer.card = 1;
+        peer.port = static_cast<std::uint32_t>(nicoff_port_number(b));
+        peer.rkey = nicoff_mr_rkey(dst_mr);
+        return nicoff_strided_target_address(target, &peer.hbna);
+    }
+};
+
+// The shape of test_capi, in int64 words: 3 words a chunk, 5 chunks a
+// row, 4 rows, each side's strides its own.
+constexpr std::uint64_t capi_count[] = {3 * 8, 5, 4};
+constexpr std::uint64_t capi_lstride[] = {16 * 8, 100 * 8}, capi_rstride[] = {20 * 8, 200 * 8};
+constexpr std::uint64_t capi_loff = 7, capi_roff = 11; // words
+
+// Calls fn(local word, remote word) for each word of the shape.
+template <class F>
+void capi_walk(F fn) {
+    for (std::uint64_t k = 0; k < capi_count[2]; k++)
+        for (std::uint64_t j = 0; j < capi_count[1]; j++)
+            for (std::uint64_t i = 0; i < capi_count[0] / 8; i++)
+                fn(capi_loff + (k * capi_lstride[1] + j * capi_lstride[0]) / 8 + i,
+                   capi_roff + (k * capi_rstride[1] + j * capi_rstride[0]) / 8 + i);
+}
+
+// Waits for the operation tagged tag through wait (or poll): it succeeded,
+// moved the shape's 480 bytes, and ran m (auto: one of the others).
+bool capi_done(nicoff_strided_engine *e, std::uint64_t tag, int m, bool by_poll) {
+    nicoff_strided_done d{};
+    if (by_poll) {
+        int n = 0;
+        for (int i = 0; i < 30000 && n == 0; i++) {
+            n = nicoff_strided_poll(e, &d, 1);
+            if (n == 0)
+                usleep(1000);
+        }
+        if (n != 1) {
+            ksft_print_msg("poll: %d\n", n);
+            return false;
+        }
+    } else if (const int r = nicoff_strided_wait(e, &d, 30000); r) {
+        ksft_print_msg("wait: %d\n", r);
+        return false;
+    }
+    const bool method_ok = m == NICOFF_STRIDED_AUTO ? d.method != NICOFF_STRIDED_AUTO
+                                                    : d.method == static_cast<std::uint32_t>(m);
+    if (d.tag != tag || d.status || d.bytes != 480 || !method_ok) {
+        ksft_print_msg("tag %llu (want %llu) status %d bytes %llu method %u\n",
+                       static_cast<unsigned long long>(d.tag), static_cast<unsigned long long>(tag),
+                       d.status, static_cast<unsigned long long>(d.bytes), d.method);
+        return false;
+    }
+    return true;
+}
+
+bool test_capi() {
+    CBed bed;
+    if (const int r = bed.open(); r) {
+        ksft_print_msg("setup: %d\n", r);
+        return false;
+    }
+    for (int m = NICOFF_STRIDED_NIC; m <= NICOFF_STRIDED_AUTO; m++) {
+        current_round = m;
+        const char *name = nicoff_strided_method_name(m);
+        const std::uint64_t tag = 100 * static_cast<std::uint64_t>(m);
+        for (std::size_t i = 0; i < CBed::words; i++)
+            bed.src[i] = static_cast<std::int64_t>(i * 1000 + static_cast<std::size_t>(m));
+        std::fill(bed.dst.begin(), bed.dst.end(), 0);
+        std::vector<std::int64_t> want(CBed::words, 0);
+        capi_walk([&](std::uint64_t l, std::uint64_t r) { want[r] = bed.src[l]; });
+        if (nicoff_strided_start_put(bed.engine, m, bed.src_mr, capi_loff * 8, capi_lstride,
+                                     capi_roff * 8, capi_rstride, capi_count, 2, &bed.peer,
+                                     tag + 1) ||
+            !capi_done(bed.engine, tag + 1, m, false) || bed.dst != want) {
+            ksft_print_msg("%s: put\n", name);
+            return false;
+        }
+        // The words back into a cleared source: the shape's, and no other.
+        const std::vector<std::int64_t> sent = bed.src;
+        std::fill(bed.src.begin(), bed.src.end(), 0);
+        std::vector<std::int64_t> back(CBed::words, 0);
+        capi_walk([&](std::uint64_t l, std::uint64_t) { back[l] = sent[l]; });
+        if (nicoff_strided_start_get(bed.engine, m, capi_roff * 8, capi_rstride, bed.src_mr,
+                                     capi_loff * 8, capi_lstride, capi_count, 2, &bed.peer,
+                                     tag + 2) ||
+            !capi_done(bed.engine, tag + 2, m, true) || bed.src != back) {
+            ksft_print_msg("%s: get\n", name);
+            return false;
+        }
+        // dst += 3 * src on the shape: four times what the put left.
+        capi_walk([&](std::uint64_t, std::uint64_t r) { want[r] *= 4; });
+        if (nicoff_strided_start_acc(bed.engine, m, NICOFF_ACC_INT64, 3, bed.src_mr, capi_loff * 8,
+                                     capi_lstride, capi_roff * 8, capi_rstride, capi_count, 2,
+                                     &bed.peer, tag + 3) ||
+            !capi_done(bed.engine, tag + 3, m, false) || bed.dst != want) {
+            ksft_print_msg("%s: acc\n", name);
+            return false;
+        }
+    }
+    nicoff_strided_target_stats st{};
+    const int resolved =
+        nicoff_strided_resolve(bed.engine, NICOFF_STRIDED_AUTO, capi_count, 2, &bed.peer);
+    if (nicoff_strided_target_get_stats(bed.target, &st) || st.pieces < 3 || !st.unpack_cpu_ns ||
+        resolved < NICOFF_STRIDED_NIC || resolved > NICOFF_STRIDED_NAIVE) {
+        ksft_print_msg("target stats: %llu pieces; auto resolved to %d\n",
+                       static_cast<unsigned long long>(st.pieces), resolved);
+        return false;
+    }
+
+    // Refusals, nothing started: the engine has nothing in flight after them.
+    nicoff_strided_peer bad = bed.peer;
+    bad.reserved = 1;
+    nicoff_strided_peer no_target = bed.peer;
+    no_target.hbna = {};
+    const std::uint64_t nine[10] = {8, 1, 1, 1, 1, 1, 1, 1, 1, 1}, strides[9] = {};
+    const struct {
+        const char *what;
+        int got, want;
+    } refusals[] = {
+        {"unknown method",
+         nicoff_strided_start_put(bed.engine, 4, bed.src_mr, 0, capi_lstride, 0, capi_rstride,
+                                  capi_count, 2, &bed.peer, 1),
+         -EINVAL},
+        {"no peer",
+         nicoff_strided_start_put(bed.engine, NICOFF_STRIDED_NIC, bed.src_mr, 0, capi_lstride, 0,
+                                  capi_rstride, capi_count, 2, nullptr, 1),
+         -EINVAL},
+        {"reserved peer field",
+         nicoff_strided_start_get(bed.engine, NICOFF_STRIDED_NIC, 0, capi_rstride, bed.src_mr, 0,
+                                  capi_lstride, capi_count, 2, &bad, 1),
+         -EINVAL},
+        {"9 levels",
+         nicoff_strided_start_put(bed.engine, NICOFF_STRIDED_NIC, bed.src_mr, 0, strides, 0,
+                                  strides, nine, 9, &bed.peer, 1),
+         -EINVAL},
+        {"local side outside its region",
+         nicoff_strided_start_put(bed.engine, NICOFF_STRIDED_NIC, bed.src_mr, CBed::words * 8 - 8,
+                                  capi_lstride, 0, capi_rstride, capi_count, 2, &bed.peer, 1),
+         -ERANGE},
+        {"hbna without a target",
+         nicoff_strided_start_put(bed.engine, NICOFF_STRIDED_HBNA, bed.src_mr, 0, capi_lstride, 0,
+                                  capi_rstride, capi_count, 2, &no_target, 1),
+         -EINVAL},
+        {"double acc on the card",
+         nicoff_strided_start_acc(bed.engine, NICOFF_STRIDED_NIC, 99, 1, bed.src_mr, 0,
+                                  capi_lstride, 0, capi_rstride, capi_count, 2, &bed.peer, 1),
+         -EINVAL},
+        {"poll into nothing", nicoff_strided_poll(bed.engine, nullptr, 1), -EINVAL},
+        {"nothing to wait for", nicoff_strided_wait(bed.engine, nullptr, 0), -EINVAL},
+    };
+    bool ok = true;
+    for (const auto &r : refusals)
+        if (r.got != r.want) {
+            ksft_print_msg("%s: %d, not %d\n", r.what, r.got, r.want);
+            ok = false;
+        }
+    nicoff_strided_done d{};
+    if (nicoff_strided_poll(bed.engine, &d, 1) != 0 || nicoff_strided_method_name(4) ||
+        std::string_view(nicoff_strided_method_name(NICOFF_STRIDED_AUTO)) != "auto") {
+        ksft_print_msg("a refused operation completed, or the names are wrong\n");
+        ok = false;
+    }
+    return ok;
+}
+
 int main() {
     nicoff_query q{};
     const Test tests[] = {
@@ -374,6 +578,7 @@ int main() {
         {"faults", test_faults},
         {"auto_cache", test_auto_cache},
         {"bad_input", test_bad_input},
+        {"capi", test_capi},
     };
     setvbuf(stdout, nullptr, _IOLBF, 0);
     signal(SIGALRM, watchdog);

@@ -1,4 +1,5 @@
 // The C API: thin wrappers that turn exceptions into negative errno values.
+#include "capi.hpp"
 #include "common.hpp"
 
 #include <nicoff/strided.hpp>
@@ -12,14 +13,6 @@
 
 struct nicoff_device {
     nicoff::Device dev;
-};
-
-struct nicoff_port {
-    nicoff::Port port;
-};
-
-struct nicoff_mr {
-    nicoff::MemoryRegion mr;
 };
 
 struct nicoff_job {
@@ -44,32 +37,8 @@ struct nicoff_host_bcast {
 
 namespace {
 
-// Runs f, mapping every exception to a negative errno value; 0 once an f
-// that returns nothing has run.
-template <class F>
-int guarded(F &&f) noexcept {
-    try {
-        if constexpr (std::is_void_v<std::invoke_result_t<F>>) {
-            f();
-            return 0;
-        } else {
-            return f();
-        }
-    } catch (const std::system_error &e) {
-        const int v = e.code().value();
-        return v > 0 ? -v : -EIO;
-    } catch (const std::bad_alloc &) {
-        return -ENOMEM;
-    } catch (...) {
-        return -EIO;
-    }
-}
-
-template <class T, class... Args>
-int make_handle(T **out, Args &&...args) {
-    *out = std::make_unique<T>(std::forward<Args>(args)...).release();
-    return 0;
-}
+using nicoff::capi::guarded;
+using nicoff::capi::make_handle;
 
 // A port's configuration from its C attributes (NULL: the defaults);
 // false for non-zero reserved bits.
@@ -669,108 +638,3 @@ void nicoff_atomic_server_destroy(nicoff_atomic_server *server) {
 }
 
 } // extern "C"
-
-struct nicoff_strided {
-    nicoff::Strided strided;
-};
-
-int nicoff_strided_create(nicoff_port *port, nicoff_strided **out) {
-    if (!port || !out)
-        return -EINVAL;
-    return guarded([&] { return make_handle(out, nicoff_strided{nicoff::Strided(port->port)}); });
-}
-
-void nicoff_strided_destroy(nicoff_strided *s) { std::unique_ptr<nicoff_strided> owned(s); }
-
-namespace {
-
-// One side of a strided command from ARMCI's arguments.
-nicoff::StridedSide strided_side(uint64_t off, const uint64_t *stride, int levels) {
-    return {off, std::span<const uint64_t>(stride, stride ? static_cast<std::size_t>(levels) : 0)};
-}
-
-bool strided_args(const nicoff_strided *s, const nicoff_mr *mr, const uint64_t *count, int levels) {
-    return s && mr && count && levels >= 0 && levels <= NICOFF_STRIDED_MAX_LEVELS;
-}
-
-// A strided put or accumulate (opcode; mr's side is the source) or get through s.
-int strided_post(nicoff_strided *s, std::uint8_t opcode, const nicoff_mr *mr, uint64_t off,
-                 const uint64_t *stride, uint64_t roff, const uint64_t *rstride,
-                 const uint64_t *count, int levels, const nicoff::RemoteRegion &remote,
-                 uint64_t tag, uint32_t acc = 0, int64_t scale = 0) {
-    if (!strided_args(s, mr, count, levels))
-        return -EINVAL;
-    return guarded([&] {
-        const std::span<const uint64_t> c(count, static_cast<std::size_t>(levels) + 1);
-        const nicoff::StridedSide local = strided_side(off, stride, levels);
-        const nicoff::StridedSide far = strided_side(roff, rstride, levels);
-        bool posted;
-        if (opcode == NICOFF_OP_GET_STRIDED)
-            posted = s->strided.try_get(remote, far, mr->mr, local, c, tag);
-        else if (opcode == NICOFF_OP_ACC_STRIDED)
-            posted = s->strided.try_acc(acc, scale, mr->mr, local, remote, far, c, tag);
-        else
-            posted = s->strided.try_put(mr->mr, local, remote, far, c, tag);
-        return posted ? 0 : -EAGAIN;
-    });
-}
-
-} // namespace
-
-int nicoff_put_strided(nicoff_strided *s, const nicoff_mr *src_mr, uint64_t src_off,
-                       const uint64_t *src_stride, uint64_t dst_off, const uint64_t *dst_stride,
-                       const uint64_t *count, int stride_levels, uint32_t card, uint32_t dst_port,
-                       uint32_t rkey, uint64_t tag) {
-    return strided_post(s, NICOFF_OP_PUT_STRIDED, src_mr, src_off, src_stride, dst_off, dst_stride,
-                        count, stride_levels, {card, dst_port, rkey}, tag);
-}
-
-int nicoff_get_strided(nicoff_strided *s, uint64_t src_off, const uint64_t *src_stride,
-                       const nicoff_mr *dst_mr, uint64_t dst_off, const uint64_t *dst_stride,
-                       const uint64_t *count, int stride_levels, uint32_t card, uint32_t src_port,
-                       uint32_t rkey, uint64_t tag) {
-    return strided_post(s, NICOFF_OP_GET_STRIDED, dst_mr, dst_off, dst_stride, src_off, src_stride,
-                        count, stride_levels, {card, src_port, rkey}, tag);
-}
-
-int nicoff_acc_strided(nicoff_strided *s, uint32_t acc, int64_t scale, const nicoff_mr *src_mr,
-                       uint64_t src_off, const uint64_t *src_stride, uint64_t dst_off,
-                       const uint64_t *dst_stride, const uint64_t *count, int stride_levels,
-                       uint32_t card, uint32_t dst_port, uint32_t rkey, uint64_t tag) {
-    return strided_post(s, NICOFF_OP_ACC_STRIDED, src_mr, src_off, src_stride, dst_off, dst_stride,
-                        count, stride_levels, {card, dst_port, rkey}, tag, acc, scale);
-}
-
-namespace {
-
-// A vector put (put) or get through s, the list flattened from ARMCI's form.
-int vector_post(nicoff_strided *s, const nicoff_giov *darr, int len, const nicoff_mr *mr, bool put,
-                const nicoff::RemoteRegion &remote, uint64_t tag) {
-    if (!s || !mr || len < 0 || (len && !darr))
-        return -EINVAL;
-    return guarded([&] {
-        std::vector<nicoff::Giov> list;
-        for (const nicoff_giov &g : std::span(darr, static_cast<std::size_t>(len))) {
-            if (g.ptr_array_len < 0 || (g.ptr_array_len && (!g.src_off_array || !g.dst_off_array)))
-                return -EINVAL;
-            const auto n = static_cast<std::size_t>(g.ptr_array_len);
-            list.push_back({std::span(g.src_off_array, n), std::span(g.dst_off_array, n), g.bytes});
-        }
-        const std::vector<nicoff::Segment> segs = nicoff::segments_of(list, put);
-        const bool posted = put ? s->strided.try_put_vector(mr->mr, remote, segs, tag)
-                                : s->strided.try_get_vector(remote, mr->mr, segs, tag);
-        return posted ? 0 : -EAGAIN;
-    });
-}
-
-} // namespace
-
-int nicoff_put_vector(nicoff_strided *s, const nicoff_giov *darr, int len, const nicoff_mr *src_mr,
-                      uint32_t card, uint32_t dst_port, uint32_t rkey, uint64_t tag) {
-    return vector_post(s, darr, len, src_mr, true, {card, dst_port, rkey}, tag);
-}
-
-int nicoff_get_vector(nicoff_strided *s, const nicoff_giov *darr, int len, const nicoff_mr *dst_mr,
-                      uint32_t card, uint32_t src_port, uint32_t rkey, uint64_t tag) {
-    return vector_post(s, darr, len, dst_mr, false, {card, src_port, rkey}, tag);
-}

@@ -381,6 +381,112 @@ NICOFF_API int nicoff_get_vector(nicoff_strided *s, const nicoff_giov *darr, int
                                  const nicoff_mr *dst_mr, uint32_t card, uint32_t src_port,
                                  uint32_t rkey, uint64_t tag);
 
+/*
+ * Strided transfers by method (seed 004 section 5, nicoff::StridedEngine):
+ *   NICOFF_STRIDED_NIC    the card walks the shape (one command)
+ *   NICOFF_STRIDED_HBNA   host-based, NIC-assisted: this process packs, the
+ *                         target card grants one of the target's receive
+ *                         buffers, the target's nicoff_strided_target
+ *                         thread unpacks (its CPU pays)
+ *   NICOFF_STRIDED_NAIVE  one contiguous PUT or GET per chunk
+ *   NICOFF_STRIDED_AUTO   the cheaper of the others by the card's cost
+ *                         models, calibrated once and cached
+ *                         ($XDG_CACHE_HOME/nicoff/strided-card<N>)
+ */
+#define NICOFF_STRIDED_NIC 0
+#define NICOFF_STRIDED_HBNA 1
+#define NICOFF_STRIDED_NAIVE 2
+#define NICOFF_STRIDED_AUTO 3
+
+/* What a target publishes for HBNA sources (buffers 0: no target). */
+struct nicoff_hbna_address {
+    uint32_t card;
+    uint32_t port;
+    uint32_t buf_rkey;
+    uint32_t flag_rkey;
+    uint32_t buffers;
+    uint32_t reserved; /* 0 */
+    uint64_t buffer_bytes;
+};
+
+/* A peer's memory: its region on (card, port) by rkey, and its HBNA target. */
+struct nicoff_strided_peer {
+    uint32_t card;
+    uint32_t port;
+    uint32_t rkey;
+    uint32_t reserved; /* 0 */
+    struct nicoff_hbna_address hbna;
+};
+
+/*
+ * The HBNA target: a thread on a port of its own on card, serving sources'
+ * packed pieces on mem[0..len) (the bytes its peers reach by rkey, offsets
+ * alike), with buffers receive buffers of buffer_bytes (0, 0: 16 of 256 KiB).
+ */
+typedef struct nicoff_strided_target nicoff_strided_target;
+struct nicoff_strided_target_stats {
+    uint64_t pieces;        /* descriptors served */
+    uint64_t bytes;         /* bytes unpacked or packed */
+    uint64_t unpack_cpu_ns; /* the thread's CPU time unpacking (put, acc) */
+    uint64_t pack_cpu_ns;   /* and packing (get) */
+};
+NICOFF_API int nicoff_strided_target_create(uint32_t card, void *mem, size_t len, uint32_t buffers,
+                                            uint64_t buffer_bytes, nicoff_strided_target **out);
+NICOFF_API void nicoff_strided_target_destroy(nicoff_strided_target *t); /* NULL is fine */
+NICOFF_API int nicoff_strided_target_address(const nicoff_strided_target *t,
+                                             struct nicoff_hbna_address *out);
+NICOFF_API int nicoff_strided_target_get_stats(const nicoff_strided_target *t,
+                                               struct nicoff_strided_target_stats *out);
+
+/*
+ * The engine: owns every completion of port (post nothing else on it); one
+ * thread at a time.  The start calls take ARMCI's argument order, as the
+ * strided calls above, with the method first and the peer last; they
+ * return 0 once started (the engine bounds what is in flight itself),
+ * -EINVAL for a bad shape, method or argument or for HBNA towards a peer
+ * without a target, -ERANGE for a local side outside its region, or the
+ * errno of auto's calibration.  An accumulate takes NICOFF_ACC_INT32,
+ * INT64 or DOUBLE (the card runs integers; HBNA runs all three at the
+ * target).  A finished operation is reported once, with the caller's tag.
+ */
+typedef struct nicoff_strided_engine nicoff_strided_engine;
+struct nicoff_strided_done {
+    uint64_t tag;
+    int32_t status;  /* 0 or a negative errno */
+    uint32_t method; /* what ran (auto resolved) */
+    uint64_t bytes;
+};
+NICOFF_API int nicoff_strided_engine_create(nicoff_port *port, nicoff_strided_engine **out);
+NICOFF_API void nicoff_strided_engine_destroy(nicoff_strided_engine *e); /* NULL is fine */
+NICOFF_API int nicoff_strided_start_put(nicoff_strided_engine *e, int method,
+                                        const nicoff_mr *src_mr, uint64_t src_off,
+                                        const uint64_t *src_stride, uint64_t dst_off,
+                                        const uint64_t *dst_stride, const uint64_t *count,
+                                        int stride_levels, const struct nicoff_strided_peer *peer,
+                                        uint64_t tag);
+NICOFF_API int nicoff_strided_start_get(nicoff_strided_engine *e, int method, uint64_t src_off,
+                                        const uint64_t *src_stride, const nicoff_mr *dst_mr,
+                                        uint64_t dst_off, const uint64_t *dst_stride,
+                                        const uint64_t *count, int stride_levels,
+                                        const struct nicoff_strided_peer *peer, uint64_t tag);
+NICOFF_API int nicoff_strided_start_acc(nicoff_strided_engine *e, int method, uint32_t acc,
+                                        int64_t scale, const nicoff_mr *src_mr, uint64_t src_off,
+                                        const uint64_t *src_stride, uint64_t dst_off,
+                                        const uint64_t *dst_stride, const uint64_t *count,
+                                        int stride_levels, const struct nicoff_strided_peer *peer,
+                                        uint64_t tag);
+/* Finished operations into out[0..n), without waiting: how many, or -errno. */
+NICOFF_API int nicoff_strided_poll(nicoff_strided_engine *e, struct nicoff_strided_done *out,
+                                   int n);
+/* The next finished operation: 0, or -ETIMEDOUT after timeout_ms without progress. */
+NICOFF_API int nicoff_strided_wait(nicoff_strided_engine *e, struct nicoff_strided_done *out,
+                                   int timeout_ms);
+/* What auto runs for this shape and peer (the others: themselves), or -errno. */
+NICOFF_API int nicoff_strided_resolve(nicoff_strided_engine *e, int method, const uint64_t *count,
+                                      int stride_levels, const struct nicoff_strided_peer *peer);
+/* "nic", "hbna", "naive", "auto"; NULL for another value. */
+NICOFF_API const char *nicoff_strided_method_name(int method);
+
 #ifdef __cplusplus
 }
 #endif

@@ -99,6 +99,48 @@ static void test_null_port(void **state) {
     assert_int_equal(nicoff_wait(NULL, 0), -EINVAL);
 }
 
+/* The strided methods' calls refuse NULLs and bad numbers before anything runs. */
+static void test_strided_methods_args(void **state) {
+    const uint64_t count[2] = {8, 2}, stride[1] = {16};
+    struct nicoff_strided_peer peer = {0};
+    struct nicoff_hbna_address addr;
+    struct nicoff_strided_target_stats st;
+    struct nicoff_strided_done done;
+    nicoff_strided_engine *eng = (nicoff_strided_engine *)(uintptr_t)0x1234;
+    nicoff_strided_target *tgt = (nicoff_strided_target *)(uintptr_t)0x5678;
+    char mem[64];
+    (void)state;
+    assert_int_equal(nicoff_strided_engine_create(NULL, &eng), -EINVAL);
+    assert_ptr_equal(eng, (nicoff_strided_engine *)(uintptr_t)0x1234);
+    nicoff_strided_engine_destroy(NULL);
+    /* Buffers and their size go together; no memory with a length is refused. */
+    assert_int_equal(nicoff_strided_target_create(1, mem, sizeof(mem), 4, 0, &tgt), -EINVAL);
+    assert_int_equal(nicoff_strided_target_create(1, NULL, sizeof(mem), 0, 0, &tgt), -EINVAL);
+    assert_int_equal(nicoff_strided_target_create(1, mem, sizeof(mem), 0, 0, NULL), -EINVAL);
+    assert_ptr_equal(tgt, (nicoff_strided_target *)(uintptr_t)0x5678);
+    nicoff_strided_target_destroy(NULL);
+    assert_int_equal(nicoff_strided_target_address(NULL, &addr), -EINVAL);
+    assert_int_equal(nicoff_strided_target_get_stats(NULL, &st), -EINVAL);
+    assert_int_equal(nicoff_strided_start_put(NULL, NICOFF_STRIDED_NIC, NULL, 0, stride, 0, stride,
+                                              count, 1, &peer, 1),
+                     -EINVAL);
+    assert_int_equal(nicoff_strided_start_get(NULL, NICOFF_STRIDED_HBNA, 0, stride, NULL, 0, stride,
+                                              count, 1, &peer, 1),
+                     -EINVAL);
+    assert_int_equal(nicoff_strided_start_acc(NULL, NICOFF_STRIDED_NAIVE, NICOFF_ACC_INT64, 2, NULL,
+                                              0, stride, 0, stride, count, 1, &peer, 1),
+                     -EINVAL);
+    assert_int_equal(nicoff_strided_poll(NULL, &done, 1), -EINVAL);
+    assert_int_equal(nicoff_strided_wait(NULL, &done, 0), -EINVAL);
+    assert_int_equal(nicoff_strided_resolve(NULL, NICOFF_STRIDED_AUTO, count, 1, &peer), -EINVAL);
+    assert_string_equal(nicoff_strided_method_name(NICOFF_STRIDED_NIC), "nic");
+    assert_string_equal(nicoff_strided_method_name(NICOFF_STRIDED_HBNA), "hbna");
+    assert_string_equal(nicoff_strided_method_name(NICOFF_STRIDED_NAIVE), "naive");
+    assert_string_equal(nicoff_strided_method_name(NICOFF_STRIDED_AUTO), "auto");
+    assert_null(nicoff_strided_method_name(-1));
+    assert_null(nicoff_strided_method_name(4));
+}
+
 static void test_null_mr(void **state) {
     char buf[64];
     nicoff_mr *mr = (nicoff_mr *)(uintptr_t)0x9abc;
@@ -207,6 +249,7 @@ int main(void) {
         cmocka_unit_test(test_device_open_bad_path),
         cmocka_unit_test(test_null_device),
         cmocka_unit_test(test_null_port),
+        cmocka_unit_test(test_strided_methods_args),
         cmocka_unit_test(test_null_mr),
         cmocka_unit_test(test_null_atomics),
         cmocka_unit_test(test_null_bcast),
