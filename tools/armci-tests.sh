@@ -11,7 +11,12 @@
 # (default: the same counts) with 1% of the packets dropped and 1% reordered
 # (the module's fault_drop_ppm and fault_reorder_ppm, 10000 each); every run
 # must pass and the GA program's checksum must equal the fault-free one at
-# that rank count, which must equal ARMCI-MPI's.  After every run the
+# that rank count, which must equal ARMCI-MPI's.  Then the method pass: the
+# -nicoff builds of the programs that move strided data (armci_strided,
+# armci_nb, ga_matmul) with NICOFF_ARMCI_STRIDED set to each of
+# ARMCI_TESTS_METHODS (default "naive hbna auto"; "" for none) at
+# ARMCI_TESTS_METHOD_RANKS (default: the first of ARMCI_TESTS_RANKS), the
+# GA checksum again equal to the nic one.  After every run the
 # module's pinned pages (/sys/class/nicoff/pinned_pages) must be back where
 # they were.  Prints one TAP line per run and exits 0 only if every run and
 # the VM run passed.
@@ -19,8 +24,9 @@
 # Usage: tools/armci-tests.sh [-- run.sh options...]
 # Environment: BUILD (default <top>/build), MODULE (default <top>/nicoff.ko),
 # KERNEL (guest kernel), ARMCI_TESTS_RANKS, ARMCI_TESTS_FAULT_RANKS ("" for
-# no fault pass), ARMCI_TESTS_SEED (default 1), ARMCI_TESTS_TIMEOUT (seconds
-# for one mpiexec, default 300).  In the guest busybox sh runs it as
+# no fault pass), ARMCI_TESTS_METHODS, ARMCI_TESTS_METHOD_RANKS,
+# ARMCI_TESTS_SEED (default 1), ARMCI_TESTS_TIMEOUT (seconds for one
+# mpiexec, default 300).  In the guest busybox sh runs it as
 # `armci-tests.sh --guest DIR` (that part is POSIX sh; the host part, after
 # it, bash).
 set -euo pipefail
@@ -93,6 +99,29 @@ report() {
 	fi
 }
 
+# nicoff_pass LABEL RANKS PROGS HOW BASE: the -nicoff builds of PROGS at
+# each of RANKS; the GA program's checksum must equal the one of the first
+# pass at that rank count (HOW and BASE name the two in a failure).
+nicoff_pass() {
+	label=$1 pass_ranks=$2 pass_progs=$3 how=$4 base=$5
+	for n in $pass_ranks; do
+		for prog in $pass_progs; do
+			bin=$dir/$prog-nicoff
+			if [ ! -x "$bin" ]; then
+				t=$((t + 1))
+				echo "ok $t - $label nicoff $prog -n $n # SKIP $prog-nicoff not built"
+				continue
+			fi
+			run_one "$label nicoff $prog" "$n" "$prog" "$bin"
+			if [ "$prog" = ga_matmul ] && [ -z "$status" ]; then
+				want=$(eval "echo \${sum_nicoff_$n:-}")
+				[ "$sum" = "$want" ] || status="checksum $sum $how, ${want:-none} $base"
+			fi
+			report
+		done
+	done
+}
+
 guest() {
 	dir=$1 tmo=${ARMCI_TESTS_TIMEOUT:-300} t=0 fails=0
 	ranks=${ARMCI_TESTS_RANKS:-2 3 4 8}
@@ -124,25 +153,18 @@ guest() {
 	if [ -n "$fault_ranks" ]; then
 		echo "# fault pass: fault_drop_ppm=10000 fault_reorder_ppm=10000"
 		faults 10000 || { echo "not ok - cannot set the fault tunables"; fails=$((fails + 1)); }
-		for n in $fault_ranks; do
-			for prog in $progs; do
-				bin=$dir/$prog-nicoff
-				if [ ! -x "$bin" ]; then
-					t=$((t + 1))
-					echo "ok $t - faults nicoff $prog -n $n # SKIP $prog-nicoff not built"
-					continue
-				fi
-				run_one "faults nicoff $prog" "$n" "$prog" "$bin"
-				if [ "$prog" = ga_matmul ] && [ -z "$status" ]; then
-					want=$(eval "echo \${sum_nicoff_$n:-}")
-					[ "$sum" = "$want" ] ||
-						status="checksum $sum under faults, ${want:-none} without"
-				fi
-				report
-			done
-		done
+		nicoff_pass faults "$fault_ranks" "$progs" "under faults" without
 		faults 0 || true
 	fi
+	methods=${ARMCI_TESTS_METHODS-naive hbna auto}
+	method_ranks=${ARMCI_TESTS_METHOD_RANKS:-${ranks%% *}}
+	for m in $methods; do
+		echo "# method pass: NICOFF_ARMCI_STRIDED=$m"
+		# mpiexec hands its environment to the ranks.
+		export NICOFF_ARMCI_STRIDED="$m"
+		nicoff_pass "$m" "$method_ranks" "armci_strided armci_nb ga_matmul" "with $m" "with nic"
+		unset NICOFF_ARMCI_STRIDED
+	done
 	echo "1..$t"
 	echo "# armci-tests: $fails failed"
 	[ "$fails" -eq 0 ]
@@ -178,10 +200,16 @@ done
 [[ -d $build/lib ]] && args+=(--lib-path "$build/lib")
 args+=(--file "$top/tools/armci-tests.sh:/bin/armci-tests.sh")
 envs=""
-for v in ARMCI_TESTS_RANKS ARMCI_TESTS_FAULT_RANKS ARMCI_TESTS_SEED ARMCI_TESTS_TIMEOUT; do
+for v in ARMCI_TESTS_RANKS ARMCI_TESTS_FAULT_RANKS ARMCI_TESTS_METHOD_RANKS ARMCI_TESTS_SEED \
+	ARMCI_TESTS_TIMEOUT; do
 	[[ -n ${!v+set} ]] || continue
 	[[ ${!v} =~ ^[0-9\ ]*$ ]] || { echo "armci-tests.sh: $v: numbers only" >&2; exit 2; }
 	envs+="$v='${!v}' "
 done
+if [[ -n ${ARMCI_TESTS_METHODS+set} ]]; then
+	[[ $ARMCI_TESTS_METHODS =~ ^[a-z\ ]*$ ]] ||
+		{ echo "armci-tests.sh: ARMCI_TESTS_METHODS: method names only" >&2; exit 2; }
+	envs+="ARMCI_TESTS_METHODS='$ARMCI_TESTS_METHODS' "
+fi
 exec "$top/tools/vm/run.sh" "${args[@]}" "$@" \
 	--cmd "${envs}sh /bin/armci-tests.sh --guest /bin"

@@ -7,11 +7,14 @@
 #   ga_matmul-METHOD           the GA program's time (its own "seconds": from
 #                              the arrays' creation to its last check), the
 #                              fastest of --ga-runs runs, as case=ga
-# A method whose programs are not in /bin is left out (said on stderr).
-# Writes the records as one JSON list to OUT.  POSIX sh (busybox).
+# libarmci-nicoff runs once per strided method of --strided (default nic;
+# NICOFF_ARMCI_STRIDED): method nicoff with nic, nicoff-naive, nicoff-hbna,
+# nicoff-auto with the others.  A method whose programs are not in /bin is
+# left out (said on stderr).  Writes the records as one JSON list to OUT.
+# POSIX sh (busybox).
 #
 # Usage: armci-bench.sh OUT [--sides S,S,...] [--seconds S] [--iters N]
-#        [--ga-n N] [--ga-ranks N] [--ga-runs N]
+#        [--ga-n N] [--ga-ranks N] [--ga-runs N] [--strided M,M,...]
 set -u
 out=${1:?usage: armci-bench.sh OUT [options]}
 shift
@@ -21,6 +24,7 @@ iters=1000
 ga_n=256
 ga_ranks=2
 ga_runs=3
+strided=nic
 while [ $# -gt 0 ]; do
 	case $1 in
 	--sides) sides=$2 ;;
@@ -29,6 +33,7 @@ while [ $# -gt 0 ]; do
 	--ga-n) ga_n=$2 ;;
 	--ga-ranks) ga_ranks=$2 ;;
 	--ga-runs) ga_runs=$2 ;;
+	--strided) strided=$2 ;;
 	*) echo "armci-bench.sh: unknown option $1" >&2; exit 2 ;;
 	esac
 	shift 2
@@ -37,24 +42,38 @@ done
 lines=/tmp/armci-bench.jsonl
 : >"$lines"
 fails=0
-for m in armci-mpi nicoff; do
-	if [ ! -x "/bin/nicoff-armci-bench-$m" ]; then
-		echo "armci-bench.sh: no nicoff-armci-bench-$m: method $m left out" >&2
+# The runs: ARMCI build and record method; the nicoff build once per --strided.
+runs=armci-mpi:armci-mpi
+for sm in $(echo "$strided" | tr ',' ' '); do
+	case $sm in
+	nic) runs="$runs nicoff:nicoff" ;;
+	naive | hbna | auto) runs="$runs nicoff:nicoff-$sm" ;;
+	*) echo "armci-bench.sh: --strided: unknown method $sm" >&2; exit 2 ;;
+	esac
+done
+for run in $runs; do
+	b=${run%%:*} m=${run#*:}
+	sm=${m#nicoff-}
+	[ "$m" = "$sm" ] && sm=nic
+	if [ ! -x "/bin/nicoff-armci-bench-$b" ]; then
+		echo "armci-bench.sh: no nicoff-armci-bench-$b: method $m left out" >&2
 		continue
 	fi
-	if ! timeout 1200 mpiexec -n 2 "nicoff-armci-bench-$m" --method "$m" --sides "$sides" \
+	# The ranks take the method from the environment mpiexec hands them.
+	export NICOFF_ARMCI_STRIDED="$sm"
+	if ! timeout 1200 mpiexec -n 2 "nicoff-armci-bench-$b" --method "$m" --sides "$sides" \
 		--seconds "$secs" --iters "$iters" --out "$lines"; then
-		echo "armci-bench.sh: nicoff-armci-bench-$m failed" >&2
+		echo "armci-bench.sh: nicoff-armci-bench-$b ($m) failed" >&2
 		fails=$((fails + 1))
 	fi
-	[ -x "/bin/ga_matmul-$m" ] || continue
+	[ -x "/bin/ga_matmul-$b" ] || continue
 	best=""
 	i=0
 	while [ "$i" -lt "$ga_runs" ]; do
 		i=$((i + 1))
-		if ! timeout 1200 mpiexec -n "$ga_ranks" "ga_matmul-$m" "$ga_n" >/tmp/ga.out 2>&1; then
+		if ! timeout 1200 mpiexec -n "$ga_ranks" "ga_matmul-$b" "$ga_n" >/tmp/ga.out 2>&1; then
 			cat /tmp/ga.out >&2
-			echo "armci-bench.sh: ga_matmul-$m failed" >&2
+			echo "armci-bench.sh: ga_matmul-$b ($m) failed" >&2
 			fails=$((fails + 1))
 			continue
 		fi

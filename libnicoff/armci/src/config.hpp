@@ -2,25 +2,19 @@
 #ifndef NICOFF_ARMCI_CONFIG_HPP
 #define NICOFF_ARMCI_CONFIG_HPP
 
-#include <optional>
-#include <string>
-#include <string_view>
+#include <nicoff/strided.hpp>
 
 namespace nicoff::armci {
 
-// How strided transfers run (NICOFF_ARMCI_STRIDED): seed 004's methods.
-enum class Method { nic, naive, hbna, automatic, count };
+// How strided transfers run (NICOFF_ARMCI_STRIDED): seed 004's methods, by
+// the strided engine's names (nic, naive, hbna, auto).  Value null: unset,
+// the default (nic); EINVAL naming the variable for an unknown word.
+StridedMethod strided_method(const char *value);
 
-// The method's name as the variable spells it.
-std::string_view method_name(Method m) noexcept;
-// The method a name stands for, or nullopt for an unknown name.
-std::optional<Method> method_from_name(std::string_view name) noexcept;
-// Whether this library runs the method yet.
-bool method_available(Method m) noexcept;
-
-// The method NICOFF_ARMCI_STRIDED asks for (value null: unset, the
-// default); EINVAL naming the variable for an unknown or unavailable one.
-Method strided_method(const char *value);
+// Whether m needs every allocation served by an HBNA target.
+constexpr bool needs_targets(StridedMethod m) noexcept {
+    return m == StridedMethod::hbna || m == StridedMethod::automatic;
+}
 
 } // namespace nicoff::armci
 

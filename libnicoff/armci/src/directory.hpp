@@ -24,6 +24,10 @@ struct Slice {
     std::uint64_t size = 0;
     RemoteRegion region;
     const MemoryRegion *mr = nullptr; // a local piece's registration
+    // With a method other than nic: a local piece's registration on the
+    // strided engine's port, and every piece's HBNA target (none: buffers 0).
+    const MemoryRegion *engine_mr = nullptr;
+    HbnaAddress hbna;
 };
 
 struct Place {

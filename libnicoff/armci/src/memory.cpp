@@ -2,9 +2,11 @@
 // forms, ARMCI_Malloc_local, ARMCI_Access_begin/end.
 //
 // Each process maps its piece (page-aligned, zeroed), registers it on its
-// rma port with every right, and an MPI_Allgather over the group spreads
-// every piece's (card, port, rkey, base, size), which go into the
-// directory that translates remote addresses.
+// rma port with every right (and on the strided engine's port, served by
+// an HBNA target, as the method needs: State::expose()), and an
+// MPI_Allgather over the group spreads every piece's (card, port, rkey,
+// base, size) and target address, which go into the directory that
+// translates remote addresses.
 #include "groups.hpp"
 #include "state.hpp"
 
@@ -26,6 +28,13 @@ void *map_bytes(std::size_t size) {
     return p;
 }
 
+// Undoes State::expose(): the target first, which serves the bytes.
+void unexpose(Allocation &a) {
+    a.target.reset();
+    a.engine_mr = MemoryRegion();
+    a.mr = MemoryRegion();
+}
+
 void malloc_group(void **ptr_arr, armci_size_t bytes, const ARMCI_Group *g) {
     State &s = state();
     const std::vector<std::uint32_t> members = members_of(g);
@@ -40,8 +49,7 @@ void malloc_group(void **ptr_arr, armci_size_t bytes, const ARMCI_Group *g) {
     try {
         if (a.size) {
             a.base = map_bytes(a.size);
-            a.mr = s.rma->register_memory({static_cast<std::byte *>(a.base), a.size},
-                                          NICOFF_ACCESS_ALL);
+            s.expose(a);
         }
     } catch (const std::system_error &e) {
         why = e.what();
@@ -50,25 +58,38 @@ void malloc_group(void **ptr_arr, armci_size_t bytes, const ARMCI_Group *g) {
     MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, g->comm);
     if (!ok) {
         if (a.base) {
-            a.mr = MemoryRegion();
+            unexpose(a);
             munmap(a.base, a.size);
         }
         fail(ENOMEM, why.empty() ? "another process could not allocate its piece" : why);
     }
-    // card, port, rkey, (pad), base, size
-    std::array<std::uint64_t, 5> mine = {a.mr ? s.rma->card() : 0, s.rma->number(),
-                                         a.mr ? a.mr.rkey() : 0,
-                                         reinterpret_cast<std::uintptr_t>(a.base), a.size};
-    std::vector<std::array<std::uint64_t, 5>> all(members.size());
-    MPI_Allgather(mine.data(), 5, MPI_UINT64_T, all.data(), 5, MPI_UINT64_T, g->comm);
+    // card, port, rkey, base, size, then the HBNA target's address (card,
+    // port, buffer rkey, flag rkey, buffers, buffer bytes; all 0: none)
+    const HbnaAddress h = a.target ? a.target->address() : HbnaAddress{};
+    const std::array<std::uint64_t, 11> mine = {a.mr ? s.rma->card() : 0,
+                                                s.rma->number(),
+                                                a.mr ? a.mr.rkey() : 0,
+                                                reinterpret_cast<std::uintptr_t>(a.base),
+                                                a.size,
+                                                h.card,
+                                                h.port,
+                                                h.buf_rkey,
+                                                h.flag_rkey,
+                                                h.buffers,
+                                                h.buffer_bytes};
+    std::vector<std::array<std::uint64_t, 11>> all(members.size());
+    MPI_Allgather(mine.data(), 11, MPI_UINT64_T, all.data(), 11, MPI_UINT64_T, g->comm);
     a.pieces.resize(s.nproc);
     for (std::size_t i = 0; i < members.size(); i++) {
         const auto &v = all[i];
+        const auto u32 = [&v](std::size_t k) {
+            return static_cast<std::uint32_t>(v[k]);
+        };
         Slice &p = a.pieces[members[i]];
         p.base = v[3];
         p.size = v[4];
-        p.region = {static_cast<std::uint32_t>(v[0]), static_cast<std::uint32_t>(v[1]),
-                    static_cast<std::uint32_t>(v[2])};
+        p.region = {u32(0), u32(1), u32(2)};
+        p.hbna = {u32(5), u32(6), u32(7), u32(8), u32(9), v[10]};
         ptr_arr[i] = reinterpret_cast<void *>(p.base);
     }
     Allocation &kept = s.allocs.emplace_back(std::move(a));
@@ -78,6 +99,7 @@ void malloc_group(void **ptr_arr, armci_size_t bytes, const ARMCI_Group *g) {
             continue;
         if (r == s.me) {
             p.mr = &kept.mr;
+            p.engine_mr = &kept.engine_mr;
             s.local.add(0, p);
         }
         s.remote.add(r, p);
@@ -118,7 +140,7 @@ void free_group(void *ptr, const ARMCI_Group *g) {
             if (r == s.me)
                 s.local.remove(0, it->pieces[r].base);
         }
-    it->mr = MemoryRegion();
+    unexpose(*it);
     if (it->base)
         munmap(it->base, it->size);
     s.allocs.erase(it);
@@ -171,13 +193,17 @@ void *PARMCI_Malloc_local(armci_size_t size) {
         const std::size_t n = size ? static_cast<std::size_t>(size) : 1;
         void *p = map_bytes(n);
         try {
-            nicoff::MemoryRegion mr =
-                s.rma->register_memory({static_cast<std::byte *>(p), n}, NICOFF_ACCESS_ALL);
-            auto [it, fresh] = s.local_allocs.emplace(p, std::move(mr));
+            const std::span<std::byte> bytes(static_cast<std::byte *>(p), n);
+            nicoff::MemoryRegion mr = s.rma->register_memory(bytes, NICOFF_ACCESS_ALL);
+            nicoff::MemoryRegion emr;
+            if (s.engine_port)
+                emr = s.engine_port->register_memory(bytes, NICOFF_ACCESS_LOCAL_WRITE);
+            auto [it, fresh] = s.local_allocs.emplace(p, std::pair(std::move(mr), std::move(emr)));
             Slice sl;
             sl.base = reinterpret_cast<std::uintptr_t>(p);
             sl.size = n;
-            sl.mr = &it->second;
+            sl.mr = &it->second.first;
+            sl.engine_mr = &it->second.second;
             s.local.add(0, sl);
         } catch (...) {
             s.local_allocs.erase(p);
@@ -196,7 +222,7 @@ int PARMCI_Free_local(void *ptr) {
         if (it == s.local_allocs.end())
             fail(EINVAL, "ARMCI_Free_local of memory ARMCI_Malloc_local did not hand out");
         (void)s.wait_all(); // the card may still read or write it
-        const std::size_t n = it->second.size();
+        const std::size_t n = it->second.first.size();
         s.local.remove(0, reinterpret_cast<std::uintptr_t>(ptr));
         s.local_allocs.erase(it);
         munmap(ptr, n);

@@ -95,6 +95,25 @@ std::uint64_t post_strided(Dir dir, void *lptr, std::span<const std::uint64_t> l
     if (lext == 0)
         return 0;
     const Place rp = s.remote_place(proc, rptr, rext);
+    if (s.engine)
+        return s.run(target, [&](Request &r) {
+            LocalBuf lb = s.local_buf(lptr, lext, dir == Dir::get, true);
+            const MemoryRegion &mr = keep(r, lb);
+            const StridedSide ls{lb.offset, lstride}, rs{rp.offset, rstride};
+            const StridedPeer peer{rp.slice->region, rp.slice->hbna};
+            StridedEngine &e = *s.engine;
+            s.post_engine(r, [&] {
+                switch (dir) {
+                case Dir::put:
+                    return e.start_put(s.method, mr, ls, peer, rs, count, r.id);
+                case Dir::get:
+                    return e.start_get(s.method, peer, rs, mr, ls, count, r.id);
+                case Dir::acc:
+                    break;
+                }
+                e.start_acc(s.method, acc, scale, mr, ls, peer, rs, count, r.id);
+            });
+        });
     return s.run(target, [&](Request &r) {
         LocalBuf lb = s.local_buf(lptr, lext, dir == Dir::get);
         const MemoryRegion &mr = keep(r, lb);

@@ -13,8 +13,10 @@ enum class Dir { put, get, acc };
 // One strided transfer between local memory at lptr (any memory) and proc's
 // at rptr (inside one ARMCI allocation), each side with its strides; a
 // put or acc writes proc's side, a get this one's.  acc: the card's
-// accumulate type (NICOFF_ACC_INT32 or INT64) and scale.  Returns the
-// request's id, 0 when the shape moves nothing.
+// accumulate type (NICOFF_ACC_INT32 or INT64) and scale.  By
+// NICOFF_ARMCI_STRIDED's method: nic on the rma port, the others through
+// the strided engine.  Returns the request's id, 0 when the shape moves
+// nothing.
 std::uint64_t post_strided(Dir dir, void *lptr, std::span<const std::uint64_t> lstride, void *rptr,
                            std::span<const std::uint64_t> rstride,
                            std::span<const std::uint64_t> count, int proc, std::uint32_t acc = 0,

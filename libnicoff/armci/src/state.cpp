@@ -6,6 +6,7 @@
 
 #include <nicoff/job.hpp>
 
+#include <poll.h>
 #include <sys/random.h>
 
 #include <array>
@@ -20,6 +21,11 @@ namespace nicoff::armci {
 namespace {
 
 std::unique_ptr<State> g_state;
+
+// Each allocation's HBNA target: its receive buffers, pinned for the
+// allocation's lifetime at every process (GA allocates many arrays).
+constexpr std::uint32_t target_buffers = 8;
+constexpr std::uint64_t target_buffer_bytes = 64 << 10;
 
 // How many cards the ranks spread over: NICOFF_NICS, else the device's;
 // ENODEV when there is no card.
@@ -152,6 +158,14 @@ void State::setup() {
         sync.emplace(card, PortConfig{});
         strided.emplace(*rma);
         mem.emplace(*sync);
+        if (method != StridedMethod::nic) {
+            engine_port.emplace(card, PortConfig{});
+            engine.emplace(*engine_port);
+            // auto's model: measured once per card (or read from its
+            // cache) now, not in the middle of the first strided call.
+            if (method == StridedMethod::automatic)
+                engine->model();
+        }
         // The floating-point accumulate lock of this process's memory.
         sys_words.assign(8, 0);
         sys_mr =
@@ -196,6 +210,12 @@ void State::post(Request &r, const std::function<bool()> &try_post) {
     r.outstanding++;
 }
 
+void State::post_engine(Request &r, const std::function<void()> &start) {
+    // The engine bounds what it has in flight itself: a start never waits.
+    start();
+    r.outstanding++;
+}
+
 std::uint64_t State::seal(Request &r) {
     const std::uint64_t id = r.id;
     if (--r.outstanding == 0)
@@ -225,27 +245,46 @@ void State::complete(Request &r) {
     pending_.erase(r.id); // deregisters its temporary regions
 }
 
+void State::completed(std::uint64_t tag, std::int32_t status) {
+    auto it = pending_.find(tag);
+    if (it == pending_.end()) {
+        std::fprintf(stderr, "armci-nicoff: rank %u: a completion of no request (tag %llu)\n", me,
+                     static_cast<unsigned long long>(tag));
+        return;
+    }
+    Request &r = it->second;
+    if (status < 0 && r.err == 0) {
+        r.err = status;
+        std::fprintf(stderr, "armci-nicoff: rank %u: an operation on proc %u failed: %s\n", me,
+                     r.target, std::generic_category().message(-status).c_str());
+    }
+    if (--r.outstanding == 0)
+        complete(r);
+}
+
 bool State::progress() {
     std::array<nicoff_cqe, 32> cqes;
     const std::size_t n = rma->poll(cqes);
-    for (std::size_t i = 0; i < n; i++) {
-        const nicoff_cqe &c = cqes[i];
-        auto it = pending_.find(c.tag);
-        if (it == pending_.end()) {
-            std::fprintf(stderr, "armci-nicoff: rank %u: a completion of no request (tag %llu)\n",
-                         me, static_cast<unsigned long long>(c.tag));
-            continue;
-        }
-        Request &r = it->second;
-        if (c.status < 0 && r.err == 0) {
-            r.err = c.status;
-            std::fprintf(stderr, "armci-nicoff: rank %u: an operation on proc %u failed: %s\n", me,
-                         r.target, std::generic_category().message(-c.status).c_str());
-        }
-        if (--r.outstanding == 0)
-            complete(r);
+    for (std::size_t i = 0; i < n; i++)
+        completed(cqes[i].tag, cqes[i].status);
+    std::size_t m = 0;
+    if (engine) {
+        std::array<StridedDone, 16> done;
+        m = engine->poll(done);
+        for (std::size_t i = 0; i < m; i++)
+            completed(done[i].tag, done[i].status);
     }
-    return n > 0;
+    return n + m > 0;
+}
+
+void State::sleep() {
+    if (rma->in_error() || (engine_port && engine_port->in_error()))
+        fail(EIO, "the port is in the error state");
+    std::array<pollfd, 2> fds = {{{rma->fd(), POLLIN, 0}, {-1, POLLIN, 0}}};
+    if (engine_port)
+        fds[1].fd = engine_port->fd();
+    if (::poll(fds.data(), fds.size(), 10) < 0 && errno != EINTR)
+        fail(errno, "poll");
 }
 
 bool State::busy(const std::function<bool(const Request &)> &pick) const {
@@ -260,13 +299,10 @@ int State::wait(const std::function<bool(const Request &)> &pick) {
     // sleep in poll(2) adds a wake-up to it.
     unsigned idle = 0;
     while (busy(pick)) {
-        if (progress()) {
+        if (progress())
             idle = 0;
-        } else if (++idle > 2000) {
-            if (rma->in_error())
-                fail(EIO, "the port is in the error state");
-            rma->wait(std::chrono::milliseconds(10));
-        }
+        else if (++idle > 2000)
+            sleep();
     }
     int err = 0;
     for (auto it = failed_.begin(); it != failed_.end();) {
@@ -299,11 +335,11 @@ RemoteWord State::word(int proc, const void *addr, std::uint32_t width) const {
     return {p.slice->region.card, p.slice->region.port, p.slice->region.rkey, width, p.offset};
 }
 
-LocalBuf State::local_buf(const void *addr, std::uint64_t len, bool written) {
+LocalBuf State::local_buf(const void *addr, std::uint64_t len, bool written, bool on_engine) {
     LocalBuf b;
     const Place p = local.lookup(0, reinterpret_cast<std::uintptr_t>(addr), len);
     if (p.slice) {
-        b.mr = p.slice->mr;
+        b.mr = on_engine ? p.slice->engine_mr : p.slice->mr;
         b.offset = p.offset;
         return b;
     }
@@ -313,8 +349,9 @@ LocalBuf State::local_buf(const void *addr, std::uint64_t len, bool written) {
     const std::span<std::byte> range(bytes, len ? len : 1);
     // A source needs no right: read-only memory (a constant) may be put.
     const std::uint32_t access = written ? NICOFF_ACCESS_LOCAL_WRITE : 0;
+    Port &port = on_engine ? *engine_port : *rma;
     try {
-        b.temp = rma->register_memory(range, access);
+        b.temp = port.register_memory(range, access);
     } catch (const std::system_error &e) {
         // Too many regions on the port (max_mrs): the requests in flight
         // hold theirs until they complete.  All but the newest, which is
@@ -328,11 +365,23 @@ LocalBuf State::local_buf(const void *addr, std::uint64_t len, bool written) {
             throw;
         while (busy(older))
             if (!progress())
-                rma->wait(std::chrono::milliseconds(1));
-        b.temp = rma->register_memory(range, access);
+                sleep();
+        b.temp = port.register_memory(range, access);
     }
     b.mr = &*b.temp;
     return b;
+}
+
+void State::expose(Allocation &a) {
+    const std::span<std::byte> bytes(static_cast<std::byte *>(a.base), a.size);
+    a.mr = rma->register_memory(bytes, NICOFF_ACCESS_ALL);
+    if (!engine)
+        return;
+    a.engine_mr = engine_port->register_memory(bytes, NICOFF_ACCESS_LOCAL_WRITE);
+    if (needs_targets(method))
+        a.target = std::make_unique<StridedTarget>(
+            rma->card(), bytes,
+            StridedTarget::Options{.buffers = target_buffers, .buffer_bytes = target_buffer_bytes});
 }
 
 // Exposed to init.cpp.

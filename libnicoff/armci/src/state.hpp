@@ -11,6 +11,11 @@
 //         that take their completions through the port's dispatcher, which
 //         refuses completions of tags it did not hand out, so they may not
 //         share a port with the RMA commands.
+// With NICOFF_ARMCI_STRIDED other than nic, a third:
+//   engine  a nicoff::StridedEngine, which owns the port's completions,
+//           runs strided calls by that method; every piece and local buffer
+//           is registered there too, and with hbna or auto each piece is
+//           served by a StridedTarget (a thread on a port of its own).
 // Everything is single-threaded, as ARMCI_Init (MPI_THREAD_SINGLE) says.
 #ifndef NICOFF_ARMCI_STATE_HPP
 #define NICOFF_ARMCI_STATE_HPP
@@ -42,7 +47,9 @@ struct Allocation {
     void *base = nullptr; // this process's piece, null for 0 bytes
     std::size_t size = 0;
     MemoryRegion mr;
-    std::vector<Slice> pieces; // by world rank; size 0 for a process without one
+    MemoryRegion engine_mr;                // on the engine's port (a method other than nic)
+    std::unique_ptr<StridedTarget> target; // serving the piece (hbna, auto)
+    std::vector<Slice> pieces;             // by world rank; size 0 for a process without one
 };
 
 // A local buffer as a command needs it: a registered region and the
@@ -75,16 +82,19 @@ public:
     State &operator=(const State &) = delete;
 
     std::uint32_t me = 0, nproc = 0;
-    Method method = Method::nic;
+    StridedMethod method = StridedMethod::nic;
     MPI_Comm comm = MPI_COMM_NULL; // ARMCI's own duplicate of MPI_COMM_WORLD
-    std::optional<Port> rma, sync;
+    std::optional<Port> rma, sync, engine_port;
     std::optional<Strided> strided;
+    std::optional<StridedEngine> engine; // a method other than nic
     std::optional<CardMemory> mem;
     std::optional<Group> group; // every world rank, on the sync ports
     Directory remote;           // every process's ARMCI_Malloc pieces
     Directory local;            // this process's registered memory (proc 0)
     std::list<Allocation> allocs;
-    std::map<void *, MemoryRegion> local_allocs; // ARMCI_Malloc_local
+    // ARMCI_Malloc_local: the registration on the rma port, and on the
+    // engine's when there is one.
+    std::map<void *, std::pair<MemoryRegion, MemoryRegion>> local_allocs;
     // Per process: the word guarding its memory for floating-point
     // accumulates (a TasLock).
     std::vector<RemoteWord> acc_lock;
@@ -101,6 +111,8 @@ public:
     // Posts through try_post (a command of request r), making progress while
     // the command ring is full.
     void post(Request &r, const std::function<bool()> &try_post);
+    // Starts an operation of request r on the strided engine (tag r.id).
+    void post_engine(Request &r, const std::function<void()> &start);
     // The request is fully posted: completes at once if nothing is
     // outstanding.  Returns its id.
     std::uint64_t seal(Request &r);
@@ -123,11 +135,18 @@ public:
     Place remote_place(int proc, const void *addr, std::uint64_t len) const;
     RemoteWord word(int proc, const void *addr, std::uint32_t width) const;
     // written: the card writes the buffer (a get), else only reads it.
-    LocalBuf local_buf(const void *addr, std::uint64_t len, bool written);
+    // On the engine's port (on_engine) or the rma port.
+    LocalBuf local_buf(const void *addr, std::uint64_t len, bool written, bool on_engine = false);
+    // Registers this process's bytes for the others (a piece): every right
+    // on the rma port; on the engine's port, with a target if the method
+    // needs one.
+    void expose(Allocation &a);
 
 private:
     void setup(); // the constructor's collective steps
     void complete(Request &r);
+    void completed(std::uint64_t tag, std::int32_t status); // one command or operation
+    void sleep();                                           // until a port has a completion
     std::map<std::uint64_t, Request> pending_;
     std::map<std::uint64_t, std::pair<std::uint32_t, int>> failed_; // id -> (target, err)
     std::uint64_t next_id_ = 1;

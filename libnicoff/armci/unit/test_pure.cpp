@@ -10,6 +10,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 // Last: cmocka defines a macro fail(), a name the C++ headers use.
@@ -130,18 +131,16 @@ void test_pack(void **) {
 }
 
 void test_method(void **) {
-    assert_true(a::strided_method(nullptr) == a::Method::nic);
-    assert_true(a::strided_method("nic") == a::Method::nic);
-    for (const char *name : {"naive", "hbna", "auto"}) {
-        const auto m = a::method_from_name(name);
-        assert_true(m.has_value());
-        assert_string_equal(std::string(a::method_name(*m)).c_str(), name);
-        // Named but not offered yet by the strided engine.
-        assert_false(a::method_available(*m));
-        assert_int_equal(error_of([&] { a::strided_method(name); }), EINVAL);
+    assert_true(a::strided_method(nullptr) == nicoff::StridedMethod::nic);
+    for (const char *name : {"nic", "naive", "hbna", "auto"}) {
+        const nicoff::StridedMethod m = a::strided_method(name);
+        assert_string_equal(std::string(nicoff::method_name(m)).c_str(), name);
+        assert_true(a::needs_targets(m) ==
+                    (std::string_view(name) == "hbna" || std::string_view(name) == "auto"));
     }
     assert_int_equal(error_of([] { a::strided_method("fast"); }), EINVAL);
     assert_int_equal(error_of([] { a::strided_method(""); }), EINVAL);
+    assert_int_equal(error_of([] { a::strided_method("automatic"); }), EINVAL);
 }
 
 void test_handles(void **) {
