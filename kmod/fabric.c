@@ -169,13 +169,17 @@ int nicoff_fabric_send_range(struct nicoff_card *src, struct fw_pkt *pkt, u32 fi
 	return fw_switch_replicate(&sw, &from, pkt, first, last, nicoff_card_now(src));
 }
 
-/* Whether every card of [@first, @last] has less than NICOFF_RXQ_ROOM queued. */
+/*
+ * Whether every card of [@first, @last] has less than switch_buffer_bytes
+ * queued: a multicast sender waits for the slowest (fwos_fabric_room()).
+ */
 bool nicoff_fabric_room(u32 first, u32 last)
 {
+	const u64 room = READ_ONCE(nicoff_switch_buffer_bytes);
 	u32 i;
 
 	for (i = first; i <= last && i < nicoff_num_cards; i++)
-		if (READ_ONCE(nicoff_cards[i].rxq.bytes) >= NICOFF_RXQ_ROOM)
+		if (READ_ONCE(nicoff_cards[i].rxq.bytes) >= room)
 			return false;
 	return true;
 }

@@ -35,13 +35,6 @@ struct nicoff_rxq {
 	u64 bytes;		/* queued, not yet taken by the card (under @lock) */
 };
 
-/*
- * What a switch output buffers for its card: a multicast sender waits
- * while a destination holds more (fwos_fabric_room()), so that a reply
- * queued behind data waits for 256 KiB at most, not for a whole broadcast.
- */
-#define NICOFF_RXQ_ROOM		(256u * 1024)
-
 void nicoff_rxq_init(struct nicoff_rxq *q);
 void nicoff_rxq_purge(struct nicoff_rxq *q);
 

@@ -217,6 +217,14 @@ NICOFF_TUNABLE(link_latency_ns, 0, 0, 100000000, NICOFF_MODULE_ONLY,
 NICOFF_TUNABLE(link_mbps, 0, 0, 1000000, NICOFF_MODULE_ONLY,
 	       "Link bandwidth in Mbit/s (0 = unlimited, the default)");
 
+/*
+ * What a switch output buffers for its card: a multicast sender waits
+ * while a destination holds this much or more, so that a reply queued
+ * behind broadcast data waits for that much, not for a whole broadcast.
+ */
+NICOFF_TUNABLE(switch_buffer_bytes, 256 << 10, 4096, 1 << 30, NICOFF_MODULE_ONLY,
+	       "Bytes a switch output holds for its card before multicast senders wait (4096-1073741824, default 262144)");
+
 /* The fault injector's rates: a share of the packets, in parts per million. */
 #define NICOFF_FAULT_PPM(name, what)						\
 	NICOFF_TUNABLE(name, 0, 0, 1000000, NICOFF_FAULT_SETTING, what ", per million (default 0)")

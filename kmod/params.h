@@ -30,6 +30,7 @@ extern unsigned int nicoff_budget;
 extern unsigned int nicoff_mtu;
 extern unsigned int nicoff_link_latency_ns;
 extern unsigned int nicoff_link_mbps;
+extern unsigned int nicoff_switch_buffer_bytes;
 extern unsigned int nicoff_rto_usecs;
 extern unsigned int nicoff_max_retries;
 extern unsigned int nicoff_atomic_table;

@@ -24,6 +24,8 @@
  *				(tunable) while broadcasts are in flight
  * counters			bcast_mcasts moves with hardware broadcast,
  *				not with NICOFF_BCAST_F_P2P; NOCRC works
+ * switch_buffer		the switch_buffer_bytes tunable: its range; 1 MiB
+ *				broadcasts paced with 4 KiB, never with 1 GiB
  * dead_member			a member killed: the others' broadcasts fail
  *				with an error completion within a bound
  * size_mismatch		a member posting another length: -EMSGSIZE,
@@ -508,6 +510,7 @@ FIXTURE_TEARDOWN(bcast)
 	nt_set_faults(0, 0, 0, 0);
 	nt_param_set("bcast_hw", 1);
 	nt_param_set("bcast_channels", 16);
+	nt_param_set("switch_buffer_bytes", 262144);
 }
 
 /* Every root with every size, one broadcast in flight (4 MiB slots). */
@@ -689,6 +692,45 @@ TEST_F_TIMEOUT(bcast, counters, 300)
 	rn = base_run(8, 300, 8, small_sizes, NSIZES(small_sizes));
 	run_ok(_metadata, &rn);
 	EXPECT_EQ(0, nt_param_set("bcast_channels", 16));
+}
+
+/*
+ * The switch's output buffer is a tunable: refused outside 4 KiB to 1 GiB;
+ * the same 1 MiB broadcasts arrive whole with 1 GiB and with 4 KiB, their
+ * roots never held back (bcast_paced) with 1 GiB and held back with 4 KiB.
+ */
+static uint64_t paced_run(struct __test_metadata *_metadata, unsigned long bytes)
+{
+	static const size_t sizes[] = { 1 << 20, 65536, 8 };
+	struct run rn = base_run(8, 24, 2, sizes, NSIZES(sizes));
+	uint64_t p0, p1;
+
+	if (nt_param_set("switch_buffer_bytes", bytes))
+		return ~0ull;
+	p0 = stat_sum(NICOFF_NL_STAT_BCAST_PACED);
+	run_ok(_metadata, &rn);
+	p1 = stat_sum(NICOFF_NL_STAT_BCAST_PACED);
+	return p0 == ~0ull || p1 == ~0ull ? ~0ull : p1 - p0;
+}
+
+TEST_F_TIMEOUT(bcast, switch_buffer, 300)
+{
+	uint64_t big, small;
+	unsigned long v;
+
+	EXPECT_NE(0, nt_param_set("switch_buffer_bytes", 4095));
+	EXPECT_NE(0, nt_param_set("switch_buffer_bytes", (1ul << 30) + 1));
+	ASSERT_EQ(0, nt_param_get("switch_buffer_bytes", &v));
+	EXPECT_EQ(262144, v);
+	big = paced_run(_metadata, 1ul << 30);
+	small = paced_run(_metadata, 4096);
+	ASSERT_NE(~0ull, big);
+	ASSERT_NE(~0ull, small);
+	TH_LOG("bcast_paced: %llu with 1 GiB, %llu with 4 KiB", (unsigned long long)big,
+	       (unsigned long long)small);
+	EXPECT_EQ(0, big);
+	EXPECT_LT(0, small);
+	EXPECT_EQ(0, nt_param_set("switch_buffer_bytes", 262144));
 }
 
 /*
