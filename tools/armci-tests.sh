@@ -103,16 +103,17 @@ report() {
 # each of RANKS; the GA program's checksum must equal the one of the first
 # pass at that rank count (HOW and BASE name the two in a failure).
 nicoff_pass() {
-	label=$1 pass_ranks=$2 pass_progs=$3 how=$4 base=$5
+	# Names of their own: POSIX sh has no local variables, and run_one sets label.
+	pass_label=$1 pass_ranks=$2 pass_progs=$3 how=$4 base=$5
 	for n in $pass_ranks; do
 		for prog in $pass_progs; do
 			bin=$dir/$prog-nicoff
 			if [ ! -x "$bin" ]; then
 				t=$((t + 1))
-				echo "ok $t - $label nicoff $prog -n $n # SKIP $prog-nicoff not built"
+				echo "ok $t - $pass_label nicoff $prog -n $n # SKIP $prog-nicoff not built"
 				continue
 			fi
-			run_one "$label nicoff $prog" "$n" "$prog" "$bin"
+			run_one "$pass_label nicoff $prog" "$n" "$prog" "$bin"
 			if [ "$prog" = ga_matmul ] && [ -z "$status" ]; then
 				want=$(eval "echo \${sum_nicoff_$n:-}")
 				[ "$sum" = "$want" ] || status="checksum $sum $how, ${want:-none} $base"
