@@ -45,6 +45,7 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <span>
@@ -431,6 +432,16 @@ void run_squares(Context &ctx) {
                 const double secs = run_method(methods[i]->value, r, n);
                 rates[i].push_back(static_cast<double>(n * sq.bytes()) / secs / 1e6);
             }
+        // What auto runs for this shape (its model's pick, the same for every block).
+        if (std::any_of(methods.begin(), methods.end(),
+                        [](const Named<Method> *mn) { return mn->value == Method::automatic; })) {
+            const std::array<std::uint64_t, 2> count = {sq.chunk(), sq.side};
+            std::fprintf(stderr, "square2d/auto side %llu: runs %s\n",
+                         static_cast<unsigned long long>(side),
+                         std::string(method_name(engines.pipelined.resolve(StridedMethod::automatic,
+                                                                           count, r.peer)))
+                             .c_str());
+        }
         const Fields fields{.nodes = 2,
                             .bytes = static_cast<std::int64_t>(sq.bytes()),
                             .runs = static_cast<std::int64_t>(repeat),
