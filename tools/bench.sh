@@ -2,17 +2,19 @@
 # `make bench SUITE=name`: run `nicoff-bench name` in the VM, bring its
 # records back to build/results/name.json, print them as a table and plot
 # them where a plot helps.  Extra nicoff-bench options: BENCH_ARGS; module
-# parameters: VM_PARAMS; guest CPUs: VM_SMP (default 2).
+# parameters: VM_PARAMS; guest CPUs: VM_SMP (default 2); the results' name
+# in build/results: BENCH_NAME (default the suite's: name.json, .png, ...).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 suite=${1:?usage: bench.sh SUITE}
+name=${BENCH_NAME:-$suite}
 BUILD=${BUILD:-$PWD/build}
 out=$BUILD/results
 mkdir -p "$out"
 # Without slab debugging (the tests' default): it would slow every allocation
 # of the data path and make the figures the debugger's.
 vm_args=(--module "$PWD/nicoff.ko" --lib-path "$BUILD/lib" --quiet --slub-debug off
-	 --timeout "${BENCH_TIMEOUT:-3000}" --log "$out/$suite.vm.log")
+	 --timeout "${BENCH_TIMEOUT:-3000}" --log "$out/$name.vm.log")
 [ -n "${VMLINUZ:-}" ] && vm_args+=(--kernel "$VMLINUZ")
 [ -n "${VM_PARAMS:-}" ] && vm_args+=(--params "$VM_PARAMS")
 [ -n "${VM_SMP:-}" ] && vm_args+=(--smp "$VM_SMP")
@@ -45,9 +47,9 @@ facts='echo kernel $(uname -r); echo cpus $(grep -c ^processor /proc/cpuinfo);
 	grep MemTotal /proc/meminfo;
 	for p in /sys/module/nicoff/parameters/*; do echo param ${p##*/} $(cat $p 2>/dev/null); done'
 tools/vm/run.sh "${vm_args[@]}" \
-	--cmd "{ $facts; } > /tmp/$suite.facts" --collect "/tmp/$suite.facts:$out/$suite.facts" \
+	--cmd "{ $facts; } > /tmp/$suite.facts" --collect "/tmp/$suite.facts:$out/$name.facts" \
 	--cmd "$run" \
-	--collect "/tmp/$suite.json:$out/$suite.json"
-/usr/bin/python3 tools/benchfile.py wrap "$out/$suite.json" "$out/$suite.facts" \
+	--collect "/tmp/$suite.json:$out/$name.json"
+/usr/bin/python3 tools/benchfile.py wrap "$out/$name.json" "$out/$name.facts" \
 	"suite=$suite" "bench_args=${BENCH_ARGS:-}" "vm_params=${VM_PARAMS:-}"
-/usr/bin/python3 tools/results.py "$out/$suite.json" --plot "$out/$suite.png"
+/usr/bin/python3 tools/results.py "$out/$name.json" --plot "$out/$name.png"

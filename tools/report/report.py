@@ -39,7 +39,7 @@ SUITES = ("barrier", "p2p", "atomic", "bcast", "strided")
 GOAL_SUITES = ("mpi", "armci")
 ALGS = barrier_report.ALGS
 # Seed 000 sec. 8.3, Quadrics/Elan3: the per-trigger time of its model.
-PAPER_TTRIG_US = 2.32
+PAPER_TTRIG_US = goals.SEED000_QUADRICS[1]
 SIM_NODES = (8, 16, 32, 64, 128, 256, 512, 1024)
 # The simulator's default fabric (firmware-sim/sim/main.c): Quadrics-like.
 QUADRICS_L_NS, QUADRICS_O_NS = 1000, 250
@@ -55,13 +55,26 @@ class NotMeasured(Exception):
 
 # ------------------------------------------------------------------ records --
 
+# The results files of a suite, when more than <suite>.json: `make reproduce`
+# runs the barrier suite's one-process sweep over 1,024 cards in a boot of its
+# own (VM_PARAMS=nics=1024), into barrier-cards.json.  Later files win.
+FILES = {"barrier": ("barrier", "barrier-cards")}
+
+
 class Results:
+    """The records of every suite; meta: each file's metadata; used: the files
+    whose records pick() has returned since it was last emptied; sim: the
+    simulator (the goals' too)."""
+
     def __init__(self, directory):
-        self.meta, self.recs = {}, {}
+        self.meta, self.recs, self.origin, self.used, self.sim = {}, {}, {}, set(), None
         for s in SUITES + GOAL_SUITES:
-            path = os.path.join(directory, s + ".json")
-            if os.path.exists(path):
-                self.meta[s], self.recs[s] = benchfile.load(path)
+            for name in FILES.get(s, (s,)):
+                path = os.path.join(directory, name + ".json")
+                if os.path.exists(path):
+                    self.meta[name], recs = benchfile.load(path)
+                    self.recs.setdefault(s, []).extend(recs)
+                    self.origin.update((id(r), name) for r in recs)
 
     def need(self, suite):
         if suite not in self.recs:
@@ -71,9 +84,16 @@ class Results:
     def pick(self, suite, **want):
         """Records of suite whose fields equal every given one (case_ for case)."""
         want = {("case" if k == "case_" else k): v for k, v in want.items()}
-        return [r for r in self.recs.get(suite, [])
-                if all(r.get(k) == v for k, v in want.items())
-                and isinstance(r.get("value"), (int, float))]
+        out = [r for r in self.recs.get(suite, [])
+               if all(r.get(k) == v for k, v in want.items())
+               and isinstance(r.get("value"), (int, float))]
+        self.used.update(self.origin[id(r)] for r in out)
+        return out
+
+    def meta_lines(self):
+        """One line of metadata per file used (all files when none was)."""
+        return [f"{name}.json: {meta_line(self.meta[name])}"
+                for name in sorted(self.used or self.meta)]
 
     def value(self, suite, **want):
         rs = self.pick(suite, **want)
@@ -124,10 +144,14 @@ def size_label(b):
     return f"{b} B"
 
 
-def draw(fig, path, meta_line):
-    # One panel a row, the legend to its right: wide enough for both.
+def draw(fig, path, meta_lines):
+    # One panel a row, the legend to its right: wide enough for both; below,
+    # the metadata of the records drawn (about 0.1 inch a line).
     n = len(fig.panels)
-    mpl, axes = plt.subplots(n, 1, figsize=(10, 4.4 * n + 0.6), squeeze=False)
+    footer = "\n".join(textwrap.fill(m, 200) for m in meta_lines)
+    foot_in = 0.1 * (footer.count("\n") + 1) + 0.1
+    height = 4.4 * n + 0.6 + foot_in
+    mpl, axes = plt.subplots(n, 1, figsize=(10, height), squeeze=False)
     for p, ax in zip(fig.panels, axes.flat):
         if p.categories:
             draw_bars(ax, p)
@@ -165,9 +189,10 @@ def draw(fig, path, meta_line):
         # Outside the axes: a legend never covers a point.
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
     mpl.suptitle(fig.title, fontsize=11)
-    mpl.text(0.01, 0.005, textwrap.fill(meta_line, 180), fontsize=6, color="0.4")
-    mpl.tight_layout(rect=(0, 0.05, 1, 0.96))
-    mpl.savefig(path, dpi=110)
+    mpl.text(0.01, 0.05 / height, footer, fontsize=6, color="0.4", va="bottom")
+    mpl.tight_layout(rect=(0, foot_in / height, 1, 0.96))
+    # The footer's lines, unwrapped, also as the PNG's text (test_report.py reads them).
+    mpl.savefig(path, dpi=110, metadata={"Description": "\n".join(meta_lines)})
     plt.close(mpl)
 
 
@@ -185,16 +210,23 @@ def draw_bars(ax, p):
     ax.set_xticks(range(len(cats)), cats, rotation=20)
 
 
-def write_csv(fig, path):
+def write_rows(path, rows, meta_lines):
+    """A CSV of rows (the first its header) after a '# ' line of metadata per
+    results file (readers: comment='#')."""
     with open(path, "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(("panel", "series", "x", "x_label", "y", "y_low", "y_high", "y_unit"))
-        for p in fig.panels:
-            for s in p.series:
-                for i, (x, y) in enumerate(zip(s.xs, s.ys)):
-                    w.writerow((p.title, s.label, x, p.xlabel, f"{y:.6g}",
-                                "" if s.lo is None else f"{s.lo[i]:.6g}",
-                                "" if s.hi is None else f"{s.hi[i]:.6g}", p.ylabel))
+        f.writelines(f"# {m}\n" for m in meta_lines)
+        csv.writer(f).writerows(rows)
+
+
+def write_csv(fig, path, meta_lines):
+    rows = [("panel", "series", "x", "x_label", "y", "y_low", "y_high", "y_unit")]
+    for p in fig.panels:
+        for s in p.series:
+            for i, (x, y) in enumerate(zip(s.xs, s.ys)):
+                rows.append((p.title, s.label, x, p.xlabel, f"{y:.6g}",
+                             "" if s.lo is None else f"{s.lo[i]:.6g}",
+                             "" if s.hi is None else f"{s.hi[i]:.6g}", p.ylabel))
+    write_rows(path, rows, meta_lines)
 
 
 # ---------------------------------------------------------------- the series --
@@ -329,10 +361,6 @@ def seed000_fig7(res, sim):
                   ours=("host tree barrier / card dissemination, at N = 8 processes", r))
 
 
-def seed000_model(n, tinit, ttrig, tadj):
-    return tinit + (barrier_report.clog(n) - 1) * ttrig + tadj
-
-
 def fit_model(res):
     """Seed 000's model fitted (numpy) to the card dissemination medians of one
     process driving N cards, Tinit = T(2): (points, (Tinit, Ttrig, Tadj, rms)),
@@ -364,17 +392,17 @@ def seed000_fig8(res, sim):
         tinit, ttrig, tadj, rms = fit
         series.append(Series(f"model fitted: {tinit:.1f} + (ceil(log2 N) - 1) x {ttrig:.1f} "
                              f"{'-' if tadj < 0 else '+'} {abs(tadj):.1f} us",
-                             ns, [seed000_model(n, *fit[:3]) for n in ns], style="-"))
+                             ns, [goals.seed000_model(n, *fit[:3]) for n in ns], style="-"))
         s_vm = sim.series(f"simulator, L = fitted Ttrig ({ttrig:.1f} us), o = 0", "barrier",
                           ns, ttrig * 1000, 0)
         series.append(s_vm)
         errors.append(f"fitted model rms {rms:.2f} us over {len(one)} points")
         errors += model_errors("simulator (L = fitted Ttrig)", one, zip(s_vm.xs, s_vm.ys))
         ours = ("fitted model T(1024) / T(8)",
-                seed000_model(1024, *fit[:3]) / seed000_model(8, *fit[:3]))
-    for name, abc in (("Quadrics model (paper)", (2.25, 2.32, -1.00)),
+                goals.seed000_model(1024, *fit[:3]) / goals.seed000_model(8, *fit[:3]))
+    for name, abc in (("Quadrics model (paper)", goals.SEED000_QUADRICS),
                       ("Myrinet model (paper)", (3.60, 3.50, 3.84))):
-        series.append(Series(name, ns, [seed000_model(n, *abc) for n in ns], style=":"))
+        series.append(Series(name, ns, [goals.seed000_model(n, *abc) for n in ns], style=":"))
     series.append(sim.series(f"simulator, L = paper's Ttrig ({PAPER_TTRIG_US} us), o = 0",
                              "barrier", ns, PAPER_TTRIG_US * 1000, 0))
     if not sim.path:
@@ -664,6 +692,7 @@ def seed003_fig13(res, sim):
                   for alg in ALGS + (["auto"] if method == "card" else [])]
         panels.append(Panel(f"{method}-based, every algorithm", "processes (N)",
                             "barrier latency (us)", series, ylog=True))
+    panels.append(auto_picks(res))
     big = max((n for p in panels for s in p.series for n in s.xs), default=None)
     at = {alg: res.value("barrier", case_=alg, method="host", metric="latency_us", nodes=big)
           for alg in ("central", "dissemination")}
@@ -672,7 +701,26 @@ def seed003_fig13(res, sim):
                   ours=(f"host central counter / host dissemination at N = {big}", r))
 
 
-def seed003_table1(res, sim, out):
+def auto_picks(res):
+    """Auto's choices over repeated fresh groups (barrier --auto-repeats), in % of them."""
+    def pct(method, metric):
+        return [(n, 100 * r["value"] / r["runs"]) for n, r in sorted(
+            {r["nodes"]: r for r in res.pick("barrier", case_="auto_pick", method=method,
+                                             metric=metric) if r.get("runs")}.items())]
+
+    best = pct("card", "picks_best")
+    series = [Series("picked the best (within 10% of its mean)", *unzip(best))]
+    # An algorithm no group chose at an N has no record there: 0%.
+    ns = [n for n, _ in best]
+    chose = {alg: dict(pct(alg, "picks")) for alg in ALGS}
+    series += [Series(f"chose {alg}", ns, [c.get(n, 0) for n in ns], style=":s")
+               for alg, c in chose.items() if c]
+    return Panel("auto's choice in fresh groups (barrier --auto-repeats)", "processes (N)",
+                 "% of the groups", series,
+                 note="best: the lowest mean latency of this N's timed card runs")
+
+
+def seed003_table1(res, sim):
     """Per algorithm at the largest N: measured (host, card), LogP, simulator."""
     res.need("barrier")
     ns = [r["nodes"] for r in res.pick("barrier", metric="latency_us", method="host")]
@@ -691,8 +739,6 @@ def seed003_table1(res, sim, out):
         s = sim.run(barrier_report.SIM_WORKLOAD[alg], 1024, ttrig * 1000, 0) if ttrig else None
         rows.append((alg, big) + tuple("" if v is None else f"{v:.4g}"
                                        for v in (h, c, pred, err, s)))
-    with open(os.path.join(out, "seed003-table1.csv"), "w", newline="") as f:
-        csv.writer(f).writerows(rows)
     h = {r[0]: r[2] for r in rows[1:]}
     ratio = (float(h["central"]) / float(h["dissemination"])
              if h.get("central") and h.get("dissemination") else None)
@@ -787,15 +833,13 @@ def meta_line(meta):
         return "no metadata (records written before tools/benchfile.py)"
     commit = meta.get("commit", "?")
     commit = commit[:12] + ("-dirty" if commit.endswith("-dirty") else "")
+    tunables = " ".join(f"{k}={v}" for k, v in sorted(meta.get("tunables", {}).items()))
     return (f"commit {commit}, kernel {meta.get('kernel', '?')}, "
             f"{meta.get('vcpus', '?')} vCPUs, {meta.get('memory_mib', '?')} MiB, "
             f"host {meta.get('host_cpu', '?')} (load {meta.get('host_loadavg', '?')}), "
             f"{meta.get('date', '?')}, "
-            f"args '{meta.get('bench_args', '')}'")
-
-
-SUITE_OF = {"seed000": "barrier", "seed001": "atomic", "seed002": "bcast", "seed003": "barrier",
-            "seed004": "strided"}
+            f"args '{meta.get('bench_args', '')}', tunables {tunables or '?'}"
+            + (f"; {meta['note']}" if meta.get("note") else ""))
 
 
 def fmt(v):
@@ -850,11 +894,11 @@ def main():
     with open(a.papers) as f:
         papers = json.load(f)
     os.makedirs(a.out, exist_ok=True)
-    sim = Sim(a.sim)
+    sim = res.sim = Sim(a.sim)
     body = []
     for fn in FIGURES:
         fid = figure_id(fn)
-        meta = res.meta.get(SUITE_OF[fid[:7]], {})
+        res.used = set()
         try:
             fig = fn(res, sim)
         except NotMeasured as e:
@@ -863,18 +907,21 @@ def main():
                         f"{paper_block(papers.get(fid), None)}</section>")
             print(f"{fid}: not measured: {e}")
             continue
-        draw(fig, os.path.join(a.out, fid + ".png"), meta_line(meta))
-        write_csv(fig, os.path.join(a.out, fid + ".csv"))
+        meta = res.meta_lines()
+        draw(fig, os.path.join(a.out, fid + ".png"), meta)
+        write_csv(fig, os.path.join(a.out, fid + ".csv"), meta)
         extra = "".join(f"<li>{html.escape(x)}</li>" for x in fig.errors + fig.notes)
         body.append(f"<section id={fid}><h2>{html.escape(fig.title)}</h2>"
                     f"<p><a href=\"{fid}.png\"><img src=\"{fid}.png\" alt=\"{fid}\"></a></p>"
                     f"<p>Data: <a href=\"{fid}.csv\">{fid}.csv</a>. Records: "
-                    f"{html.escape(meta_line(meta))}</p>"
+                    f"{html.escape('; '.join(meta))}</p>"
                     f"{'<ul>' + extra + '</ul>' if extra else ''}"
                     f"{paper_block(papers.get(fid), fig.ours)}</section>")
         print(f"{fid}: {fid}.png")
     try:
-        rows, ours = seed003_table1(res, sim, a.out)
+        res.used = set()
+        rows, ours = seed003_table1(res, sim)
+        write_rows(os.path.join(a.out, "seed003-table1.csv"), rows, res.meta_lines())
         t = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in r) + "</tr>"
                     for r in rows)
         body.append(f"<section id=seed003-table1><h2>Seed 003 Table 1: each algorithm at the "
@@ -885,11 +932,10 @@ def main():
     except NotMeasured as e:
         body.append(f"<section id=seed003-table1><h2>seed003-table1: not measured</h2>"
                     f"<p class=nm>Not measured: {html.escape(str(e))}</p></section>")
+    res.used = set()
     goal_rows = goals.evaluate(res)
-    with open(os.path.join(a.out, "goals.csv"), "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["issue", "goal", "measured", "verdict"])
-        w.writerows(goal_rows)
+    write_rows(os.path.join(a.out, "goals.csv"), [("issue", "goal", "measured", "verdict")]
+               + goal_rows, res.meta_lines())
     for issue, goal, text, verdict in goal_rows:
         print(f"goal (issue {issue}): {verdict}: {goal}: {text}")
     goal_table = "".join(
@@ -901,8 +947,7 @@ def main():
                    f"{goal_table}</table><p>Data: <a href=\"goals.csv\">goals.csv</a></p>"
                    f"</section>")
     meta_rows = "".join(f"<tr><td>{s}.json</td><td>{html.escape(meta_line(res.meta[s]))}</td>"
-                        f"<td>{html.escape(json.dumps(res.meta[s].get('tunables', {})))}</td></tr>"
-                        for s in res.meta)
+                        f"</tr>" for s in res.meta)
     with open(os.path.join(a.out, "index.html"), "w") as f:
         f.write(f"<!DOCTYPE html><html><head><meta charset=utf-8><title>nicoff: the seed "
                 f"figures</title><style>{STYLE}</style></head><body>"
@@ -910,7 +955,7 @@ def main():
                 f"<p>Made by tools/report/report.py from {html.escape(a.results)}. Each figure: "
                 f"this run's measurement, the simulator's prediction where it has one, and the "
                 f"paper's own numbers (tools/report/papers.json).</p>"
-                f"<table><tr><th>records</th><th>made with</th><th>module tunables</th></tr>"
+                f"<table><tr><th>records</th><th>made with</th></tr>"
                 f"{meta_rows}</table>{''.join(body)}</body></html>\n")
     print(f"report: {os.path.join(a.out, 'index.html')}")
 

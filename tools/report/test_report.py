@@ -2,9 +2,11 @@
 """`make check`'s test of the report: build it from the recorded fixture
 (tools/report/fixture: real records of short runs, no VM) into a fresh
 directory, then check that every file of fixture/expected.txt is there and
-not empty, that every link and image of index.html resolves, and that
+not empty, that every link and image of index.html resolves, that
 goals.csv states every goal of goals.py with a verdict (and a measured
-value wherever the verdict is met or not met).
+value wherever the verdict is met or not met), judging every goal but those
+of fixture/unjudged.txt (and the simulator's without --sim), and that every
+CSV and every PNG's footer carry the records' metadata.
 
     tools/report/test_report.py [--sim PATH] [--keep DIR]
 
@@ -15,6 +17,7 @@ import argparse
 import csv
 import html.parser
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -22,6 +25,10 @@ import urllib.parse
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURE = os.path.join(HERE, "fixture")
+# What every line of metadata must state (report.meta_line).
+META = {"commit": r"commit [0-9a-f]{7}", "kernel": r"kernel \d", "tunables": r"tunables \w+=",
+        "vCPUs": r"\d+ vCPUs", "memory": r"\d+ MiB", "host CPU": r"host [^?(]",
+        "date": r"\d{4}-\d\d-\d\dT\d\d:\d\d"}
 
 
 class Links(html.parser.HTMLParser):
@@ -35,16 +42,66 @@ class Links(html.parser.HTMLParser):
                 self.targets.append(v)
 
 
-def check(out, failures):
+def lines_of(path):
+    with open(os.path.join(FIXTURE, path)) as f:
+        return [line.strip() for line in f if line.strip() and not line.startswith("#")]
+
+
+def png_text(path):
+    """The PNG's tEXt chunks: {keyword: text}."""
+    with open(path, "rb") as f:
+        data = f.read()
+    out, i = {}, 8
+    while i + 8 <= len(data):
+        n, kind = int.from_bytes(data[i:i + 4], "big"), data[i + 4:i + 8]
+        if kind == b"tEXt":
+            k, _, v = data[i + 8:i + 8 + n].partition(b"\0")
+            out[k.decode("latin-1")] = v.decode("latin-1")
+        i += 12 + n
+    return out
+
+
+def meta_lacks(lines):
+    """What of META the lines of metadata (one per results file) do not state."""
+    if not lines:
+        return ["every field (no metadata)"]
+    return sorted({k for line in lines for k, pat in META.items() if not re.search(pat, line)})
+
+
+def csv_meta(path):
+    with open(path) as f:
+        return [line[2:] for line in f if line.startswith("# ")]
+
+
+def check_meta(out, result):
+    """Every CSV's '# ' lines and every PNG's footer text state META; a figure
+    drawn from two suites names both files."""
+    lacking = []
+    for name in sorted(os.listdir(out)):
+        path = os.path.join(out, name)
+        if name.endswith(".csv"):
+            lines = csv_meta(path)
+        elif name.endswith(".png"):
+            lines = png_text(path).get("Description", "").splitlines()
+        else:
+            continue
+        lacking += [f"{name} ({', '.join(meta_lacks(lines))})"] if meta_lacks(lines) else []
+    result(not lacking,
+           f"metadata in every CSV and PNG footer, lacking: {'; '.join(lacking) or 'none'}")
+    both = csv_meta(os.path.join(out, "seed003-fig12.csv"))
+    result(any(m.startswith("barrier.json:") for m in both)
+           and any(m.startswith("p2p.json:") for m in both),
+           "seed003-fig12 (barrier and p2p records) names both files' metadata")
+
+
+def check(out, failures, sim):
     """The checks of one built report in out; appends what failed to failures."""
     def result(ok, what):
         print(f"{'ok' if ok else 'not ok'} - {what}")
         if not ok:
             failures.append(what)
 
-    with open(os.path.join(FIXTURE, "expected.txt")) as f:
-        expected = [line.strip() for line in f if line.strip() and not line.startswith("#")]
-    for name in expected:
+    for name in lines_of("expected.txt"):
         path = os.path.join(out, name)
         result(os.path.isfile(path) and os.path.getsize(path) > 0, f"report has {name}")
     index = os.path.join(out, "index.html")
@@ -70,15 +127,29 @@ def check(out, failures):
     rows = []
     if os.path.isfile(path):
         with open(path, newline="") as f:
-            rows = list(csv.DictReader(f))
+            rows = list(csv.DictReader(line for line in f if not line.startswith("#")))
     stated = {r["goal"]: r for r in rows}
     missing = [g for _, g, _ in goals.GOALS if g not in stated]
     bad = [r["goal"] for r in rows
            if r["verdict"] not in ("met", "not met", "not measured") or not r["measured"]]
     result(rows and not missing and not bad,
            f"goals.csv: {len(rows)} goals stated, missing {len(missing)}, malformed {len(bad)}")
-    judged = sum(r["verdict"] != "not measured" for r in rows)
-    result(judged > 0, f"goals.csv: {judged} goals judged from the fixture's records")
+    # The fixture has no records for these; the simulator's needs --sim.
+    unjudged = set(lines_of("unjudged.txt")) | (set() if sim else {goals.SIM_GOAL})
+    wrong = [g for g, r in stated.items() if (r["verdict"] == "not measured") != (g in unjudged)]
+    result(rows and not wrong,
+           f"goals.csv: every goal judged but the {len(unjudged)} without records here "
+           f"(fixture/unjudged.txt{'' if sim else ', the simulator'}); "
+           f"wrong: {'; '.join(wrong) or 'none'}")
+    check_meta(out, result)
+    # auto's pick rate (barrier --auto-repeats): in its goal and drawn in seed003-fig13.
+    auto = [r["measured"] for g, r in stated.items() if g.startswith("Barrier auto")]
+    with open(os.path.join(out, "seed003-fig13.csv")) as f:
+        drawn = [r for r in csv.DictReader(line for line in f if not line.startswith("#"))
+                 if r["series"].startswith("picked the best")]
+    result(auto and "picked the best" in auto[0] and drawn,
+           f"auto's pick rate: in its goal ({auto[0] if auto else 'no goal'}), "
+           f"{len(drawn)} points in seed003-fig13")
 
 
 def main():
@@ -98,7 +169,7 @@ def main():
             failures.append("report.py")
         else:
             print("ok - report.py builds the report from the fixture")
-        check(out, failures)
+        check(out, failures, a.sim)
     sys.exit(1 if failures else 0)
 
 

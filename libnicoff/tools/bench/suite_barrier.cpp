@@ -17,6 +17,13 @@
 //                            of one machine would pick); --shm 0: not run
 //   <alg>/card/shm           ratio: card latency over shm latency
 //   auto/card                chosen: the algorithm auto picked (its number)
+//   auto_pick/card           picks_best, picks_best_pct: with --auto-repeats
+//                            K, K fresh auto groups (each created as a
+//                            program would) and how many of their choices
+//                            were the best card algorithm of this N's timed
+//                            runs or within 10% of it (issue 18's goal);
+//                            runs: K
+//   auto_pick/<alg>          picks: how many of the K chose <alg>
 //   <alg>/card               latency_us_1proc: one process holds a port on
 //                            each of N cards (N up to every card of the
 //                            module: 1,024 with nics=1024) and drives all
@@ -53,6 +60,12 @@ constexpr std::uint32_t ncard_algs = NICOFF_BARRIER_MAX; // auto + the six
 constexpr std::uint32_t nhost_algs = NICOFF_BARRIER_MAX - 1;
 constexpr std::uint32_t shm_config = ncard_algs + nhost_algs;
 constexpr std::uint32_t nconfigs = shm_config + 1;
+// Group ids of one N: card algorithms from 0, host ones' from 100, auto's
+// repeated choices from 128 (ids of one N end at 256).
+constexpr std::uint32_t auto_pick_gid = 128;
+constexpr std::uint32_t max_auto_repeats = 128;
+// A choice within 10% of the best algorithm counts as the best (issue 18).
+constexpr double pick_tolerance = 1.10;
 
 std::vector<std::uint32_t> parse_algs(const Options &o, const std::string &name) {
     std::vector<std::uint32_t> v;
@@ -72,7 +85,8 @@ struct Shared {
     double median_us[nconfigs]; // and the median of its barriers
     double p99_us[nconfigs];
     std::uint32_t runs[nconfigs];
-    std::uint64_t chosen; // auto's GROUP_CREATE result
+    std::uint64_t chosen;                  // auto's GROUP_CREATE result
+    std::uint32_t picks[max_auto_repeats]; // the algorithms of --auto-repeats
     ShmBarrierState shm;
     // Run control, not a barrier: rank 0 ends a configuration early (time
     // budget) by setting the last barrier to run.  No rank is ever more
@@ -85,7 +99,7 @@ struct Shared {
 // lat_us[shm_config]: the shared-memory barrier.
 
 struct ProcParams {
-    std::uint32_t n, cards, warmup, iters;
+    std::uint32_t n, cards, warmup, iters, auto_repeats;
     double seconds;
     std::chrono::microseconds spin;
     bool shm;
@@ -132,6 +146,16 @@ void rank_main(Shared *sh, const ProcParams &pp, std::uint32_t rank, std::uint32
         timed([&] { g.barrier(); }, a);
         g.destroy();
     }
+    // Auto's choice as a program sees it: a fresh group each time.
+    const std::uint32_t alg = me.gc.algorithm;
+    me.gc.algorithm = NICOFF_BARRIER_AUTO;
+    for (std::uint32_t k = 0; k < pp.auto_repeats; k++) {
+        Group g(me.port, me.members, rank, gid_base + auto_pick_gid + k, me.gc);
+        if (rank == 0)
+            sh->picks[k] = g.algorithm();
+        g.destroy();
+    }
+    me.gc.algorithm = alg;
     for (const std::uint32_t a : pp.host_algs) {
         {
             HostBarrier hb(me.port, me.members, rank, a, 0, me.gc);
@@ -145,6 +169,38 @@ void rank_main(Shared *sh, const ProcParams &pp, std::uint32_t rank, std::uint32
         ShmBarrier sb(sh->shm, pp.spin);
         timed([&] { sb.wait(); }, shm_config);
     }
+}
+
+// The lowest mean latency of the card algorithms other than auto; < 0: none.
+double best_card_latency(const ProcParams &pp, const Shared &res) {
+    double best = -1;
+    for (const std::uint32_t a : pp.card_algs)
+        if (a && res.lat_us[a] > 0 && (best < 0 || res.lat_us[a] < best))
+            best = res.lat_us[a];
+    return best;
+}
+
+// How many of auto's repeated choices were the best card algorithm of this
+// N (within pick_tolerance), and how often it chose each.
+void add_picks(Context &ctx, const ProcParams &pp, const Shared &res) {
+    const double best = best_card_latency(pp, res);
+    std::uint32_t hits = 0;
+    std::uint32_t count[ncard_algs] = {};
+    for (std::uint32_t k = 0; k < pp.auto_repeats; k++) {
+        const std::uint32_t a = res.picks[k];
+        if (a == 0 || a >= ncard_algs)
+            continue;
+        count[a]++;
+        if (best > 0 && res.lat_us[a] > 0 && res.lat_us[a] <= best * pick_tolerance)
+            hits++;
+    }
+    const Fields f{.nodes = pp.n, .runs = pp.auto_repeats};
+    ctx.add("auto_pick", "card", "picks_best", hits, "runs", f);
+    ctx.add("auto_pick", "card", "picks_best_pct", 100.0 * hits / pp.auto_repeats, "%", f);
+    for (std::uint32_t a = 1; a < ncard_algs; a++)
+        if (count[a])
+            ctx.add("auto_pick", std::string(barrier_algorithm_name(a)), "picks", count[a], "runs",
+                    f);
 }
 
 void run_procs(Context &ctx, const ProcParams &pp, std::uint32_t gid_base) {
@@ -189,13 +245,12 @@ void run_procs(Context &ctx, const ProcParams &pp, std::uint32_t gid_base) {
     }
     if (std::find(pp.card_algs.begin(), pp.card_algs.end(), 0u) != pp.card_algs.end()) {
         add(0, "card", "chosen", static_cast<double>(res.chosen & 0xffffffff), "alg", 1);
-        double best = -1;
-        for (const std::uint32_t a : pp.card_algs)
-            if (a && (best < 0 || res.lat_us[a] < best))
-                best = res.lat_us[a];
+        const double best = best_card_latency(pp, res);
         if (best > 0)
             add(0, "card", "vs_best", res.lat_us[0] / best, "x", res.runs[0]);
     }
+    if (pp.auto_repeats > 0)
+        add_picks(ctx, pp, res);
 }
 
 // ------------------------------------------------- one process, N cards --
@@ -292,6 +347,12 @@ void run(Context &ctx) {
     pp.card_algs = parse_algs(o, "card-algs");
     pp.host_algs = parse_algs(o, "host-algs");
     pp.shm = o.u64("shm") != 0;
+    pp.auto_repeats = static_cast<std::uint32_t>(o.u64("auto-repeats"));
+    if (pp.auto_repeats > max_auto_repeats)
+        throw std::invalid_argument("--auto-repeats: at most " + std::to_string(max_auto_repeats));
+    for (std::uint32_t a = 1; pp.auto_repeats > 0 && a < ncard_algs; a++)
+        if (std::find(pp.card_algs.begin(), pp.card_algs.end(), a) == pp.card_algs.end())
+            throw std::invalid_argument("--auto-repeats: --card-algs must time every algorithm");
     if (std::find(pp.host_algs.begin(), pp.host_algs.end(), 0u) != pp.host_algs.end())
         throw std::invalid_argument("--host-algs: auto is the card's");
     if (pp.iters == 0)
@@ -299,7 +360,9 @@ void run(Context &ctx) {
     const std::vector<std::uint32_t> ns = card_counts(o, cards);
     std::uint32_t gid = group_id_base();
 
-    for (const std::uint64_t n : o.u64_list("nodes")) {
+    const std::vector<std::uint64_t> nodes =
+        o.str("nodes") == "none" ? std::vector<std::uint64_t>{} : o.u64_list("nodes");
+    for (const std::uint64_t n : nodes) {
         if (n < 1 || n > max_ranks)
             throw std::invalid_argument("--nodes: 1.." + std::to_string(max_ranks));
         pp.n = static_cast<std::uint32_t>(n);
@@ -325,7 +388,8 @@ const SuiteRegistrar reg{{
     "barrier",
     "barriers run by the cards vs the same algorithms run by the processes over SEND/RECV",
     {
-        {"nodes", "process counts, comma-separated (rank r on card r % cards)", "2,3,4,5,8"},
+        {"nodes", "process counts, comma-separated (rank r on card r % cards), or 'none'",
+         "2,3,4,5,8"},
         {"warmup", "barriers before timing", "100"},
         {"iters", "barriers timed (their mean is reported)", "10000"},
         {"seconds", "time budget of one configuration: fewer barriers if it runs out", "5"},
@@ -334,6 +398,10 @@ const SuiteRegistrar reg{{
         {"host-algs", "host algorithms",
          "pairwise,dissemination,tree,central,combining,tournament"},
         {"shm", "1: also time the futex-based shared-memory barrier (method shm)", "1"},
+        {"auto-repeats",
+         "fresh auto groups per N whose choice is judged against the timed algorithms "
+         "(case auto_pick; at most 128)",
+         "0"},
         spin_option(),
         cards_option(),
         {"cards-algs", "one-process runs: algorithms", "dissemination,pairwise,auto"},
