@@ -18,6 +18,11 @@
  * exact_region
  *	a target region that ends at the shape's last byte takes it; one byte
  *	further is refused and nothing is written
+ * overlap
+ *	source and destination overlapping in one region of card 0: a put or
+ *	get that fits one packet is a copy of the source as it was; random
+ *	shapes leave each destination byte a value its source byte held
+ *	(sref_overlap_check()) and write nothing else, also under faults
  * descriptor_rewritten
  *	the process rewrites its descriptor as soon as the card has taken the
  *	command: the transfer is the one posted
@@ -310,6 +315,94 @@ TEST_F(strided, descriptor_rewritten)
 	EXPECT_EQ(0, q.status);
 	EXPECT_EQ(500 * 30 * 30, q.result);
 	EXPECT_EQ(0, memcmp(self->b.buf, self->want, BIG));
+}
+
+/*
+ * A put or get of the shape in the descriptor from @soff to @doff of
+ * region @r of port a (card 0 to itself), filled from @seed first and
+ * copied into self->want; the bytes it moved.
+ */
+static uint64_t in_region(struct __test_metadata *_metadata, FIXTURE_DATA(strided) *self,
+			  struct nt_region *r, int put, uint32_t levels, uint64_t soff,
+			  uint64_t doff, uint64_t seed)
+{
+	struct nicoff_cmd c = strided_cmd(self, put ? NICOFF_OP_PUT_STRIDED : NICOFF_OP_GET_STRIDED,
+					  0, r->rkey, put ? doff : soff, put ? soff : doff, levels);
+	struct nicoff_cqe q;
+
+	c.strided.mr = r->handle;
+	c.strided.dst_port = self->pa.po.port;
+	nt_fill_pattern(r->buf, BIG, seed);
+	memcpy(self->want, r->buf, BIG);
+	memset(&q, 0, sizeof(q));
+	EXPECT_EQ(0, nt_run_one(&self->pa, &c, &q, TMO));
+	EXPECT_EQ(0, q.status);
+	return q.result;
+}
+
+/*
+ * Random shapes whose destination chunks are disjoint, the destination
+ * starting within an extent of the source, either side: each leaves what
+ * sref_overlap_check() allows.
+ */
+static void overlap_rounds(struct __test_metadata *_metadata, FIXTURE_DATA(strided) *self,
+			   struct nt_region *r, unsigned int rounds, __u64 seed)
+{
+	struct nicoff_strided_desc *d = desc_of(self);
+	unsigned int i;
+
+	for (i = 0; i < rounds; i++) {
+		__u32 levels = sref_random_shape(d, MAX_LEN, MAX_EXTENT, &seed);
+		int put = i % 2 == 0;
+		__u64 *ss = put ? d->local_stride : d->remote_stride;
+		__u64 *ds = put ? d->remote_stride : d->local_stride;
+		uint64_t ext, soff, doff;
+
+		sref_disjoint(d, levels, ds);
+		ext = sref_extent(d, levels, ss);
+		if (sref_extent(d, levels, ds) > ext)
+			ext = sref_extent(d, levels, ds);
+		if (ext > MAX_EXTENT)
+			continue;
+		soff = ext + sref_rand(&seed) % (BIG - MAX_EXTENT - ext);
+		doff = soff + sref_rand(&seed) % (2 * ext) - ext;
+		if (doff > BIG - MAX_EXTENT)
+			doff = BIG - MAX_EXTENT;
+		EXPECT_EQ(sref_len(d, levels), in_region(_metadata, self, r, put, levels, soff, doff,
+							 900 + i));
+		EXPECT_EQ(-1, sref_overlap_check(d, levels, soff, ss, doff, ds, self->want, r->buf,
+						 BIG))
+			TH_LOG("%s of %u levels, chunk %llu, from %llu to %llu", put ? "put" : "get",
+			       levels, (unsigned long long)d->count[0], (unsigned long long)soff,
+			       (unsigned long long)doff);
+	}
+}
+
+TEST_F(strided, overlap)
+{
+	struct nicoff_strided_desc *d = desc_of(self);
+	unsigned char *want = malloc(BIG);
+	struct nt_region r;
+	int k;
+
+	ASSERT_NE(NULL, want);
+	ASSERT_EQ(0, nt_region_new(&self->pa, &r, BIG, NICOFF_ACCESS_ALL, 0));
+	/* One packet, four 16-byte chunks each read before the one before lands on it. */
+	for (k = 0; k < 2; k++) {
+		set_shape(self, 1, 16, 4, 16);
+		(k ? d->local_stride : d->remote_stride)[0] = 24;
+		EXPECT_EQ(64, in_region(_metadata, self, &r, !k, 1, 4000, 4008, 50 + k));
+		memcpy(want, self->want, BIG);
+		sref_copy(d, 1, self->want, 4000, k ? d->remote_stride : d->local_stride, want,
+			  4008, k ? d->local_stride : d->remote_stride);
+		EXPECT_EQ(0, memcmp(r.buf, want, BIG)) TH_LOG("%s", k ? "get" : "put");
+	}
+	overlap_rounds(_metadata, self, &r, 30, 404);
+	ASSERT_EQ(0, nt_set_faults(100000, 50000, 50000, 10000));
+	overlap_rounds(_metadata, self, &r, 8, 405);
+	ASSERT_EQ(0, nt_set_faults(0, 0, 0, 0));
+	munmap(r.buf, BIG);
+	free(want);
 }
 
 TEST_F_TIMEOUT(strided, long_walk, 300)
