@@ -14,9 +14,16 @@
  *                     target buffers: every tag completes once, every byte
  *                     lands, the target spent CPU time unpacking
  * acc                 int32 and int64 accumulates by nic, naive and hbna
- *                     and a double one by hbna, as the reference computes
+ *                     and a double one by auto, as the reference computes
  * faults              random/naive, hbna and auto under 10% drop, 5%
  *                     duplicate, 5% reorder, 1% corrupt: every byte once
+ * acc_faults          random int32 and int64 accumulates (scale 3 or -2)
+ *                     by hbna and by naive under the same faults, against
+ *                     the reference: a piece added twice would show
+ * acc_double          random double accumulates by hbna (the target's
+ *                     thread), bit for bit as the reference adds them in
+ *                     the same order; auto runs them by hbna; then hbna
+ *                     under the faults
  * auto_cache          the model is measured once, cached under
  *                     XDG_CACHE_HOME, and a second engine reads it back
  * bad_input           hbna without a target, a local side outside its
@@ -218,43 +225,74 @@ bool test_hbna_contended() {
     return st.bytes == ops * 16000ull && st.pieces >= ops * 16 && st.unpack_cpu_ns > 0;
 }
 
+// Doubles of a few significant bits and various exponents: sums round.
+void fill_doubles(std::vector<std::byte> &v, __u64 *seed) {
+    for (std::size_t i = 0; i + 8 <= v.size(); i += 8) {
+        const double x =
+            static_cast<double>(static_cast<std::int64_t>(sref_rand(seed)) - (1 << 30)) /
+            static_cast<double>(1 + sref_rand(seed) % 1000);
+        std::memcpy(v.data() + i, &x, 8);
+    }
+}
+
+// rounds random accumulates of acc elements (scale 3 or -2) by m, each
+// against the reference (sref_acc: the same additions in the same order,
+// so doubles too are bit for bit); false (after a diagnostic) on a
+// difference, or if the method that ran is not m (auto: want_auto, or any).
+bool acc_rounds(Bed &bed, StridedMethod m, std::uint32_t acc, int rounds, __u64 *seed,
+                StridedMethod want_auto = StridedMethod::automatic) {
+    std::vector<std::uint8_t> want(big);
+    const std::uint64_t w = acc == NICOFF_ACC_INT32 ? 4 : 8;
+    for (int r = 0; r < rounds; r++) {
+        current_round = r;
+        if (acc == NICOFF_ACC_DOUBLE) {
+            fill_doubles(bed.src, seed);
+            fill_doubles(bed.dst, seed);
+        } else {
+            fill(bed.src, seed);
+            fill(bed.dst, seed);
+        }
+        Shape sh(seed, 512, 0x8000);
+        sh.count[0] = sh.d.count[0] = std::max<std::uint64_t>(w, sh.count[0] / w * w);
+        if (sref_extent(&sh.d, sh.levels, sh.d.local_stride) > 0x60000 ||
+            sref_extent(&sh.d, sh.levels, sh.d.remote_stride) > 0x60000) {
+            r--;
+            continue;
+        }
+        const std::int64_t scale = sref_rand(seed) % 2 ? 3 : -2;
+        sh.d.acc = acc;
+        sh.d.scale = scale;
+        std::memcpy(want.data(), bed.d(), big);
+        sref_acc(&sh.d, sh.levels, bed.s(), sh.loff, sh.d.local_stride, want.data(), sh.roff,
+                 sh.d.remote_stride);
+        bed.engine.start_acc(m, acc, scale, bed.src_mr, StridedSide{sh.loff, sh.ls}, bed.peer,
+                             StridedSide{sh.roff, sh.rs}, sh.count, 500 + r);
+        const nicoff::StridedDone d = bed.engine.wait_any();
+        const StridedMethod ran = m == StridedMethod::automatic ? want_auto : m;
+        if (d.tag != 500u + r || d.status || d.bytes != sref_len(&sh.d, sh.levels) ||
+            d.method == StridedMethod::automatic ||
+            (ran != StridedMethod::automatic && d.method != ran) ||
+            std::memcmp(want.data(), bed.d(), big)) {
+            ksft_print_msg("acc %u by %s (ran %s) round %d: %u levels, chunk %llu: status %d, "
+                           "%s\n",
+                           acc, std::string(nicoff::method_name(m)).c_str(),
+                           std::string(nicoff::method_name(d.method)).c_str(), r, sh.levels,
+                           static_cast<unsigned long long>(sh.count[0]), d.status,
+                           std::memcmp(want.data(), bed.d(), big) ? "differs" : "same");
+            return false;
+        }
+    }
+    return true;
+}
+
 bool test_acc() {
     Bed bed;
     __u64 seed = 11;
-    struct Case {
-        StridedMethod m;
-        std::uint32_t acc;
-    };
-    const Case cases[] = {{StridedMethod::nic, NICOFF_ACC_INT32},
-                          {StridedMethod::naive, NICOFF_ACC_INT64},
-                          {StridedMethod::hbna, NICOFF_ACC_INT32},
-                          {StridedMethod::hbna, NICOFF_ACC_INT64}};
-    std::vector<std::uint8_t> want(big);
-    for (const Case &c : cases)
-        for (int r = 0; r < 6; r++) {
-            fill(bed.src, &seed);
-            fill(bed.dst, &seed);
-            Shape sh(&seed, 512, 0x8000);
-            const std::uint64_t w = c.acc == NICOFF_ACC_INT32 ? 4 : 8;
-            sh.count[0] = sh.d.count[0] = std::max<std::uint64_t>(w, sh.count[0] / w * w);
-            if (sref_extent(&sh.d, sh.levels, sh.d.local_stride) > 0x60000 ||
-                sref_extent(&sh.d, sh.levels, sh.d.remote_stride) > 0x60000) {
-                r--;
-                continue;
-            }
-            sh.d.acc = c.acc;
-            sh.d.scale = 3;
-            std::memcpy(want.data(), bed.d(), big);
-            sref_acc(&sh.d, sh.levels, bed.s(), sh.loff, sh.d.local_stride, want.data(), sh.roff,
-                     sh.d.remote_stride);
-            bed.engine.acc(c.m, c.acc, 3, bed.src_mr, StridedSide{sh.loff, sh.ls}, bed.peer,
-                           StridedSide{sh.roff, sh.rs}, sh.count);
-            if (std::memcmp(want.data(), bed.d(), big)) {
-                ksft_print_msg("acc %u by %s differs\n", c.acc,
-                               std::string(nicoff::method_name(c.m)).c_str());
-                return false;
-            }
-        }
+    if (!acc_rounds(bed, StridedMethod::nic, NICOFF_ACC_INT32, 6, &seed) ||
+        !acc_rounds(bed, StridedMethod::naive, NICOFF_ACC_INT64, 6, &seed) ||
+        !acc_rounds(bed, StridedMethod::hbna, NICOFF_ACC_INT32, 6, &seed) ||
+        !acc_rounds(bed, StridedMethod::hbna, NICOFF_ACC_INT64, 6, &seed))
+        return false;
     // Doubles: 2.5 + 3 * 0.5 at every element of the block, by the target's thread.
     std::vector<double> one(64, 0.5), acc(64, 2.5);
     std::memcpy(bed.src.data(), one.data(), 512);
@@ -279,6 +317,39 @@ bool test_faults() {
         ok = random_rounds(bed, StridedMethod::naive, 6, 31) &&
              random_rounds(bed, StridedMethod::hbna, 12, 32) &&
              random_rounds(bed, StridedMethod::automatic, 6, 33);
+    }
+    return nt_set_faults(0, 0, 0, 0) == 0 && ok;
+}
+
+// Integer accumulates by hbna and naive under faults: a piece unpacked or
+// added twice would add twice, one lost would not add.
+bool test_acc_faults() {
+    if (nt_set_faults(100000, 50000, 50000, 10000))
+        return false;
+    bool ok = true;
+    {
+        Bed bed({.hbna_piece = 8192});
+        __u64 seed = 41;
+        for (const StridedMethod m : {StridedMethod::hbna, StridedMethod::naive})
+            for (const std::uint32_t acc : {NICOFF_ACC_INT32, NICOFF_ACC_INT64})
+                ok = ok && acc_rounds(bed, m, acc, 4, &seed);
+    }
+    return nt_set_faults(0, 0, 0, 0) == 0 && ok;
+}
+
+// Random double accumulates in the target's thread by hbna, auto sending
+// them there too, then hbna under faults.
+bool test_acc_double() {
+    bool ok;
+    {
+        Bed bed({.hbna_piece = 8192});
+        __u64 seed = 51;
+        ok = acc_rounds(bed, StridedMethod::hbna, NICOFF_ACC_DOUBLE, 10, &seed) &&
+             acc_rounds(bed, StridedMethod::automatic, NICOFF_ACC_DOUBLE, 4, &seed,
+                        StridedMethod::hbna);
+        if (!ok || nt_set_faults(100000, 50000, 50000, 10000))
+            return false;
+        ok = acc_rounds(bed, StridedMethod::hbna, NICOFF_ACC_DOUBLE, 4, &seed);
     }
     return nt_set_faults(0, 0, 0, 0) == 0 && ok;
 }
@@ -576,6 +647,8 @@ int main() {
         {"hbna_contended", test_hbna_contended},
         {"acc", test_acc},
         {"faults", test_faults},
+        {"acc_faults", test_acc_faults},
+        {"acc_double", test_acc_double},
         {"auto_cache", test_auto_cache},
         {"bad_input", test_bad_input},
         {"capi", test_capi},

@@ -89,7 +89,11 @@ static inline void sref_copy_chunk(void *ctx, __u64 so, __u64 dof)
 	memmove(m->dst + dof, m->src + so, m->d->count[0]);
 }
 
-/* Element by element: the destination's plus scale times the source's, wrapping. */
+/*
+ * Element by element: the destination's plus scale times the source's,
+ * wrapping; doubles as the library's StridedTarget computes them (a + s * b,
+ * the scale converted), so that the result is bit for bit the same.
+ */
 static inline void sref_acc_chunk(void *ctx, __u64 so, __u64 dof)
 {
 	struct sref_move *m = (struct sref_move *)ctx;
@@ -97,7 +101,15 @@ static inline void sref_acc_chunk(void *ctx, __u64 so, __u64 dof)
 
 	for (k = 0; k < m->d->count[0]; k += w) {
 		__u64 a = 0, b = 0;
+		double x, y;
 
+		if (m->d->acc == NICOFF_ACC_DOUBLE) {
+			memcpy(&x, m->dst + dof + k, 8);
+			memcpy(&y, m->src + so + k, 8);
+			x = x + (double)m->d->scale * y;
+			memcpy(m->dst + dof + k, &x, 8);
+			continue;
+		}
 		memcpy(&a, m->dst + dof + k, w);
 		memcpy(&b, m->src + so + k, w);
 		a += (__u64)m->d->scale * b;
