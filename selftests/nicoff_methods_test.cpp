@@ -33,6 +33,10 @@
  *                     and an int64 accumulate by each method, completions
  *                     by tag through wait and poll, auto resolved, and
  *                     its refusals
+ * capi_card           the card's own C calls: nicoff_put_strided,
+ *                     _get_strided, _acc_strided (int64), _put_vector and
+ *                     _get_vector (lists of three nicoff_giov) on random
+ *                     shapes and lists, both arrays byte for byte
  */
 #include <nicoff/nicoff.h>
 #include <nicoff/strided.hpp>
@@ -44,6 +48,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -624,6 +629,149 @@ bool test_capi() {
     return ok;
 }
 
+// The completion of tag on port p: it succeeded and moved bytes.
+bool card_done(nicoff_port *p, std::uint64_t tag, std::uint64_t bytes) {
+    nicoff_cqe q{};
+    int n = 0;
+    for (int i = 0; i < 300 && n == 0; i++)
+        if ((n = nicoff_poll(p, &q, 1)) == 0)
+            nicoff_wait(p, 100);
+    if (n != 1 || q.tag != tag || q.status || q.result != bytes) {
+        ksft_print_msg("completion %d: tag %llu (want %llu) status %d bytes %llu (want %llu)\n", n,
+                       static_cast<unsigned long long>(q.tag), static_cast<unsigned long long>(tag),
+                       q.status, static_cast<unsigned long long>(q.result),
+                       static_cast<unsigned long long>(bytes));
+        return false;
+    }
+    return true;
+}
+
+// Random vector lists in ARMCI's form: three nicoff_giov of 1 to 5
+// segments of one length each (15 at most: a command takes 16), offsets
+// inside [0, span); seg the same list flattened for vref_copy (in the
+// order the C API moves it).
+struct Giovs {
+    std::vector<std::uint64_t> src[3], dst[3];
+    nicoff_giov g[3]{};
+    nicoff_vector_seg seg[NICOFF_VECTOR_MAX_SEGS]{};
+    __u32 n = 0;
+
+    Giovs(__u64 *seed, std::uint64_t span, bool put) {
+        for (int i = 0; i < 3; i++) {
+            const std::uint64_t bytes = 1 + sref_rand(seed) % (i == 2 ? 3000 : 200);
+            const int k = 1 + static_cast<int>(sref_rand(seed) % 5);
+            for (int j = 0; j < k; j++, n++) {
+                seg[n] = {sref_rand(seed) % (span - bytes), sref_rand(seed) % (span - bytes),
+                          bytes};
+                src[i].push_back(put ? seg[n].local_off : seg[n].remote_off);
+                dst[i].push_back(put ? seg[n].remote_off : seg[n].local_off);
+            }
+            g[i] = {src[i].data(), dst[i].data(), k, bytes};
+        }
+    }
+};
+
+// The card's own C calls (nicoff_put_strided, _get_strided, _acc_strided,
+// _put_vector, _get_vector) on random shapes and lists, byte for byte.
+bool test_capi_card() {
+    CBed bed;
+    nicoff_strided *raw = nullptr;
+    int r = bed.open();
+    if (!r)
+        r = nicoff_strided_create(bed.a, &raw);
+    if (r) {
+        ksft_print_msg("setup: %d\n", r);
+        return false;
+    }
+    const std::unique_ptr<nicoff_strided, void (*)(nicoff_strided *)> s(raw,
+                                                                        nicoff_strided_destroy);
+    constexpr std::uint64_t bytes = CBed::words * 8, span = 0x6000;
+    auto *src = reinterpret_cast<std::uint8_t *>(bed.src.data());
+    auto *dst = reinterpret_cast<std::uint8_t *>(bed.dst.data());
+    std::vector<std::uint8_t> want(bytes);
+    __u64 seed = 61;
+    const auto refill = [&] {
+        for (std::uint64_t i = 0; i < bytes; i++) {
+            src[i] = static_cast<std::uint8_t>(sref_rand(&seed));
+            dst[i] = static_cast<std::uint8_t>(sref_rand(&seed));
+        }
+    };
+    std::uint64_t tag = 0;
+    // One call on fresh arrays: ref() makes want of the destination (dst
+    // or src) as it was, post(tag) posts the call, which must complete as
+    // tag with n bytes and leave the destination as want.
+    const auto step = [&](const char *what, bool to_dst, auto ref, auto post, std::uint64_t n) {
+        refill();
+        const std::uint8_t *to = to_dst ? dst : src;
+        std::memcpy(want.data(), to, bytes);
+        ref();
+        const int posted = post(++tag);
+        if (!posted && card_done(bed.a, tag, n) && !std::memcmp(to, want.data(), bytes))
+            return true;
+        ksft_print_msg("%s round %d: posted %d\n", what, current_round, posted);
+        return false;
+    };
+    std::uint8_t *w = want.data();
+    const std::uint32_t card = bed.peer.card, port = bed.peer.port, rkey = bed.peer.rkey;
+    for (r = 0; r < 8; r++) {
+        current_round = r;
+        nicoff_strided_desc d{};
+        const __u32 lv = sref_random_shape(&d, 0x4000, span, &seed);
+        const int levels = static_cast<int>(lv);
+        const std::uint64_t loff = sref_rand(&seed) % (bytes - span);
+        const std::uint64_t roff = sref_rand(&seed) % (bytes - span);
+        const __u64 *ls = d.local_stride, *rs = d.remote_stride;
+        // The C API's (uint64_t) views of the shape (__u64, the reference's).
+        const auto *uls = reinterpret_cast<const std::uint64_t *>(ls);
+        const auto *urs = reinterpret_cast<const std::uint64_t *>(rs);
+        const auto *cn = reinterpret_cast<const std::uint64_t *>(d.count);
+        nicoff_mr *mr = bed.src_mr;
+        if (!step(
+                "put_strided", true, [&] { sref_copy(&d, lv, src, loff, ls, w, roff, rs); },
+                [&](std::uint64_t t) {
+                    return nicoff_put_strided(s.get(), mr, loff, uls, roff, urs, cn, levels, card,
+                                              port, rkey, t);
+                },
+                sref_len(&d, lv)) ||
+            !step(
+                "get_strided", false, [&] { sref_copy(&d, lv, dst, roff, rs, w, loff, ls); },
+                [&](std::uint64_t t) {
+                    return nicoff_get_strided(s.get(), roff, urs, mr, loff, uls, cn, levels, card,
+                                              port, rkey, t);
+                },
+                sref_len(&d, lv)))
+            return false;
+        // Whole int64 elements (strides kept), if the shape still fits.
+        d.count[0] = std::max<std::uint64_t>(8, d.count[0] / 8 * 8);
+        d.acc = NICOFF_ACC_INT64;
+        d.scale = -2;
+        if (sref_extent(&d, lv, ls) <= span && sref_extent(&d, lv, rs) <= span &&
+            !step(
+                "acc_strided", true, [&] { sref_acc(&d, lv, src, loff, ls, w, roff, rs); },
+                [&](std::uint64_t t) {
+                    return nicoff_acc_strided(s.get(), NICOFF_ACC_INT64, -2, mr, loff, uls, roff,
+                                              urs, cn, levels, card, port, rkey, t);
+                },
+                sref_len(&d, lv)))
+            return false;
+        const Giovs put(&seed, bytes, true), get(&seed, bytes, false);
+        if (!step(
+                "put_vector", true, [&] { vref_copy(put.seg, put.n, true, src, 0, w, 0); },
+                [&](std::uint64_t t) {
+                    return nicoff_put_vector(s.get(), put.g, 3, mr, card, port, rkey, t);
+                },
+                vref_len(put.seg, put.n)) ||
+            !step(
+                "get_vector", false, [&] { vref_copy(get.seg, get.n, false, dst, 0, w, 0); },
+                [&](std::uint64_t t) {
+                    return nicoff_get_vector(s.get(), get.g, 3, mr, card, port, rkey, t);
+                },
+                vref_len(get.seg, get.n)))
+            return false;
+    }
+    return true;
+}
+
 int main() {
     nicoff_query q{};
     const Test tests[] = {
@@ -652,6 +800,7 @@ int main() {
         {"auto_cache", test_auto_cache},
         {"bad_input", test_bad_input},
         {"capi", test_capi},
+        {"capi_card", test_capi_card},
     };
     setvbuf(stdout, nullptr, _IOLBF, 0);
     signal(SIGALRM, watchdog);
