@@ -26,6 +26,9 @@
  *                     under the faults
  * auto_cache          the model is measured once, cached under
  *                     XDG_CACHE_HOME, and a second engine reads it back
+ * auto_refresh        calibrate() rewrites the cache file, a corrupted
+ *                     file is measured again and replaced, and
+ *                     NICOFF_STRIDED_CALIBRATE=1 measures over a sound one
  * bad_input           hbna without a target, a local side outside its
  *                     region, 9 levels: refused at once; a remote side
  *                     outside the target's memory: an error, no byte written
@@ -49,6 +52,7 @@
 #include <cstring>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -359,6 +363,21 @@ bool test_acc_double() {
     return nt_set_faults(0, 0, 0, 0) == 0 && ok;
 }
 
+// Card 0's cache file's text, and the model it holds if it holds one.
+std::string cache_text() {
+    std::ifstream f(nicoff::strided_cache_path(0));
+    return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+}
+
+std::optional<nicoff::StridedModel> cached_model() {
+    return nicoff::StridedModel::from_text(cache_text());
+}
+
+void write_cache(const std::string &text) {
+    std::filesystem::create_directories(nicoff::strided_cache_path(0).parent_path());
+    std::ofstream(nicoff::strided_cache_path(0)) << text;
+}
+
 bool test_auto_cache() {
     char dir[] = "/tmp/nicoff-methods-XXXXXX";
     if (!mkdtemp(dir))
@@ -370,8 +389,7 @@ bool test_auto_cache() {
         Bed bed;
         first = bed.engine.model();
     }
-    std::ifstream f(nicoff::strided_cache_path(0));
-    std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    const std::string text = cache_text();
     const auto cached = nicoff::StridedModel::from_text(text);
     ksft_print_msg("card 0's model: %s", text.c_str());
     Bed again;
@@ -388,6 +406,55 @@ bool test_auto_cache() {
     unsetenv("XDG_CACHE_HOME");
     return cached && cached->tn > 0 && cached->tn == first.tn && second.tn == first.tn &&
            second.ts_hbna == first.ts_hbna && second.tm == first.tm;
+}
+
+// The cache refreshed: calibrate() rewrites it, a corrupted one is
+// measured again and replaced, NICOFF_STRIDED_CALIBRATE=1 measures over a
+// sound one.  A model no card has (tn of 3 s a byte) marks a stale file.
+bool test_auto_refresh() {
+    char dir[] = "/tmp/nicoff-refresh-XXXXXX";
+    const char *was = std::getenv("XDG_CACHE_HOME");
+    const std::string saved = was ? was : "";
+    if (!mkdtemp(dir))
+        return false;
+    setenv("XDG_CACHE_HOME", dir, 1);
+    unsetenv("NICOFF_STRIDED_CALIBRATE");
+    const nicoff::StridedModel stale{.ts_nic = 1, .ts_put = 2, .tn = 3, .ts_hbna = 4, .tm = 5};
+    // Each step's verdict, its measured tn and what the file then holds.
+    const auto fresh = [](const char *what, double tn) {
+        const auto m = cached_model();
+        if (m && tn > 0 && tn < 1 && m->tn == tn)
+            return true;
+        ksft_print_msg("%s: measured tn %g, the file holds %s", what, tn,
+                       m ? m->to_text().c_str() : "no model\n");
+        return false;
+    };
+    bool ok;
+    {
+        write_cache(stale.to_text());
+        Bed bed;
+        // Read, not measured: the checks below tell a rewrite from none.
+        ok = bed.engine.model().tn == 3 && fresh("calibrate()", bed.engine.calibrate().tn) &&
+             bed.engine.model().tn != 3;
+    }
+    if (ok) {
+        write_cache("tn banana\n");
+        Bed bed;
+        ok = fresh("a corrupted cache", bed.engine.model().tn);
+    }
+    if (ok) {
+        write_cache(stale.to_text());
+        setenv("NICOFF_STRIDED_CALIBRATE", "1", 1);
+        Bed bed;
+        ok = fresh("NICOFF_STRIDED_CALIBRATE=1", bed.engine.model().tn);
+        unsetenv("NICOFF_STRIDED_CALIBRATE");
+    }
+    std::filesystem::remove_all(dir);
+    if (was)
+        setenv("XDG_CACHE_HOME", saved.c_str(), 1);
+    else
+        unsetenv("XDG_CACHE_HOME");
+    return ok;
 }
 
 bool test_bad_input() {
@@ -798,6 +865,7 @@ int main() {
         {"acc_faults", test_acc_faults},
         {"acc_double", test_acc_double},
         {"auto_cache", test_auto_cache},
+        {"auto_refresh", test_auto_refresh},
         {"bad_input", test_bad_input},
         {"capi", test_capi},
         {"capi_card", test_capi_card},
