@@ -331,13 +331,14 @@ bool test_faults() {
 }
 
 // Integer accumulates by hbna and naive under faults: a piece unpacked or
-// added twice would add twice, one lost would not add.
+// added twice would add twice, one lost would not add.  hbna in 1 KiB
+// pieces, so that most operations are several.
 bool test_acc_faults() {
     if (nt_set_faults(100000, 50000, 50000, 10000))
         return false;
     bool ok = true;
     {
-        Bed bed({.hbna_piece = 8192});
+        Bed bed({.hbna_piece = 1024});
         __u64 seed = 41;
         for (const StridedMethod m : {StridedMethod::hbna, StridedMethod::naive})
             for (const std::uint32_t acc : {NICOFF_ACC_INT32, NICOFF_ACC_INT64})
@@ -347,11 +348,11 @@ bool test_acc_faults() {
 }
 
 // Random double accumulates in the target's thread by hbna, auto sending
-// them there too, then hbna under faults.
+// them there too, then hbna under faults; 1 KiB pieces.
 bool test_acc_double() {
     bool ok;
     {
-        Bed bed({.hbna_piece = 8192});
+        Bed bed({.hbna_piece = 1024});
         __u64 seed = 51;
         ok = acc_rounds(bed, StridedMethod::hbna, NICOFF_ACC_DOUBLE, 10, &seed) &&
              acc_rounds(bed, StridedMethod::automatic, NICOFF_ACC_DOUBLE, 4, &seed,
