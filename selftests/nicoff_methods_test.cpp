@@ -14,11 +14,21 @@
  *                     target buffers: every tag completes once, every byte
  *                     lands, the target spent CPU time unpacking
  * acc                 int32 and int64 accumulates by nic, naive and hbna
- *                     and a double one by hbna, as the reference computes
+ *                     and a double one by auto, as the reference computes
  * faults              random/naive, hbna and auto under 10% drop, 5%
  *                     duplicate, 5% reorder, 1% corrupt: every byte once
+ * acc_faults          random int32 and int64 accumulates (scale 3 or -2)
+ *                     by hbna and by naive under the same faults, against
+ *                     the reference: a piece added twice would show
+ * acc_double          random double accumulates by hbna (the target's
+ *                     thread), bit for bit as the reference adds them in
+ *                     the same order; auto runs them by hbna; then hbna
+ *                     under the faults
  * auto_cache          the model is measured once, cached under
  *                     XDG_CACHE_HOME, and a second engine reads it back
+ * auto_refresh        calibrate() rewrites the cache file, a corrupted
+ *                     file is measured again and replaced, and
+ *                     NICOFF_STRIDED_CALIBRATE=1 measures over a sound one
  * bad_input           hbna without a target, a local side outside its
  *                     region, 9 levels: refused at once; a remote side
  *                     outside the target's memory: an error, no byte written
@@ -26,6 +36,10 @@
  *                     and an int64 accumulate by each method, completions
  *                     by tag through wait and poll, auto resolved, and
  *                     its refusals
+ * capi_card           the card's own C calls: nicoff_put_strided,
+ *                     _get_strided, _acc_strided (int64), _put_vector and
+ *                     _get_vector (lists of three nicoff_giov) on random
+ *                     shapes and lists, both arrays byte for byte
  */
 #include <nicoff/nicoff.h>
 #include <nicoff/strided.hpp>
@@ -37,6 +51,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <memory>
+#include <optional>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -218,43 +234,74 @@ bool test_hbna_contended() {
     return st.bytes == ops * 16000ull && st.pieces >= ops * 16 && st.unpack_cpu_ns > 0;
 }
 
+// Doubles of a few significant bits and various exponents: sums round.
+void fill_doubles(std::vector<std::byte> &v, __u64 *seed) {
+    for (std::size_t i = 0; i + 8 <= v.size(); i += 8) {
+        const double x =
+            static_cast<double>(static_cast<std::int64_t>(sref_rand(seed)) - (1 << 30)) /
+            static_cast<double>(1 + sref_rand(seed) % 1000);
+        std::memcpy(v.data() + i, &x, 8);
+    }
+}
+
+// rounds random accumulates of acc elements (scale 3 or -2) by m, each
+// against the reference (sref_acc: the same additions in the same order,
+// so doubles too are bit for bit); false (after a diagnostic) on a
+// difference, or if the method that ran is not m (auto: want_auto, or any).
+bool acc_rounds(Bed &bed, StridedMethod m, std::uint32_t acc, int rounds, __u64 *seed,
+                StridedMethod want_auto = StridedMethod::automatic) {
+    std::vector<std::uint8_t> want(big);
+    const std::uint64_t w = acc == NICOFF_ACC_INT32 ? 4 : 8;
+    for (int r = 0; r < rounds; r++) {
+        current_round = r;
+        if (acc == NICOFF_ACC_DOUBLE) {
+            fill_doubles(bed.src, seed);
+            fill_doubles(bed.dst, seed);
+        } else {
+            fill(bed.src, seed);
+            fill(bed.dst, seed);
+        }
+        Shape sh(seed, 512, 0x8000);
+        sh.count[0] = sh.d.count[0] = std::max<std::uint64_t>(w, sh.count[0] / w * w);
+        if (sref_extent(&sh.d, sh.levels, sh.d.local_stride) > 0x60000 ||
+            sref_extent(&sh.d, sh.levels, sh.d.remote_stride) > 0x60000) {
+            r--;
+            continue;
+        }
+        const std::int64_t scale = sref_rand(seed) % 2 ? 3 : -2;
+        sh.d.acc = acc;
+        sh.d.scale = scale;
+        std::memcpy(want.data(), bed.d(), big);
+        sref_acc(&sh.d, sh.levels, bed.s(), sh.loff, sh.d.local_stride, want.data(), sh.roff,
+                 sh.d.remote_stride);
+        bed.engine.start_acc(m, acc, scale, bed.src_mr, StridedSide{sh.loff, sh.ls}, bed.peer,
+                             StridedSide{sh.roff, sh.rs}, sh.count, 500 + r);
+        const nicoff::StridedDone d = bed.engine.wait_any();
+        const StridedMethod ran = m == StridedMethod::automatic ? want_auto : m;
+        if (d.tag != 500u + r || d.status || d.bytes != sref_len(&sh.d, sh.levels) ||
+            d.method == StridedMethod::automatic ||
+            (ran != StridedMethod::automatic && d.method != ran) ||
+            std::memcmp(want.data(), bed.d(), big)) {
+            ksft_print_msg("acc %u by %s (ran %s) round %d: %u levels, chunk %llu: status %d, "
+                           "%s\n",
+                           acc, std::string(nicoff::method_name(m)).c_str(),
+                           std::string(nicoff::method_name(d.method)).c_str(), r, sh.levels,
+                           static_cast<unsigned long long>(sh.count[0]), d.status,
+                           std::memcmp(want.data(), bed.d(), big) ? "differs" : "same");
+            return false;
+        }
+    }
+    return true;
+}
+
 bool test_acc() {
     Bed bed;
     __u64 seed = 11;
-    struct Case {
-        StridedMethod m;
-        std::uint32_t acc;
-    };
-    const Case cases[] = {{StridedMethod::nic, NICOFF_ACC_INT32},
-                          {StridedMethod::naive, NICOFF_ACC_INT64},
-                          {StridedMethod::hbna, NICOFF_ACC_INT32},
-                          {StridedMethod::hbna, NICOFF_ACC_INT64}};
-    std::vector<std::uint8_t> want(big);
-    for (const Case &c : cases)
-        for (int r = 0; r < 6; r++) {
-            fill(bed.src, &seed);
-            fill(bed.dst, &seed);
-            Shape sh(&seed, 512, 0x8000);
-            const std::uint64_t w = c.acc == NICOFF_ACC_INT32 ? 4 : 8;
-            sh.count[0] = sh.d.count[0] = std::max<std::uint64_t>(w, sh.count[0] / w * w);
-            if (sref_extent(&sh.d, sh.levels, sh.d.local_stride) > 0x60000 ||
-                sref_extent(&sh.d, sh.levels, sh.d.remote_stride) > 0x60000) {
-                r--;
-                continue;
-            }
-            sh.d.acc = c.acc;
-            sh.d.scale = 3;
-            std::memcpy(want.data(), bed.d(), big);
-            sref_acc(&sh.d, sh.levels, bed.s(), sh.loff, sh.d.local_stride, want.data(), sh.roff,
-                     sh.d.remote_stride);
-            bed.engine.acc(c.m, c.acc, 3, bed.src_mr, StridedSide{sh.loff, sh.ls}, bed.peer,
-                           StridedSide{sh.roff, sh.rs}, sh.count);
-            if (std::memcmp(want.data(), bed.d(), big)) {
-                ksft_print_msg("acc %u by %s differs\n", c.acc,
-                               std::string(nicoff::method_name(c.m)).c_str());
-                return false;
-            }
-        }
+    if (!acc_rounds(bed, StridedMethod::nic, NICOFF_ACC_INT32, 6, &seed) ||
+        !acc_rounds(bed, StridedMethod::naive, NICOFF_ACC_INT64, 6, &seed) ||
+        !acc_rounds(bed, StridedMethod::hbna, NICOFF_ACC_INT32, 6, &seed) ||
+        !acc_rounds(bed, StridedMethod::hbna, NICOFF_ACC_INT64, 6, &seed))
+        return false;
     // Doubles: 2.5 + 3 * 0.5 at every element of the block, by the target's thread.
     std::vector<double> one(64, 0.5), acc(64, 2.5);
     std::memcpy(bed.src.data(), one.data(), 512);
@@ -283,6 +330,55 @@ bool test_faults() {
     return nt_set_faults(0, 0, 0, 0) == 0 && ok;
 }
 
+// Integer accumulates by hbna and naive under faults: a piece unpacked or
+// added twice would add twice, one lost would not add.  hbna in 1 KiB
+// pieces, so that most operations are several.
+bool test_acc_faults() {
+    if (nt_set_faults(100000, 50000, 50000, 10000))
+        return false;
+    bool ok = true;
+    {
+        Bed bed({.hbna_piece = 1024});
+        __u64 seed = 41;
+        for (const StridedMethod m : {StridedMethod::hbna, StridedMethod::naive})
+            for (const std::uint32_t acc : {NICOFF_ACC_INT32, NICOFF_ACC_INT64})
+                ok = ok && acc_rounds(bed, m, acc, 4, &seed);
+    }
+    return nt_set_faults(0, 0, 0, 0) == 0 && ok;
+}
+
+// Random double accumulates in the target's thread by hbna, auto sending
+// them there too, then hbna under faults; 1 KiB pieces.
+bool test_acc_double() {
+    bool ok;
+    {
+        Bed bed({.hbna_piece = 1024});
+        __u64 seed = 51;
+        ok = acc_rounds(bed, StridedMethod::hbna, NICOFF_ACC_DOUBLE, 10, &seed) &&
+             acc_rounds(bed, StridedMethod::automatic, NICOFF_ACC_DOUBLE, 4, &seed,
+                        StridedMethod::hbna);
+        if (!ok || nt_set_faults(100000, 50000, 50000, 10000))
+            return false;
+        ok = acc_rounds(bed, StridedMethod::hbna, NICOFF_ACC_DOUBLE, 4, &seed);
+    }
+    return nt_set_faults(0, 0, 0, 0) == 0 && ok;
+}
+
+// Card 0's cache file's text, and the model it holds if it holds one.
+std::string cache_text() {
+    std::ifstream f(nicoff::strided_cache_path(0));
+    return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+}
+
+std::optional<nicoff::StridedModel> cached_model() {
+    return nicoff::StridedModel::from_text(cache_text());
+}
+
+void write_cache(const std::string &text) {
+    std::filesystem::create_directories(nicoff::strided_cache_path(0).parent_path());
+    std::ofstream(nicoff::strided_cache_path(0)) << text;
+}
+
 bool test_auto_cache() {
     char dir[] = "/tmp/nicoff-methods-XXXXXX";
     if (!mkdtemp(dir))
@@ -294,8 +390,7 @@ bool test_auto_cache() {
         Bed bed;
         first = bed.engine.model();
     }
-    std::ifstream f(nicoff::strided_cache_path(0));
-    std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    const std::string text = cache_text();
     const auto cached = nicoff::StridedModel::from_text(text);
     ksft_print_msg("card 0's model: %s", text.c_str());
     Bed again;
@@ -312,6 +407,55 @@ bool test_auto_cache() {
     unsetenv("XDG_CACHE_HOME");
     return cached && cached->tn > 0 && cached->tn == first.tn && second.tn == first.tn &&
            second.ts_hbna == first.ts_hbna && second.tm == first.tm;
+}
+
+// The cache refreshed: calibrate() rewrites it, a corrupted one is
+// measured again and replaced, NICOFF_STRIDED_CALIBRATE=1 measures over a
+// sound one.  A model no card has (tn of 3 s a byte) marks a stale file.
+bool test_auto_refresh() {
+    char dir[] = "/tmp/nicoff-refresh-XXXXXX";
+    const char *was = std::getenv("XDG_CACHE_HOME");
+    const std::string saved = was ? was : "";
+    if (!mkdtemp(dir))
+        return false;
+    setenv("XDG_CACHE_HOME", dir, 1);
+    unsetenv("NICOFF_STRIDED_CALIBRATE");
+    const nicoff::StridedModel stale{.ts_nic = 1, .ts_put = 2, .tn = 3, .ts_hbna = 4, .tm = 5};
+    // Each step's verdict, its measured tn and what the file then holds.
+    const auto fresh = [](const char *what, double tn) {
+        const auto m = cached_model();
+        if (m && tn > 0 && tn < 1 && m->tn == tn)
+            return true;
+        ksft_print_msg("%s: measured tn %g, the file holds %s", what, tn,
+                       m ? m->to_text().c_str() : "no model\n");
+        return false;
+    };
+    bool ok;
+    {
+        write_cache(stale.to_text());
+        Bed bed;
+        // Read, not measured: the checks below tell a rewrite from none.
+        ok = bed.engine.model().tn == 3 && fresh("calibrate()", bed.engine.calibrate().tn) &&
+             bed.engine.model().tn != 3;
+    }
+    if (ok) {
+        write_cache("tn banana\n");
+        Bed bed;
+        ok = fresh("a corrupted cache", bed.engine.model().tn);
+    }
+    if (ok) {
+        write_cache(stale.to_text());
+        setenv("NICOFF_STRIDED_CALIBRATE", "1", 1);
+        Bed bed;
+        ok = fresh("NICOFF_STRIDED_CALIBRATE=1", bed.engine.model().tn);
+        unsetenv("NICOFF_STRIDED_CALIBRATE");
+    }
+    std::filesystem::remove_all(dir);
+    if (was)
+        setenv("XDG_CACHE_HOME", saved.c_str(), 1);
+    else
+        unsetenv("XDG_CACHE_HOME");
+    return ok;
 }
 
 bool test_bad_input() {
@@ -553,6 +697,149 @@ bool test_capi() {
     return ok;
 }
 
+// The completion of tag on port p: it succeeded and moved bytes.
+bool card_done(nicoff_port *p, std::uint64_t tag, std::uint64_t bytes) {
+    nicoff_cqe q{};
+    int n = 0;
+    for (int i = 0; i < 300 && n == 0; i++)
+        if ((n = nicoff_poll(p, &q, 1)) == 0)
+            nicoff_wait(p, 100);
+    if (n != 1 || q.tag != tag || q.status || q.result != bytes) {
+        ksft_print_msg("completion %d: tag %llu (want %llu) status %d bytes %llu (want %llu)\n", n,
+                       static_cast<unsigned long long>(q.tag), static_cast<unsigned long long>(tag),
+                       q.status, static_cast<unsigned long long>(q.result),
+                       static_cast<unsigned long long>(bytes));
+        return false;
+    }
+    return true;
+}
+
+// Random vector lists in ARMCI's form: three nicoff_giov of 1 to 5
+// segments of one length each (15 at most: a command takes 16), offsets
+// inside [0, span); seg the same list flattened for vref_copy (in the
+// order the C API moves it).
+struct Giovs {
+    std::vector<std::uint64_t> src[3], dst[3];
+    nicoff_giov g[3]{};
+    nicoff_vector_seg seg[NICOFF_VECTOR_MAX_SEGS]{};
+    __u32 n = 0;
+
+    Giovs(__u64 *seed, std::uint64_t span, bool put) {
+        for (int i = 0; i < 3; i++) {
+            const std::uint64_t bytes = 1 + sref_rand(seed) % (i == 2 ? 3000 : 200);
+            const int k = 1 + static_cast<int>(sref_rand(seed) % 5);
+            for (int j = 0; j < k; j++, n++) {
+                seg[n] = {sref_rand(seed) % (span - bytes), sref_rand(seed) % (span - bytes),
+                          bytes};
+                src[i].push_back(put ? seg[n].local_off : seg[n].remote_off);
+                dst[i].push_back(put ? seg[n].remote_off : seg[n].local_off);
+            }
+            g[i] = {src[i].data(), dst[i].data(), k, bytes};
+        }
+    }
+};
+
+// The card's own C calls (nicoff_put_strided, _get_strided, _acc_strided,
+// _put_vector, _get_vector) on random shapes and lists, byte for byte.
+bool test_capi_card() {
+    CBed bed;
+    nicoff_strided *raw = nullptr;
+    int r = bed.open();
+    if (!r)
+        r = nicoff_strided_create(bed.a, &raw);
+    if (r) {
+        ksft_print_msg("setup: %d\n", r);
+        return false;
+    }
+    const std::unique_ptr<nicoff_strided, void (*)(nicoff_strided *)> s(raw,
+                                                                        nicoff_strided_destroy);
+    constexpr std::uint64_t bytes = CBed::words * 8, span = 0x6000;
+    auto *src = reinterpret_cast<std::uint8_t *>(bed.src.data());
+    auto *dst = reinterpret_cast<std::uint8_t *>(bed.dst.data());
+    std::vector<std::uint8_t> want(bytes);
+    __u64 seed = 61;
+    const auto refill = [&] {
+        for (std::uint64_t i = 0; i < bytes; i++) {
+            src[i] = static_cast<std::uint8_t>(sref_rand(&seed));
+            dst[i] = static_cast<std::uint8_t>(sref_rand(&seed));
+        }
+    };
+    std::uint64_t tag = 0;
+    // One call on fresh arrays: ref() makes want of the destination (dst
+    // or src) as it was, post(tag) posts the call, which must complete as
+    // tag with n bytes and leave the destination as want.
+    const auto step = [&](const char *what, bool to_dst, auto ref, auto post, std::uint64_t n) {
+        refill();
+        const std::uint8_t *to = to_dst ? dst : src;
+        std::memcpy(want.data(), to, bytes);
+        ref();
+        const int posted = post(++tag);
+        if (!posted && card_done(bed.a, tag, n) && !std::memcmp(to, want.data(), bytes))
+            return true;
+        ksft_print_msg("%s round %d: posted %d\n", what, current_round, posted);
+        return false;
+    };
+    std::uint8_t *w = want.data();
+    const std::uint32_t card = bed.peer.card, port = bed.peer.port, rkey = bed.peer.rkey;
+    for (r = 0; r < 8; r++) {
+        current_round = r;
+        nicoff_strided_desc d{};
+        const __u32 lv = sref_random_shape(&d, 0x4000, span, &seed);
+        const int levels = static_cast<int>(lv);
+        const std::uint64_t loff = sref_rand(&seed) % (bytes - span);
+        const std::uint64_t roff = sref_rand(&seed) % (bytes - span);
+        const __u64 *ls = d.local_stride, *rs = d.remote_stride;
+        // The C API's (uint64_t) views of the shape (__u64, the reference's).
+        const auto *uls = reinterpret_cast<const std::uint64_t *>(ls);
+        const auto *urs = reinterpret_cast<const std::uint64_t *>(rs);
+        const auto *cn = reinterpret_cast<const std::uint64_t *>(d.count);
+        nicoff_mr *mr = bed.src_mr;
+        if (!step(
+                "put_strided", true, [&] { sref_copy(&d, lv, src, loff, ls, w, roff, rs); },
+                [&](std::uint64_t t) {
+                    return nicoff_put_strided(s.get(), mr, loff, uls, roff, urs, cn, levels, card,
+                                              port, rkey, t);
+                },
+                sref_len(&d, lv)) ||
+            !step(
+                "get_strided", false, [&] { sref_copy(&d, lv, dst, roff, rs, w, loff, ls); },
+                [&](std::uint64_t t) {
+                    return nicoff_get_strided(s.get(), roff, urs, mr, loff, uls, cn, levels, card,
+                                              port, rkey, t);
+                },
+                sref_len(&d, lv)))
+            return false;
+        // Whole int64 elements (strides kept), if the shape still fits.
+        d.count[0] = std::max<std::uint64_t>(8, d.count[0] / 8 * 8);
+        d.acc = NICOFF_ACC_INT64;
+        d.scale = -2;
+        if (sref_extent(&d, lv, ls) <= span && sref_extent(&d, lv, rs) <= span &&
+            !step(
+                "acc_strided", true, [&] { sref_acc(&d, lv, src, loff, ls, w, roff, rs); },
+                [&](std::uint64_t t) {
+                    return nicoff_acc_strided(s.get(), NICOFF_ACC_INT64, -2, mr, loff, uls, roff,
+                                              urs, cn, levels, card, port, rkey, t);
+                },
+                sref_len(&d, lv)))
+            return false;
+        const Giovs put(&seed, bytes, true), get(&seed, bytes, false);
+        if (!step(
+                "put_vector", true, [&] { vref_copy(put.seg, put.n, true, src, 0, w, 0); },
+                [&](std::uint64_t t) {
+                    return nicoff_put_vector(s.get(), put.g, 3, mr, card, port, rkey, t);
+                },
+                vref_len(put.seg, put.n)) ||
+            !step(
+                "get_vector", false, [&] { vref_copy(get.seg, get.n, false, dst, 0, w, 0); },
+                [&](std::uint64_t t) {
+                    return nicoff_get_vector(s.get(), get.g, 3, mr, card, port, rkey, t);
+                },
+                vref_len(get.seg, get.n)))
+            return false;
+    }
+    return true;
+}
+
 int main() {
     nicoff_query q{};
     const Test tests[] = {
@@ -576,9 +863,13 @@ int main() {
         {"hbna_contended", test_hbna_contended},
         {"acc", test_acc},
         {"faults", test_faults},
+        {"acc_faults", test_acc_faults},
+        {"acc_double", test_acc_double},
         {"auto_cache", test_auto_cache},
+        {"auto_refresh", test_auto_refresh},
         {"bad_input", test_bad_input},
         {"capi", test_capi},
+        {"capi_card", test_capi_card},
     };
     setvbuf(stdout, nullptr, _IOLBF, 0);
     signal(SIGALRM, watchdog);

@@ -3,13 +3,15 @@
  * The reference a strided transfer is checked against, by the firmware's
  * unit test (firmware-sim/tests/test_strided.c) and by the kselftest
  * (nicoff_strided_test.c): the shape's chunks copied one by one in message
- * order with an odometer over the levels, and seeded random shapes; and
- * the same for vector transfers: segment lists and their copy.
+ * order with an odometer over the levels, and seeded random shapes; what
+ * a transfer with overlapping sides in one buffer may leave; and the same
+ * for vector transfers: segment lists and their copy.
  */
 #ifndef NICOFF_STRIDED_REF_H
 #define NICOFF_STRIDED_REF_H
 
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 #include <uapi/nicoff.h>
 
@@ -87,7 +89,11 @@ static inline void sref_copy_chunk(void *ctx, __u64 so, __u64 dof)
 	memmove(m->dst + dof, m->src + so, m->d->count[0]);
 }
 
-/* Element by element: the destination's plus scale times the source's, wrapping. */
+/*
+ * Element by element: the destination's plus scale times the source's,
+ * wrapping; doubles as the library's StridedTarget computes them (a + s * b,
+ * the scale converted), so that the result is bit for bit the same.
+ */
 static inline void sref_acc_chunk(void *ctx, __u64 so, __u64 dof)
 {
 	struct sref_move *m = (struct sref_move *)ctx;
@@ -95,7 +101,15 @@ static inline void sref_acc_chunk(void *ctx, __u64 so, __u64 dof)
 
 	for (k = 0; k < m->d->count[0]; k += w) {
 		__u64 a = 0, b = 0;
+		double x, y;
 
+		if (m->d->acc == NICOFF_ACC_DOUBLE) {
+			memcpy(&x, m->dst + dof + k, 8);
+			memcpy(&y, m->src + so + k, 8);
+			x = x + (double)m->d->scale * y;
+			memcpy(m->dst + dof + k, &x, 8);
+			continue;
+		}
 		memcpy(&a, m->dst + dof + k, w);
 		memcpy(&b, m->src + so + k, w);
 		a += (__u64)m->d->scale * b;
@@ -161,6 +175,95 @@ static inline __u32 sref_random_shape(struct nicoff_strided_desc *d, __u64 max_l
 		    sref_extent(d, levels, d->remote_stride) <= max_extent)
 			return levels;
 	}
+}
+
+/* Raise strides @st where needed so that the shape's chunks on that side do not overlap. */
+static inline void sref_disjoint(const struct nicoff_strided_desc *d, __u32 levels, __u64 *st)
+{
+	__u64 block = d->count[0];
+	__u32 i;
+
+	for (i = 1; i <= levels; i++) {
+		if (st[i - 1] < block)
+			st[i - 1] = block;
+		block = st[i - 1] * (d->count[i] - 1) + block;
+	}
+}
+
+/* Where each byte of a transfer went, in message order, for sref_overlap_check(). */
+struct sref_trace {
+	__u64 chunk, p;
+	__u32 *pos;		/* per byte of the buffer: its writer's position, or ~0 */
+	__u64 *so, *dof;	/* per position: source and destination offsets */
+	bool twice;		/* a destination byte written twice */
+};
+
+static inline void sref_trace_chunk(void *ctx, __u64 so, __u64 dof)
+{
+	struct sref_trace *t = (struct sref_trace *)ctx;
+	__u64 k;
+
+	for (k = 0; k < t->chunk; k++, t->p++) {
+		t->twice |= t->pos[dof + k] != ~0u;
+		t->pos[dof + k] = (__u32)t->p;
+		t->so[t->p] = so + k;
+		t->dof[t->p] = dof + k;
+	}
+}
+
+/*
+ * Whether a transfer of shape @d from @soff (strides @ss) to @doff
+ * (strides @ds) of one @n-byte buffer, which held @before and holds
+ * @after, kept what an overlapping transfer promises (strided.md): bytes
+ * outside the destination's chunks unchanged, and each destination byte
+ * holding its source byte's value from before the transfer, or one that an
+ * earlier byte of the transfer (in message order) wrote into that source
+ * byte, and so on back.  The destination's chunks must not overlap each
+ * other (sref_disjoint()).  -1 if it kept it, else the first offset where
+ * it did not (or -2: no memory, or the destination overlaps itself).
+ */
+static inline long long sref_overlap_check(const struct nicoff_strided_desc *d, __u32 levels,
+					   __u64 soff, const __u64 *ss, __u64 doff,
+					   const __u64 *ds, const __u8 *before, const __u8 *after,
+					   __u64 n)
+{
+	const __u64 len = sref_len(d, levels);
+	struct sref_trace t = { d->count[0], 0, NULL, NULL, NULL, false };
+	__u64 (*seen)[4] = (__u64 (*)[4])calloc(len + 1, sizeof(*seen));
+	long long bad = -2;
+	__u64 p, x;
+
+	t.pos = (__u32 *)malloc(n * sizeof(*t.pos));
+	t.so = (__u64 *)malloc((len + 1) * sizeof(*t.so));
+	t.dof = (__u64 *)malloc((len + 1) * sizeof(*t.dof));
+	if (!seen || !t.pos || !t.so || !t.dof)
+		goto out;
+	memset(t.pos, 0xff, n * sizeof(*t.pos));
+	sref_walk(d, levels, soff, ss, doff, ds, sref_trace_chunk, &t);
+	if (t.twice)
+		goto out;
+	bad = -1;
+	/* seen[p]: the values the byte at position p may hold. */
+	for (p = 0; p < len && bad == -1; p++) {
+		__u64 s = t.so[p], q = t.pos[s];
+		__u8 v = after[t.dof[p]];
+
+		seen[p][before[s] / 64] |= 1ull << (before[s] % 64);
+		if (q != ~0u && q < p)
+			for (x = 0; x < 4; x++)
+				seen[p][x] |= seen[q][x];
+		if (!(seen[p][v / 64] & 1ull << (v % 64)))
+			bad = (long long)t.dof[p];
+	}
+	for (x = 0; x < n && bad == -1; x++)
+		if (t.pos[x] == ~0u && after[x] != before[x])
+			bad = (long long)x;
+out:
+	free(seen);
+	free(t.pos);
+	free(t.so);
+	free(t.dof);
+	return bad;
 }
 
 /* Bytes of a segment list: the sum of its lengths. */

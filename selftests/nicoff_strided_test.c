@@ -18,6 +18,11 @@
  * exact_region
  *	a target region that ends at the shape's last byte takes it; one byte
  *	further is refused and nothing is written
+ * overlap
+ *	source and destination overlapping in one region of card 0: a put or
+ *	get that fits one packet is a copy of the source as it was; random
+ *	shapes leave each destination byte a value its source byte held
+ *	(sref_overlap_check()) and write nothing else, also under faults
  * descriptor_rewritten
  *	the process rewrites its descriptor as soon as the card has taken the
  *	command: the transfer is the one posted
@@ -25,6 +30,11 @@
  *	a 32 MiB strided put of 8,192 chunks runs while another port of card 0
  *	keeps a NOP in flight: the NOPs keep completing (the card walks the
  *	shape a window of packets at a time), and the bytes arrive
+ * walk_barrier
+ *	a 64 MiB strided put over 4 KiB on each side (strides of 0: the card's
+ *	largest message without the memory) runs while three other ports of
+ *	card 0 run barriers of their group back to back: barriers keep
+ *	completing while the card walks the shape, and the bytes arrive
  * bad_input
  *	too many levels, counts whose product overflows, strides that overflow
  *	or step outside a region, missing rights, a descriptor outside its
@@ -312,14 +322,121 @@ TEST_F(strided, descriptor_rewritten)
 	EXPECT_EQ(0, memcmp(self->b.buf, self->want, BIG));
 }
 
+/*
+ * A put or get of the shape in the descriptor from @soff to @doff of
+ * region @r of port a (card 0 to itself), filled from @seed first and
+ * copied into self->want; the bytes it moved.
+ */
+static uint64_t in_region(struct __test_metadata *_metadata, FIXTURE_DATA(strided) *self,
+			  struct nt_region *r, int put, uint32_t levels, uint64_t soff,
+			  uint64_t doff, uint64_t seed)
+{
+	struct nicoff_cmd c = strided_cmd(self, put ? NICOFF_OP_PUT_STRIDED : NICOFF_OP_GET_STRIDED,
+					  0, r->rkey, put ? doff : soff, put ? soff : doff, levels);
+	struct nicoff_cqe q;
+
+	c.strided.mr = r->handle;
+	c.strided.dst_port = self->pa.po.port;
+	nt_fill_pattern(r->buf, BIG, seed);
+	memcpy(self->want, r->buf, BIG);
+	memset(&q, 0, sizeof(q));
+	EXPECT_EQ(0, nt_run_one(&self->pa, &c, &q, TMO));
+	EXPECT_EQ(0, q.status);
+	return q.result;
+}
+
+/*
+ * Random shapes whose destination chunks are disjoint, the destination
+ * starting within an extent of the source, either side: each leaves what
+ * sref_overlap_check() allows.
+ */
+static void overlap_rounds(struct __test_metadata *_metadata, FIXTURE_DATA(strided) *self,
+			   struct nt_region *r, unsigned int rounds, __u64 seed)
+{
+	struct nicoff_strided_desc *d = desc_of(self);
+	unsigned int i;
+
+	for (i = 0; i < rounds; i++) {
+		__u32 levels = sref_random_shape(d, MAX_LEN, MAX_EXTENT, &seed);
+		int put = i % 2 == 0;
+		__u64 *ss = put ? d->local_stride : d->remote_stride;
+		__u64 *ds = put ? d->remote_stride : d->local_stride;
+		uint64_t ext, soff, doff;
+
+		sref_disjoint(d, levels, ds);
+		ext = sref_extent(d, levels, ss);
+		if (sref_extent(d, levels, ds) > ext)
+			ext = sref_extent(d, levels, ds);
+		if (ext > MAX_EXTENT)
+			continue;
+		soff = ext + sref_rand(&seed) % (BIG - MAX_EXTENT - ext);
+		doff = soff + sref_rand(&seed) % (2 * ext) - ext;
+		if (doff > BIG - MAX_EXTENT)
+			doff = BIG - MAX_EXTENT;
+		EXPECT_EQ(sref_len(d, levels), in_region(_metadata, self, r, put, levels, soff, doff,
+							 900 + i));
+		EXPECT_EQ(-1, sref_overlap_check(d, levels, soff, ss, doff, ds, self->want, r->buf,
+						 BIG))
+			TH_LOG("%s of %u levels, chunk %llu, from %llu to %llu", put ? "put" : "get",
+			       levels, (unsigned long long)d->count[0], (unsigned long long)soff,
+			       (unsigned long long)doff);
+	}
+}
+
+TEST_F(strided, overlap)
+{
+	struct nicoff_strided_desc *d = desc_of(self);
+	unsigned char *want = malloc(BIG);
+	struct nt_region r;
+	int k;
+
+	ASSERT_NE(NULL, want);
+	ASSERT_EQ(0, nt_region_new(&self->pa, &r, BIG, NICOFF_ACCESS_ALL, 0));
+	/* One packet, four 16-byte chunks each read before the one before lands on it. */
+	for (k = 0; k < 2; k++) {
+		set_shape(self, 1, 16, 4, 16);
+		(k ? d->local_stride : d->remote_stride)[0] = 24;
+		EXPECT_EQ(64, in_region(_metadata, self, &r, !k, 1, 4000, 4008, 50 + k));
+		memcpy(want, self->want, BIG);
+		sref_copy(d, 1, self->want, 4000, k ? d->remote_stride : d->local_stride, want,
+			  4008, k ? d->local_stride : d->remote_stride);
+		EXPECT_EQ(0, memcmp(r.buf, want, BIG)) TH_LOG("%s", k ? "get" : "put");
+	}
+	overlap_rounds(_metadata, self, &r, 30, 404);
+	ASSERT_EQ(0, nt_set_faults(100000, 50000, 50000, 10000));
+	overlap_rounds(_metadata, self, &r, 8, 405);
+	ASSERT_EQ(0, nt_set_faults(0, 0, 0, 0));
+	munmap(r.buf, BIG);
+	free(want);
+}
+
+/*
+ * Post (tag 5) a put of @n chunks of @chunk bytes, @stride apart on both
+ * sides, from region @src of port a to @dst of port b.
+ */
+static int post_walk(FIXTURE_DATA(strided) *self, const struct nt_region *src,
+		     const struct nt_region *dst, uint64_t chunk, uint64_t n, uint64_t stride)
+{
+	struct nicoff_strided_desc *d = desc_of(self);
+	struct nicoff_op_strided op = { .dst_card = 1, .dst_port = self->pb.po.port,
+					.rkey = dst->rkey, .mr = src->handle,
+					.desc_mr = self->desc.handle, .levels = 1 };
+	struct nicoff_cmd c;
+
+	memset(d, 0, sizeof(*d));
+	d->count[0] = chunk;
+	d->count[1] = n;
+	d->local_stride[0] = stride;
+	d->remote_stride[0] = stride;
+	nicoff_prep_strided(&c, NICOFF_OP_PUT_STRIDED, &op, 5);
+	return nt_submit(&self->pa, &c, 1);
+}
+
 TEST_F_TIMEOUT(strided, long_walk, 300)
 {
 	const uint64_t chunk = 4096, n = 8192, len = chunk * n;
-	const uint64_t count[2] = { chunk, n }, stride[1] = { chunk };
 	struct nt_region src, dst;
 	struct nt_port other;
-	struct nicoff_op_strided op;
-	struct nicoff_cmd c;
 	struct nicoff_cqe q;
 	bool inflight = false;
 	uint64_t nops = 0, t0;
@@ -329,16 +446,8 @@ TEST_F_TIMEOUT(strided, long_walk, 300)
 	ASSERT_EQ(0, nt_region_new(&self->pb, &dst, len, NICOFF_ACCESS_REMOTE_WRITE, 0));
 	ASSERT_EQ(0, nt_port_open(&other, 0, NICOFF_PORT_ANY, 16, 16));
 	nt_fill_pattern(src.buf, len, 9);
-	memset(desc_of(self), 0, sizeof(struct nicoff_strided_desc));
-	memcpy(desc_of(self)->count, count, sizeof(count));
-	memcpy(desc_of(self)->local_stride, stride, sizeof(stride));
-	memcpy(desc_of(self)->remote_stride, stride, sizeof(stride));
-	op = (struct nicoff_op_strided){ .dst_card = 1, .dst_port = self->pb.po.port,
-					 .rkey = dst.rkey, .mr = src.handle,
-					 .desc_mr = self->desc.handle, .levels = 1 };
-	nicoff_prep_strided(&c, NICOFF_OP_PUT_STRIDED, &op, 5);
 	t0 = nt_now_ns();
-	ASSERT_EQ(0, nt_submit(&self->pa, &c, 1));
+	ASSERT_EQ(0, post_walk(self, &src, &dst, chunk, n, chunk));
 	while (!got && nt_now_ns() < t0 + TMO * 1000000ull) {
 		ASSERT_EQ(0, nt_nop_step(&other, &inflight, &nops));
 		got = nt_reap(&self->pa, &q, 1);
@@ -354,6 +463,82 @@ TEST_F_TIMEOUT(strided, long_walk, 300)
 	nt_port_close(&other);
 	munmap(src.buf, len);
 	munmap(dst.buf, len);
+}
+
+#define WB_MEMBERS	3	/* walk_barrier's group: ports of card 0 */
+
+/*
+ * Post @c on every port of @m (a GROUP_CREATE as rank i, the table in
+ * region @t[i]) and wait for each one's completion: 0 if all succeeded.
+ */
+static int all_ports(struct nt_port *m, const struct nt_region *t, struct nicoff_cmd *c)
+{
+	struct nicoff_cqe q;
+	int i, bad = 0;
+
+	for (i = 0; i < WB_MEMBERS; i++) {
+		if (c->opcode == NICOFF_OP_GROUP_CREATE) {
+			c->group.rank = i;
+			c->group.mr = t[i].handle;
+		}
+		if (nt_submit(&m[i], c, 1))
+			return -1;
+	}
+	for (i = 0; i < WB_MEMBERS; i++)
+		if (nt_wait_cqes(&m[i], &q, 1, TMO) != 1 || q.status)
+			bad = -1;
+	return bad;
+}
+
+TEST_F_TIMEOUT(strided, walk_barrier, 300)
+{
+	/* 64 MiB (the card's largest message) from 4 KiB to 4 KiB: strides of 0. */
+	const uint64_t chunk = 4096, n = 16384, len = chunk * n;
+	struct nicoff_member tab[WB_MEMBERS];
+	struct nt_port m[WB_MEMBERS];
+	struct nt_region src, dst, t[WB_MEMBERS];
+	uint64_t barriers = 0, t0;
+	struct nicoff_cmd c;
+	struct nicoff_cqe q;
+	int i, got = 0;
+
+	ASSERT_EQ(0, nt_region_new(&self->pa, &src, chunk, 0, 0));
+	ASSERT_EQ(0, nt_region_new(&self->pb, &dst, chunk, NICOFF_ACCESS_REMOTE_WRITE, 0));
+	for (i = 0; i < WB_MEMBERS; i++) {
+		ASSERT_EQ(0, nt_port_open(&m[i], 0, NICOFF_PORT_ANY, 16, 16));
+		tab[i] = (struct nicoff_member){ 0, m[i].po.port };
+	}
+	for (i = 0; i < WB_MEMBERS; i++) {
+		ASSERT_EQ(0, nt_region_new(&m[i], &t[i], sizeof(tab), 0, 0));
+		memcpy(t[i].buf, tab, sizeof(tab));
+	}
+	nicoff_prep_group_create(&c, 0x5717, 0, WB_MEMBERS, 0, 0, NICOFF_BARRIER_AUTO, 0, 1);
+	ASSERT_EQ(0, all_ports(m, t, &c));
+	nt_fill_pattern(src.buf, chunk, 11);
+	t0 = nt_now_ns();
+	ASSERT_EQ(0, post_walk(self, &src, &dst, chunk, n, 0));
+	nicoff_prep_barrier(&c, 0x5717, 2);
+	while (!got && nt_now_ns() < t0 + TMO * 1000000ull) {
+		ASSERT_EQ(0, all_ports(m, t, &c));
+		got = nt_reap(&self->pa, &q, 1);
+		ASSERT_LE(0, got);
+		barriers += !got;
+	}
+	ASSERT_EQ(1, got);
+	TH_LOG("64 MiB over 4 KiB in %.1f ms; barriers of %d ports of card 0 meanwhile: %llu",
+	       (nt_now_ns() - t0) / 1e6, WB_MEMBERS, (unsigned long long)barriers);
+	EXPECT_EQ(0, q.status);
+	EXPECT_EQ(len, q.result);
+	EXPECT_EQ(0, memcmp(src.buf, dst.buf, chunk));
+	EXPECT_LE(8, barriers);
+	nicoff_prep_group_destroy(&c, 0x5717, 3);
+	EXPECT_EQ(0, all_ports(m, t, &c));
+	for (i = 0; i < WB_MEMBERS; i++) {
+		nt_port_close(&m[i]);
+		munmap(t[i].buf, t[i].len);
+	}
+	munmap(src.buf, chunk);
+	munmap(dst.buf, chunk);
 }
 
 TEST_F(strided, bad_input)

@@ -3,10 +3,10 @@
  * Strided put and get walked by the card: seeded random shapes of 0 to 8
  * levels, different strides on the two sides, checked byte for byte
  * against a reference walk; zero counts, one-byte chunks, regions ending
- * at the last byte, both sides in one region; the same under drops,
- * duplicates, reordering and corruption; and every refusal with no byte
- * written; PUT_STRIDED packets whose piece table does not fit their
- * payload are ignored.  Vector put and get (segment lists) likewise:
+ * at the last byte, both sides in one region, overlapping or not; the
+ * same under drops, duplicates, reordering and corruption; and every
+ * refusal with no byte written; PUT_STRIDED packets whose piece table
+ * does not fit their payload are ignored.  Vector put and get (segment lists) likewise:
  * random lists, empty lists and segments, overlaps, faults, refusals, a
  * list rewritten after the card took it.
  */
@@ -269,6 +269,81 @@ static void test_same_region(void **state)
 	assert_int_equal(q.status, 0);
 	assert_memory_equal(e.a, want, S_BIG);
 	s_teardown(&e);
+}
+
+/*
+ * A put or get of the shape in e->desc from @soff to @doff of region a
+ * (card 0 port 1 to itself), which held @before: completed, and its bytes.
+ */
+static u64 s_in_a(struct s_env *e, bool put, u32 levels, u64 soff, u64 doff, u8 *before,
+		  u32 seed)
+{
+	struct nicoff_cqe q;
+
+	t_fill(e->a, S_BIG, seed);
+	memcpy(before, e->a, S_BIG);
+	q = s_op(e, put ? NICOFF_OP_PUT_STRIDED : NICOFF_OP_GET_STRIDED, 0, 1, e->ma_rkey,
+		 put ? doff : soff, put ? soff : doff, levels);
+	assert_int_equal(q.status, 0);
+	return q.result;
+}
+
+/*
+ * Source and destination overlapping in one region, a random shape whose
+ * destination chunks are disjoint: what sref_overlap_check() allows, and
+ * no byte written outside the destination's chunks.
+ */
+static void s_overlap_round(struct s_env *e, u64 *seed, u32 r)
+{
+	static u8 before[S_BIG];
+	struct nicoff_strided_desc *d = e->desc;
+	u32 levels = sref_random_shape(d, S_MAX_LEN, S_MAX_EXTENT, seed);
+	bool put = r % 2 == 0;
+	u64 *ss = put ? d->local_stride : d->remote_stride;
+	u64 *ds = put ? d->remote_stride : d->local_stride;
+	u64 ext, soff, doff;
+
+	sref_disjoint(d, levels, ds);
+	ext = fw_max_u64(sref_extent(d, levels, ss), sref_extent(d, levels, ds));
+	if (ext > S_MAX_EXTENT)
+		return;
+	/* The destination's start within an extent of the source's, either side. */
+	soff = ext + sref_rand(seed) % (S_BIG - S_MAX_EXTENT - ext);
+	doff = soff + sref_rand(seed) % (2 * ext) - ext;
+	doff = fw_min_u64(doff, S_BIG - S_MAX_EXTENT);
+	assert_int_equal(s_in_a(e, put, levels, soff, doff, before, 500 + r), sref_len(d, levels));
+	assert_int_equal(sref_overlap_check(d, levels, soff, ss, doff, ds, before, e->a, S_BIG),
+			 -1);
+}
+
+/*
+ * Overlapping sides in one region.  A transfer that fits one packet is a
+ * copy of the source as it was: the card reads a packet whole before any
+ * of it is written.
+ */
+static void test_overlap(void **state)
+{
+	static u8 before[S_BIG], want[S_BIG];
+	struct nicoff_strided_desc *d;
+	struct s_env e;
+	u32 k;
+
+	(void)state;
+	s_setup(&e, NULL);
+	d = e.desc;
+	for (k = 0; k < 2; k++) {
+		/* Four 16-byte chunks, each read before the one before it lands on it. */
+		s_shape(&e, 1, 16, 4, 16);
+		(k ? d->local_stride : d->remote_stride)[0] = 24;
+		assert_int_equal(s_in_a(&e, !k, 1, 4000, 4008, before, 600 + k), 64);
+		memcpy(want, before, S_BIG);
+		sref_copy(d, 1, before, 4000, k ? d->remote_stride : d->local_stride, want, 4008,
+			  k ? d->local_stride : d->remote_stride);
+		assert_memory_equal(e.a, want, S_BIG);
+	}
+	s_teardown(&e);
+	s_rounds(NULL, 60, 99, s_overlap_round);
+	s_rounds(&t_lossy, 16, 98, s_overlap_round);
 }
 
 /*
@@ -781,6 +856,7 @@ int main(void)
 		cmocka_unit_test(test_random_shapes_faults),
 		cmocka_unit_test(test_edges),
 		cmocka_unit_test(test_same_region),
+		cmocka_unit_test(test_overlap),
 		cmocka_unit_test(test_descriptor_rewritten),
 		cmocka_unit_test(test_refusals),
 		cmocka_unit_test(test_malformed_pieces),
