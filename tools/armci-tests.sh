@@ -34,7 +34,7 @@ set -euo pipefail
 
 # --- guest -------------------------------------------------------------------
 
-progs="armci_strided armci_vector armci_rmw armci_nb armci_mutex ga_matmul"
+progs="armci_strided armci_vector armci_rmw armci_nb armci_mutex armci_calls ga_matmul"
 
 # Arguments of each program for N ranks: MPICH busy-polls (tools/vm/README.md),
 # so the work shrinks as ranks outnumber the 2 vCPUs; every dimension count
@@ -47,6 +47,7 @@ prog_args() {
 	armci_rmw) if [ "$n" -le 2 ]; then echo 200; elif [ "$n" -le 4 ]; then echo 60; else echo 16; fi ;;
 	armci_nb) if [ "$n" -le 2 ]; then echo "9 $seed"; elif [ "$n" -le 4 ]; then echo "6 $seed"; else echo "3 $seed"; fi ;;
 	armci_mutex) if [ "$n" -le 2 ]; then echo 60; elif [ "$n" -le 4 ]; then echo 24; else echo 8; fi ;;
+	armci_calls) if [ "$n" -le 2 ]; then echo "12 $seed"; elif [ "$n" -le 4 ]; then echo "8 $seed"; else echo "4 $seed"; fi ;;
 	ga_matmul) echo "64 $seed" ;;
 	esac
 }
