@@ -7,9 +7,9 @@
 #   ga_matmul-METHOD           the GA program's time (its own "seconds": from
 #                              the arrays' creation to its last check), the
 #                              fastest of --ga-runs runs, as case=ga
-# libarmci-nicoff runs once per strided method of --strided (default nic;
-# NICOFF_ARMCI_STRIDED): method nicoff with nic, nicoff-naive, nicoff-hbna,
-# nicoff-auto with the others.  A method whose programs are not in /bin is
+# libarmci-nicoff runs once per strided method of --strided (default auto,
+# the library's default; NICOFF_ARMCI_STRIDED): method nicoff with auto,
+# nicoff-nic, nicoff-naive, nicoff-hbna with the others.  A method whose programs are not in /bin is
 # left out (said on stderr).  Writes the records as one JSON list to OUT.
 # POSIX sh (busybox).
 #
@@ -24,7 +24,7 @@ iters=1000
 ga_n=256
 ga_ranks=2
 ga_runs=3
-strided=nic
+strided=auto
 while [ $# -gt 0 ]; do
 	case $1 in
 	--sides) sides=$2 ;;
@@ -46,15 +46,15 @@ fails=0
 runs=armci-mpi:armci-mpi
 for sm in $(echo "$strided" | tr ',' ' '); do
 	case $sm in
-	nic) runs="$runs nicoff:nicoff" ;;
-	naive | hbna | auto) runs="$runs nicoff:nicoff-$sm" ;;
+	auto) runs="$runs nicoff:nicoff" ;;
+	nic | naive | hbna) runs="$runs nicoff:nicoff-$sm" ;;
 	*) echo "armci-bench.sh: --strided: unknown method $sm" >&2; exit 2 ;;
 	esac
 done
 for run in $runs; do
 	b=${run%%:*} m=${run#*:}
 	sm=${m#nicoff-}
-	[ "$m" = "$sm" ] && sm=nic
+	[ "$m" = "$sm" ] && sm=auto
 	if [ ! -x "/bin/nicoff-armci-bench-$b" ]; then
 		echo "armci-bench.sh: no nicoff-armci-bench-$b: method $m left out" >&2
 		continue

@@ -9,9 +9,10 @@ namespace nicoff::armci {
 
 namespace {
 
-// What runs when the variable is unset: the card walks every shape, with
-// no thread or port per allocation (hbna and auto need HBNA's targets).
-constexpr StridedMethod default_method = StridedMethod::nic;
+// What runs when the variable is unset: the strided engine's auto, the
+// cheaper method per call by the card's cost models (issue 16).  It needs
+// HBNA's targets: a thread and a port per allocation at every rank.
+constexpr StridedMethod default_method = StridedMethod::automatic;
 
 } // namespace
 

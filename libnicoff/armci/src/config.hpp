@@ -8,7 +8,7 @@ namespace nicoff::armci {
 
 // How strided transfers run (NICOFF_ARMCI_STRIDED): seed 004's methods, by
 // the strided engine's names (nic, naive, hbna, auto).  Value null: unset,
-// the default (nic); EINVAL naming the variable for an unknown word.
+// the default (auto); EINVAL naming the variable for an unknown word.
 StridedMethod strided_method(const char *value);
 
 // Whether m needs every allocation served by an HBNA target.

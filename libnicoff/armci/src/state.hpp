@@ -11,7 +11,8 @@
 //         that take their completions through the port's dispatcher, which
 //         refuses completions of tags it did not hand out, so they may not
 //         share a port with the RMA commands.
-// With NICOFF_ARMCI_STRIDED other than nic, a third:
+// With a strided method other than nic (NICOFF_ARMCI_STRIDED; the default,
+// auto, is one), a third:
 //   engine  a nicoff::StridedEngine, which owns the port's completions,
 //           runs strided calls by that method; every piece and local buffer
 //           is registered there too, and with hbna or auto each piece is

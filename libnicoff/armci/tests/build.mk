@@ -15,7 +15,7 @@
 
 NICOFF_ARMCIT_SRC := $(TOP)/libnicoff/armci/tests
 NICOFF_ARMCIT_DIR := $(BUILD)/armci-tests
-NICOFF_ARMCIT_NAMES := armci_strided armci_vector armci_rmw armci_nb armci_mutex
+NICOFF_ARMCIT_NAMES := armci_strided armci_vector armci_rmw armci_nb armci_mutex armci_calls
 NICOFF_ARMCIT_GA_NAMES := ga_matmul
 NICOFF_ARMCIT_BENCH := $(BUILD)/bin/nicoff-armci-bench
 # The library of the -nicoff builds, a target of libnicoff/armci/build.mk.

@@ -131,7 +131,7 @@ void test_pack(void **) {
 }
 
 void test_method(void **) {
-    assert_true(a::strided_method(nullptr) == nicoff::StridedMethod::nic);
+    assert_true(a::strided_method(nullptr) == nicoff::StridedMethod::automatic);
     for (const char *name : {"nic", "naive", "hbna", "auto"}) {
         const nicoff::StridedMethod m = a::strided_method(name);
         assert_string_equal(std::string(nicoff::method_name(m)).c_str(), name);

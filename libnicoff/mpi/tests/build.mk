@@ -12,7 +12,7 @@
 NICOFF_MPI_TESTS_DIR := $(BUILD)/mpi-tests
 NICOFF_MPI_TESTS_SRC := $(TOP)/libnicoff/mpi/tests
 NICOFF_MPICC ?= $(shell command -v mpicc.mpich 2>/dev/null)
-NICOFF_MPI_TEST_NAMES := mpi_barrier_safety mpi_split mpi_many mpi_bcast mpi_kill
+NICOFF_MPI_TEST_NAMES := mpi_barrier_safety mpi_split mpi_many mpi_bcast mpi_kill mpi_passthru
 NICOFF_MPI_TEST_BINS := $(addprefix $(NICOFF_MPI_TESTS_DIR)/,$(NICOFF_MPI_TEST_NAMES))
 
 NICOFF_MPICC_OPENMPI ?= $(shell command -v mpicc.openmpi 2>/dev/null)
