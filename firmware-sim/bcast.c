@@ -40,8 +40,11 @@
  *   every card it goes to (fwos_fabric_room()), so that those answers
  *   never queue behind a whole broadcast.
  * - Fail-over.  With the card's bcast_hw off, the group's
- *   NICOFF_BCAST_F_P2P, or after a broadcast needed FW_BC_HW_TRIES
- *   retransmissions of its round, data and verdicts go down a binomial
+ *   NICOFF_BCAST_F_P2P, after a broadcast needed FW_BC_HW_TRIES
+ *   retransmissions of its round, or after FW_BC_HW_TRIES rounds in a
+ *   row whose data reached this member only by repairs (not one
+ *   multicast copy came: the repairs hide the loss from the verdicts),
+ *   data and verdicts go down a binomial
  *   tree of unicast packets instead (each receiver forwards what it gets
  *   to its children), the same recovery beneath.  Broadcasts in flight
  *   complete either way: resends are unicast.
@@ -151,6 +154,9 @@ struct fw_bgrp {
 	u64 rstart;		/* the round's first broadcast */
 	u32 rcount;		/* broadcasts taken in the round */
 	u32 retries;		/* retransmission rounds asked in this round */
+	u32 hw_misses;		/* rounds in a row served by repairs, no multicast copy */
+	bool rx_mcast;		/* a multicast copy came this round */
+	bool rx_repaired;	/* data of the round came as a unicast repair */
 	u8 sync;		/* enum fw_bc_sync */
 	bool closed;		/* the round has its last broadcast */
 	bool nacked;		/* reported a NACK this round */
@@ -558,6 +564,22 @@ static void fw_bc_fail(struct fw_card *card, struct fw_bgrp *g, s32 err, bool qu
 }
 
 /*
+ * At a round's end: a member that needed repairs for data no multicast
+ * copy brought, round after round, stops trusting the multicast.  Only
+ * while it uses the multicast itself: with bcast_hw off the tree's data
+ * is no sign of a fault.
+ */
+static void fw_bc_judge_hw(struct fw_card *card, struct fw_bgrp *g)
+{
+	if (g->rx_mcast)
+		g->hw_misses = 0;
+	else if (g->rx_repaired && fw_bc_use_hw(card, g) && ++g->hw_misses >= FW_BC_HW_TRIES)
+		fw_bc_fall_back(card, g);
+	g->rx_mcast = false;
+	g->rx_repaired = false;
+}
+
+/*
  * The round ends: channels free, large roots done, the next round opens
  * (fw_bc_progress() takes what waits for it: never from here, so that a
  * long queue of rounds that end at once is a loop, not a recursion).
@@ -568,6 +590,7 @@ static void fw_bc_release(struct fw_card *card, struct fw_bgrp *g)
 	u32 i;
 
 	card->stats.bcast_syncs++;
+	fw_bc_judge_hw(card, g);
 	for (n = g->ops.next; n != &g->ops; n = n->next) {
 		struct fw_bop *op = fw_list_entry(n, struct fw_bop, node);
 
@@ -1259,6 +1282,9 @@ static void fw_bc_rx_data(struct fw_card *card, struct fw_bgrp *g, struct fw_pkt
 	    b->offset % frag || b->offset >= fw_max_u64(b->total, 1) ||
 	    pkt->hdr.len != fw_min_u64(frag, b->total - b->offset))
 		return;
+	/* Of any round, and if dropped unposted: the switch replicates. */
+	if (b->to == FW_BC_ANY)
+		g->rx_mcast = true;
 	if (rnd == ((mine + 1) & FW_BC_ROUND_MASK) && g->sync == FW_BC_SENT &&
 	    b->seq == g->rstart + g->rcount + chan) {
 		/* Its root had the verdict: ours was lost. */
@@ -1268,6 +1294,8 @@ static void fw_bc_rx_data(struct fw_card *card, struct fw_bgrp *g, struct fw_pkt
 	}
 	if (rnd != mine || b->seq != g->rstart + chan)
 		return;
+	if ((pkt->hdr.flags & (FW_PKT_F_RESEND | FW_PKT_F_TREE)) == FW_PKT_F_RESEND)
+		g->rx_repaired = true;
 	if (pkt->hdr.flags & FW_PKT_F_TREE) {
 		struct fw_pkt *c = fw_bc_copy(card, pkt);
 

@@ -117,6 +117,13 @@ int fwos_send_range(struct fw_host *h, struct fw_pkt *pkt, u32 first, u32 last)
 		fwos_pkt_free(h, pkt);
 		return 0;
 	}
+	if (s->mcast_lost) {
+		/* Lost in the switch, as a drop fault would: the sender paid for it. */
+		s->stats.dropped++;
+		fwos_pkt_free(h, pkt);
+		h->busy += s->cfg.overhead_ns;
+		return 0;
+	}
 	n = fw_switch_replicate(&s->sw, &src, pkt, first, last, h->busy + s->cfg.overhead_ns);
 	if (n >= 0)
 		h->busy += s->cfg.overhead_ns;

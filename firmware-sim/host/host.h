@@ -146,6 +146,7 @@ struct sim {
 	u32 done_cap;
 	bool draining;
 	bool huge;
+	bool mcast_lost;	/* sim_set_mcast_lost() */
 	struct sim_arena arena;
 	long pkts;
 	u32 rkey_salt;

@@ -229,6 +229,11 @@ void sim_set_rx_room(struct sim *s, u32 bytes)
 	s->cfg.rx_room = bytes;
 }
 
+void sim_set_mcast_lost(struct sim *s, bool lost)
+{
+	s->mcast_lost = lost;
+}
+
 void sim_set_hooks(struct sim *s, const struct sim_hooks *hooks)
 {
 	if (hooks)

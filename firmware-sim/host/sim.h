@@ -111,6 +111,12 @@ void sim_mem_usage(const struct sim *s, struct sim_mem *m);
 void sim_set_faults(struct sim *s, const struct fw_fault_cfg *faults);
 /* The cfg's rx_room from now on. */
 void sim_set_rx_room(struct sim *s, u32 bytes);
+/*
+ * A switch whose replication is broken: every copy of a multicast
+ * (fwos_send_range()) is lost, unicast still goes, so that a card meets
+ * hardware broadcast that keeps failing rather than one it was told is off.
+ */
+void sim_set_mcast_lost(struct sim *s, bool lost);
 void sim_set_hooks(struct sim *s, const struct sim_hooks *hooks);
 /* A dead card's packets, and packets to it, are lost. */
 void sim_set_dead(struct sim *s, u32 node, bool dead);

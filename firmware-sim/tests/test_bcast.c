@@ -383,13 +383,40 @@ static void c_hw_off(struct c_run *r)
 	sim_set_faults(r->s, &t_lossy);
 }
 
+/*
+ * 200 broadcasts over 8 cards, 4 channels, multicast first; halfway @fn
+ * breaks it.  Everything completes once, with its bytes.
+ */
+static struct c_run *c_mid_run(u64 seed, void (*fn)(struct c_run *r))
+{
+	struct c_run *r = c_new(8, 8, NULL, 200, 20000, NULL, seed);
+	struct c_event half;
+	u32 k;
+
+	for (k = 0; k < r->k; k++) {
+		r->root[k] = (k * 3) % 8;
+		r->len[k] = k % 20 == 19 ? 20000 : 500;
+	}
+	c_create(r, 4, 0);
+	c_mcasts = 0;
+	half.at = sim_now(r->s) + 100 * 10000;
+	half.fn = fn;
+	c_drive(r, 10000, 3000, 1000 * T_SEC, &half);
+	assert_true(c_mcasts > 0);
+	assert_int_equal(r->bad, 0);
+	for (k = 0; k < r->n; k++) {
+		assert_int_equal(r->m[k].errors, 0);
+		assert_int_equal(r->m[k].done, r->k);
+	}
+	return r;
+}
+
 /* The point-to-point tree: by the group's flag, and after the card's switch mid-run. */
 static void test_tree(void **state)
 {
-	struct c_event half;
 	struct c_run *r;
 	struct fw_stats st;
-	u32 k, i;
+	u32 k;
 
 	(void)state;
 	r = c_new(13, 13, NULL, 60, 30000, &t_lossy, 3);
@@ -407,25 +434,38 @@ static void test_tree(void **state)
 	c_destroy_free(r);
 
 	/* Multicast first, then every card's bcast_hw off halfway: fail-over. */
-	r = c_new(8, 8, NULL, 200, 20000, NULL, 4);
-	for (k = 0; k < r->k; k++) {
-		r->root[k] = (k * 3) % 8;
-		r->len[k] = k % 20 == 19 ? 20000 : 500;
-	}
-	c_create(r, 4, 0);
-	c_mcasts = 0;
-	half.at = sim_now(r->s) + 100 * 10000;
-	half.fn = c_hw_off;
-	c_drive(r, 10000, 3000, 1000 * T_SEC, &half);
-	assert_true(c_mcasts > 0);
-	assert_int_equal(r->bad, 0);
-	for (i = 0; i < 8; i++) {
-		assert_int_equal(r->m[i].errors, 0);
-		assert_int_equal(r->m[i].done, r->k);
-	}
+	r = c_mid_run(4, c_hw_off);
 	k = (u32)c_mcasts;
 	t_stats_sum(r->s, &st);
 	assert_true(st.bcast_mcasts == k);
+	c_destroy_free(r);
+}
+
+/* Halfway: the switch loses every multicast copy from now on (unicast still goes). */
+static void c_mcast_breaks(struct c_run *r)
+{
+	struct fw_stats st;
+
+	t_stats_sum(r->s, &st);
+	c_mcasts = st.bcast_mcasts;
+	sim_set_mcast_lost(r->s, true);
+}
+
+/*
+ * Hardware broadcast that keeps failing, bcast_hw still on: the cards
+ * fail over to the tree by themselves, and every broadcast, in flight
+ * at the break or posted after it, completes once with its bytes.
+ */
+static void test_mcast_keeps_failing(void **state)
+{
+	struct c_run *r = c_mid_run(30, c_mcast_breaks);
+	struct fw_stats st;
+
+	(void)state;
+	/* Every member lacked the multicast: every card stopped using it. */
+	t_stats_sum(r->s, &st);
+	assert_int_equal(st.bcast_failovers, r->n);
+	assert_int_equal(st.bcast_failures, 0);
 	c_destroy_free(r);
 }
 
@@ -843,6 +883,7 @@ int main(void)
 		cmocka_unit_test(test_scattered),
 		cmocka_unit_test(test_lossy),
 		cmocka_unit_test(test_tree),
+		cmocka_unit_test(test_mcast_keeps_failing),
 		cmocka_unit_test(test_len_mismatch),
 		cmocka_unit_test(test_member_dies),
 		cmocka_unit_test(test_bad_input),
