@@ -33,9 +33,10 @@
  *   reports a NACK instead; rank 0 then tells all, and every root sends
  *   again what it sent in the round's channels (receivers drop what they
  *   hold): seed 002's retransmission since the last synchronisation.
- *   Whoever waits on a member (a root, a child, rank 0) polls it; a live
- *   one answers, a silent one is dead after dead_ns and max_retries polls
- *   unanswered, and the group fails.
+ *   Whoever waits on a member (a root, a child, rank 0) polls it, less
+ *   often while it is unanswered or "not yet"; a live one answers, a
+ *   silent one is dead after dead_ns and max_retries polls unanswered,
+ *   and the group fails.
  *   A large root sends a burst only while the switch has room for it at
  *   every card it goes to (fwos_fabric_room()), so that those answers
  *   never queue behind a whole broadcast.
@@ -164,6 +165,7 @@ struct fw_bgrp {
 	u32 child_ok;		/* bit i: child i reported this round */
 	struct fw_bc_wait child_w[FW_BC_TREE_DEGREE];
 	u64 poll_at;		/* parent waiting: polls children, or rank 0 repairs */
+	u64 poll_ivl;		/* WAIT: longer while a child does not answer */
 	u64 query_at;		/* SENT: asks rank 0 for the verdict */
 	u64 query_ivl;		/* SENT: longer while rank 0 is not there yet */
 	struct fw_bc_wait mgr_w;	/* SENT: on rank 0's verdict */
@@ -212,6 +214,16 @@ static void fw_bc_hear(struct fw_bc_wait *w, u64 now)
 {
 	w->heard = now;
 	w->asked = 0;
+}
+
+/*
+ * The interval before asking @w again: longer once a question went
+ * unanswered (any sign of life clears w->asked), so that members of a
+ * slow or lost peer do not all ask it every rto.
+ */
+static u64 fw_bc_again(const struct fw_card *card, const struct fw_bc_wait *w, u64 ivl)
+{
+	return w->asked ? fw_backoff(&card->cfg, ivl) : ivl;
 }
 
 static bool fw_bc_dead(const struct fw_card *card, const struct fw_bc_wait *w, u64 now)
@@ -700,7 +712,8 @@ static bool fw_bc_sync_step(struct fw_card *card, struct fw_bgrp *g, u64 now)
 	if (g->sync == FW_BC_OPEN) {
 		g->sync = FW_BC_WAIT;
 		g->wait_since = now;
-		g->poll_at = fw_add_sat(now, fw_bc_ivl(card));
+		g->poll_ivl = fw_bc_ivl(card);
+		g->poll_at = fw_add_sat(now, g->poll_ivl);
 		for (i = 0; i < g->nchild; i++)
 			fw_bc_hear(&g->child_w[i], now);
 	}
@@ -970,7 +983,6 @@ static void fw_bc_rearm(struct fw_card *card, struct fw_bgrp *g)
 static void fw_bc_timer(struct fw_card *card, struct fw_timer *t, u64 now)
 {
 	struct fw_bgrp *g = fw_container_of(t, struct fw_bgrp, timer);
-	u64 ivl = fw_bc_ivl(card);
 	struct fw_list *n;
 	u32 i;
 
@@ -993,12 +1005,14 @@ static void fw_bc_timer(struct fw_card *card, struct fw_timer *t, u64 now)
 			fw_bc_fail(card, g, -ETIMEDOUT, false);
 			break;
 		}
+		op->wait = fw_bc_again(card, &op->root_w, op->wait);
 		fw_bc_nack(card, g, op, now);
 	}
 	if (g->err)
 		goto out;
 	if (g->sync == FW_BC_WAIT && g->poll_at <= now) {
-		g->poll_at = fw_add_sat(now, ivl);
+		u64 next = g->poll_ivl;
+
 		for (i = 0; i < g->nchild; i++) {
 			if (g->child_ok & (1u << i))
 				continue;
@@ -1006,10 +1020,13 @@ static void fw_bc_timer(struct fw_card *card, struct fw_timer *t, u64 now)
 				fw_bc_fail(card, g, -ETIMEDOUT, false);
 				goto out;
 			}
+			next = fw_max_u64(next, fw_bc_again(card, &g->child_w[i], g->poll_ivl));
 			g->child_w[i].asked++;
 			fw_bc_ctrl(card, g, FW_PKT_BCAST_SYNC, g->rank * FW_BC_TREE_DEGREE + 1 + i,
 				   g->round, 0, FW_PKT_F_ACKREQ);
 		}
+		g->poll_ivl = next;
+		g->poll_at = fw_add_sat(now, next);
 		fw_bc_progress(card, g, now);
 	}
 	if (g->sync == FW_BC_SENT && g->query_at <= now) {
@@ -1017,6 +1034,7 @@ static void fw_bc_timer(struct fw_card *card, struct fw_timer *t, u64 now)
 			fw_bc_fail(card, g, -ETIMEDOUT, false);
 			goto out;
 		}
+		g->query_ivl = fw_bc_again(card, &g->mgr_w, g->query_ivl);
 		g->query_at = fw_add_sat(now, g->query_ivl);
 		g->mgr_w.asked++;
 		fw_bc_ctrl(card, g, FW_PKT_BCAST_VERDICT, 0, g->round, 0, FW_PKT_F_ACKREQ);

@@ -876,6 +876,76 @@ static void test_paced(void **state)
 	c_paced(NICOFF_BCAST_F_P2P);
 }
 
+/*
+ * How often a card asks a peer that never answers within @span, the
+ * interval doubling from rto to rto_max: at rto, 2 rto, 4 rto, ...
+ */
+static u64 c_backoff_asks(const struct fw_config *cfg, u64 span)
+{
+	u64 t = cfg->rto_ns, ivl = cfg->rto_ns, n = 1;
+
+	while (t + ivl <= span) {
+		t += ivl;
+		n++;
+		ivl = fw_backoff(cfg, ivl);
+	}
+	return n;
+}
+
+/*
+ * Member @dead's card dies, then the other posts @count broadcasts from
+ * @root: the questions (NACKs, polls, verdict queries, all counted in
+ * bcast_nacks) it asks in half the dead time, and *@bound, as many as
+ * backing off allows (and a couple for the timer's rounding).
+ */
+static u64 c_asks(u32 dead, u32 root, u32 count, u64 *bound)
+{
+	struct c_run *r = c_new(2, 2, NULL, count, 100, NULL, 31);
+	u32 live = 1 - dead, k;
+	struct fw_card *c;
+	u64 n0, n;
+
+	c_create(r, 2, 0);
+	sim_set_hooks(r->s, NULL);
+	sim_set_dead(r->s, dead, true);
+	c = sim_card(r->s, live);
+	n0 = c->stats.bcast_nacks;
+	for (k = 0; k < count; k++) {
+		struct nicoff_cmd cmd = c_bcast(k, root, r->m[live].mr, k * r->slot, 10);
+
+		sim_post(r->s, live, 1, &cmd);
+	}
+	sim_run_until(r->s, sim_now(r->s) + c->dead_ns / 2);
+	n = c->stats.bcast_nacks - n0;
+	*bound = c_backoff_asks(&c->cfg, c->dead_ns / 2) + 2;
+	sim_set_dead(r->s, dead, false);
+	c_destroy_free(r);
+	return n;
+}
+
+/*
+ * A peer that answers nothing is asked ever less often (hundreds of
+ * members asking a lost one every rto would swamp the fabric): a
+ * receiver's NACKs to its dead root (one broadcast, the round open), a
+ * parent's polls of its dead child (rank 0 roots a round of two), a
+ * member's verdict queries to a dead rank 0 (rank 1 roots the round).
+ */
+static void test_backoff(void **state)
+{
+	static const u32 cases[3][3] = { { 1, 1, 1 }, { 1, 0, 2 }, { 0, 1, 2 } };
+	u64 n, bound;
+	u32 i;
+
+	(void)state;
+	for (i = 0; i < 3; i++) {
+		n = c_asks(cases[i][0], cases[i][1], cases[i][2], &bound);
+		print_message("case %u: %llu questions, at most %llu\n", i, (unsigned long long)n,
+			      (unsigned long long)bound);
+		assert_true(n >= 3);
+		assert_true(n <= bound);
+	}
+}
+
 int main(void)
 {
 	const struct FWT_UNIT_TEST tests[] = {
@@ -898,6 +968,7 @@ int main(void)
 		cmocka_unit_test(test_detach_completes),
 		cmocka_unit_test(test_local_large),
 		cmocka_unit_test(test_paced),
+		cmocka_unit_test(test_backoff),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
