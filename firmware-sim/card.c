@@ -125,7 +125,8 @@ static bool fw_config_valid(const struct fw_config *cfg)
 /*
  * How long a sender keeps retrying before it gives up: the sum of its
  * backed-off timeouts.  A peer that owes us a reply and stays silent for
- * that long plus one more ceiling is dead, whichever side noticed first.
+ * that long plus one more ceiling is asked whether it is alive
+ * (transport.c).
  */
 static u64 fw_dead_ns(const struct fw_config *cfg)
 {

@@ -42,6 +42,7 @@ enum fw_op_kind {
 	FW_OP_ERR,		/* one ERR packet */
 	FW_OP_ABORT,		/* one ABORT packet */
 	FW_OP_RNR,		/* one RNR packet (msg.c) */
+	FW_OP_PROBE,		/* one PROBE packet (transport.c) */
 };
 
 /* Which of its peer's queues an operation is on. */
@@ -231,6 +232,7 @@ struct fw_peer {
 	u32 ack_count;			/* accepted since our last acknowledgment */
 	u64 ack_at;
 	u64 wd_base;			/* last sign of life while the peer owes us */
+	u32 mute_rounds;		/* probes it answered since, owing still */
 	struct fw_list rx_msgs;		/* incomplete incoming messages */
 	u64 err_msg_id;			/* last message of its we answered with ERR */
 

@@ -104,6 +104,7 @@ static const struct fw_pkt_info fw_pkt_infos[] = {
 	[FW_PKT_GET_STRIDED_REQ] = { &fw_stream_engine, fw_strided_rx_get_req },
 	[FW_PKT_BCAST ... FW_PKT_BCAST_STATE] = { &fw_bcast_engine, NULL, true },
 	[FW_PKT_GET_VECTOR_REQ] = { &fw_stream_engine, fw_vector_rx_get_req },
+	[FW_PKT_PROBE] = { &fw_stream_engine, NULL },	/* its acknowledgment is the answer */
 };
 
 #define FW_OPF_PUTLIKE	(FW_OPF_COMMAND | FW_OPF_ACKED)
@@ -137,6 +138,8 @@ static const struct fw_op_info fw_op_infos[] = {
 	[FW_OP_ABORT] = { FW_PKT_ABORT, NICOFF_OP_NOP, 0, sizeof(struct fw_ctrl_op),
 			  fw_ctrl_build },
 	[FW_OP_RNR] = { FW_PKT_RNR, NICOFF_OP_NOP, 0, sizeof(struct fw_ctrl_op), fw_ctrl_build },
+	[FW_OP_PROBE] = { FW_PKT_PROBE, NICOFF_OP_NOP, 0, sizeof(struct fw_ctrl_op),
+			  fw_ctrl_build },
 };
 
 const struct fw_engine_ops *fw_engine_of_opcode(u8 opcode)

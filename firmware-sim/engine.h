@@ -60,7 +60,8 @@ struct fw_pkt_info {
 	const struct fw_engine_ops *engine;	/* takes the packet (its rx) */
 	/*
 	 * In the reliable stream, but for ACK: takes the packet once the
-	 * stream has accepted it in order.  enum fw_rx_verdict.
+	 * stream has accepted it in order.  enum fw_rx_verdict.  NULL for a
+	 * PROBE, which only asks for the acknowledgment.
 	 */
 	int (*deliver)(struct fw_card *card, struct fw_peer *peer, struct fw_pkt *pkt);
 	/* The fabric may multicast it (dst_node FW_NODE_ANY), its CRC may skip the payload. */

@@ -102,6 +102,12 @@ enum fw_pkt_type {
 	 * PUT travels as PUT_STRIDED packets.
 	 */
 	FW_PKT_GET_VECTOR_REQ = 24,
+	/*
+	 * PROBE (transport.c), in the go-back-N stream, header only: a
+	 * question to a peer that owes us a reply and has been silent.  Its
+	 * acknowledgment is the answer; nothing else is done with it.
+	 */
+	FW_PKT_PROBE = 25,
 	FW_PKT_MAX,		/* first invalid type */
 };
 

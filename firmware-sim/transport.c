@@ -50,8 +50,10 @@ static bool fw_peer_owed(const struct fw_peer *peer)
 /* The peer is about to owe us something: time its silence from now. */
 void fw_peer_owe(struct fw_card *card, struct fw_peer *peer)
 {
-	if (!fw_peer_owed(peer))
+	if (!fw_peer_owed(peer)) {
 		peer->wd_base = fwos_now(card->host);
+		peer->mute_rounds = 0;
+	}
 }
 
 void fw_peer_pending_add(struct fw_card *card, struct fw_peer *peer, struct fw_op *op)
@@ -643,6 +645,29 @@ static void fw_send_zombie(struct fw_card *card, struct fw_op *op, u32 epoch, u3
 }
 
 /*
+ * The peer's stream is in epoch @epoch now (@err_count: replies it owes
+ * so far): what it owed us from an earlier one, the operations vouched
+ * for there, is gone with it.
+ */
+static void fw_pending_reset(struct fw_card *card, struct fw_peer *peer, u32 epoch,
+			     u32 err_count)
+{
+	struct fw_list *n, *next;
+
+	for (n = peer->pending.next; n != &peer->pending; n = next) {
+		struct fw_op *op = fw_list_entry(n, struct fw_op, q_node);
+
+		next = n->next;
+		if (!op->acked || op->need_epoch == epoch)
+			continue;
+		if (op->kind == FW_OP_SEND && !op->done)
+			fw_send_zombie(card, op, epoch, err_count);
+		else
+			fw_op_finish(card, op, -ECONNRESET, 0);
+	}
+}
+
+/*
  * The peer opened epoch @epoch (@err_count: replies it owes so far).  If
  * it had another before, it failed its connection to us and dropped what
  * it owed us: messages it was sending, GET answers and ERRs of the old
@@ -652,7 +677,6 @@ static void fw_rx_sync(struct fw_card *card, struct fw_peer *peer, u32 epoch, u3
 		       u32 err_count)
 {
 	bool reset = peer->rx_epoch;
-	struct fw_list *n, *next;
 
 	peer->rx_prev_epoch = peer->rx_epoch;
 	peer->rx_epoch = epoch;
@@ -663,17 +687,38 @@ static void fw_rx_sync(struct fw_card *card, struct fw_peer *peer, u32 epoch, u3
 	if (reset) {
 		fw_msg_abort_peer(card, peer, -ECONNRESET);
 		fw_msg_peer_reset(card, peer);
-		for (n = peer->pending.next; n != &peer->pending; n = next) {
-			struct fw_op *op = fw_list_entry(n, struct fw_op, q_node);
+		fw_pending_reset(card, peer, epoch, err_count);
+	}
+	fw_pending_settle(card, peer);
+}
 
-			next = n->next;
-			if (!op->acked || op->need_epoch == epoch)
-				continue;
-			if (op->kind == FW_OP_SEND && !op->done)
-				fw_send_zombie(card, op, epoch, err_count);
-			else
-				fw_op_finish(card, op, -ECONNRESET, 0);
-		}
+/*
+ * An ACK from the peer's stream epoch @h->epoch.  A peer that failed its
+ * connection to us and has nothing more to send never opens its new epoch
+ * with us: when our probe (fw_peer_probe()) is answered from a later
+ * epoch than what we wait for, that is gone, as fw_rx_sync() would say.
+ * A late ACK of an earlier epoch says nothing.
+ */
+static void fw_ack_epoch(struct fw_card *card, struct fw_peer *peer, const struct fw_pkt_hdr *h)
+{
+	struct fw_list *n;
+	bool later = false;
+
+	if (!h->epoch || !fw_peer_owed(peer))
+		return;
+	if (peer->rx_epoch && fw_seq_before(peer->rx_epoch, h->epoch) &&
+	    !fw_list_empty(&peer->rx_msgs)) {
+		fw_msg_abort_peer(card, peer, -ECONNRESET);
+		card->stats.epoch_resets++;
+	}
+	for (n = peer->pending.next; n != &peer->pending && !later; n = n->next) {
+		const struct fw_op *op = fw_list_entry(n, struct fw_op, q_node);
+
+		later = op->acked && fw_seq_before(op->need_epoch, h->epoch);
+	}
+	if (later) {
+		fw_pending_reset(card, peer, h->epoch, h->err_count);
+		card->stats.epoch_resets++;
 	}
 	fw_pending_settle(card, peer);
 }
@@ -692,6 +737,7 @@ static bool fw_rx_seq(struct fw_card *card, struct fw_peer *peer, struct fw_pkt 
 {
 	struct fw_pkt_hdr *h = &pkt->hdr;
 	bool ackreq = h->flags & FW_PKT_F_ACKREQ;
+	int (*deliver)(struct fw_card *card, struct fw_peer *peer, struct fw_pkt *pkt);
 	int verdict;
 
 	if (h->epoch != peer->rx_epoch) {
@@ -713,7 +759,8 @@ static bool fw_rx_seq(struct fw_card *card, struct fw_peer *peer, struct fw_pkt 
 		peer->ack_pending = true;	/* tell the sender where we are */
 		return true;
 	}
-	verdict = fw_pkt_info_of(h->type)->deliver(card, peer, pkt);
+	deliver = fw_pkt_info_of(h->type)->deliver;
+	verdict = deliver ? deliver(card, peer, pkt) : FW_RX_DONE;
 	if (verdict == FW_RX_RNR) {
 		/* No room: no ack, the sender's retransmission retries. */
 		card->stats.rnr_drops++;
@@ -724,6 +771,7 @@ static bool fw_rx_seq(struct fw_card *card, struct fw_peer *peer, struct fw_pkt 
 		fwos_pkt_free(card->host, pkt);
 	peer->rcv_nxt++;
 	peer->wd_base = now;
+	peer->mute_rounds = 0;
 	if (!peer->ack_pending) {
 		peer->ack_pending = true;
 		peer->ack_at = fw_add_sat(now, card->cfg.ack_delay_ns);
@@ -774,6 +822,7 @@ void fw_stream_rx(struct fw_card *card, struct fw_pkt *pkt)
 	fw_ack_rx(card, peer, &pkt->hdr, now);
 	if (pkt->hdr.type == FW_PKT_ACK) {
 		card->stats.rx_acks++;
+		fw_ack_epoch(card, peer, &pkt->hdr);
 		fwos_pkt_free(card->host, pkt);
 	} else {
 		ack_now = fw_rx_seq(card, peer, pkt, now);
@@ -863,6 +912,32 @@ static void fw_peer_rto(struct fw_card *card, struct fw_peer *peer, u64 now)
 	peer->tlp_at = FW_NEVER;	/* the probe did not help: timeouts until progress */
 }
 
+/*
+ * The peer owes us a reply and has said nothing for dead_ns: ask it.
+ * Silence alone proves nothing: a card its host did not run for a while
+ * (a stalled card thread, ours or the peer's) hears nothing either.  The
+ * question is a PROBE on our stream, or whatever of ours is out already;
+ * the peer is dead when that goes unanswered for the stream's whole retry
+ * budget (fw_peer_rto()), as the barrier and broadcast engines also ask
+ * before they give up on a member.  One that answers from a later epoch
+ * lost what it owed (fw_ack_epoch()).  One that answers but owes still
+ * after as many rounds as a stream has retries has lost it some other way
+ * (a card restarted under an epoch it used before): given up as well.
+ */
+static void fw_peer_probe(struct fw_card *card, struct fw_peer *peer, u64 now)
+{
+	peer->wd_base = now;
+	if (++peer->mute_rounds > card->cfg.max_retries) {
+		fw_peer_fail(card, peer, -ETIMEDOUT);
+		return;
+	}
+	if (peer->snd_una != peer->snd_nxt)
+		return;
+	card->stats.silence_probes++;
+	fw_tx_queue_ctrl(card, peer, FW_OP_PROBE, 0, 0, 0, 0, peer->txq.next);
+	fw_tx_flush(card, peer);
+}
+
 void fw_peer_rearm(struct fw_card *card, struct fw_peer *peer)
 {
 	u64 d = fw_min_u64(peer->rto_at, peer->tlp_at);
@@ -899,9 +974,8 @@ void fw_peer_timer(struct fw_card *card, struct fw_peer *peer, u64 now)
 	}
 	if (peer->ack_pending && peer->ack_at <= now)
 		fw_send_ack(card, peer);
-	/* A peer that owes us a reply and has been silent that long is dead. */
 	if (fw_peer_owed(peer) && fw_add_sat(peer->wd_base, card->dead_ns) <= now)
-		fw_peer_fail(card, peer, -ETIMEDOUT);
+		fw_peer_probe(card, peer, now);
 	fw_peer_rearm(card, peer);
 }
 

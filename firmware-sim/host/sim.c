@@ -247,6 +247,13 @@ void sim_set_dead(struct sim *s, u32 node, bool dead)
 	s->hosts[node].dead = dead;
 }
 
+void sim_stall(struct sim *s, u32 node, u64 until)
+{
+	struct fw_host *h = &s->hosts[node];
+
+	h->busy = sim_max(h->busy, until);
+}
+
 long sim_restart(struct sim *s, u32 node, u32 epoch)
 {
 	struct fw_host *h = &s->hosts[node];

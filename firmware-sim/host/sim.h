@@ -120,6 +120,11 @@ void sim_set_mcast_lost(struct sim *s, bool lost);
 void sim_set_hooks(struct sim *s, const struct sim_hooks *hooks);
 /* A dead card's packets, and packets to it, are lost. */
 void sim_set_dead(struct sim *s, u32 node, bool dead);
+/*
+ * The card's host does not run it until global time @until (a card thread
+ * not scheduled): what arrives meanwhile waits, and its timers run late.
+ */
+void sim_stall(struct sim *s, u32 node, u64 until);
 /* Destroy and recreate a card with @epoch: its ports and regions are gone. */
 long sim_restart(struct sim *s, u32 node, u32 epoch);
 /* Outstanding firmware allocations of a card, and packets in the process. */

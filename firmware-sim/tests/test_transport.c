@@ -412,8 +412,9 @@ static void test_restart(void **state)
 
 /*
  * 100 us into a transfer that card 0 waits on, card 1 dies: card 0's
- * watchdog fails it with -ETIMEDOUT (*q) within dead_ns.  Returns the
- * moment card 1 died.
+ * watchdog asks it after dead_ns of silence and fails the transfer with
+ * -ETIMEDOUT (*q) once the question went unanswered for the retry budget
+ * (about dead_ns again).  Returns the moment card 1 died.
  */
 static u64 tr_peer_dies(struct tr_env *e, struct nicoff_cqe *q)
 {
@@ -423,7 +424,7 @@ static u64 tr_peer_dies(struct tr_env *e, struct nicoff_cqe *q)
 	assert_int_equal(sim_cq_count(e->s, 0, 0), 0);
 	sim_set_dead(e->s, 1, true);
 	t0 = sim_now(e->s);
-	*q = t_cqe(e->s, 0, 0, t0 + sim_card(e->s, 0)->dead_ns + T_MS);
+	*q = t_cqe(e->s, 0, 0, t0 + 2 * sim_card(e->s, 0)->dead_ns + T_MS);
 	assert_int_equal(q->status, -ETIMEDOUT);
 	return t0;
 }
@@ -455,11 +456,86 @@ static void test_watchdog(void **state)
 	t_post(e.s, 1, 0, t_send(3, 0, 0, e.mb, 0, big, 0));
 	t0 = tr_peer_dies(&e, &q);
 	assert_int_equal(q.tag, 2);
-	q = t_cqe(e.s, 1, 0, t0 + sim_card(e.s, 1)->dead_ns + T_MS);
+	q = t_cqe(e.s, 1, 0, t0 + 2 * sim_card(e.s, 1)->dead_ns + T_MS);
 	assert_int_equal(q.status, -ETIMEDOUT);
 	t_finish(e.s);
 	free(a);
 	free(b);
+}
+
+/*
+ * 100 us into a 4 MiB message from card 1 to card 0 and a 4 MiB GET by
+ * card 0 from card 1, the host stops running card i from from[i] to
+ * to[i] (percent of dead_ns), as a host that does not
+ * schedule a card thread.  Card 1
+ * owes card 0 the rest of both and says nothing meanwhile; it is alive,
+ * so both transfers complete intact and no connection fails.  Returns
+ * the silence probes card 0 sent.
+ */
+static u64 tr_stall(const u64 from[2], const u64 to[2])
+{
+	const u64 big = 4ull << 20;
+	u8 *a = calloc(1, 2 * big), *b = malloc(2 * big);
+	u64 t0, limit, tags = 0;
+	struct fw_stats st;
+	struct nicoff_cqe q;
+	struct tr_env e;
+	u32 i;
+
+	t_fill(b, 2 * big, 7);
+	tr_cfg(&e.cfg, 2, 1);
+	tr_start(&e, a, 2 * big, NICOFF_ACCESS_LOCAL_WRITE, b, 2 * big, NICOFF_ACCESS_ALL);
+	t_post(e.s, 0, 0, t_recv(1, e.ma, 0, big, 1, 0, 0, 0));
+	t_post(e.s, 0, 0, t_rdma(NICOFF_OP_GET, 2, 1, 0, e.rkey, big, e.ma, big, big));
+	t_post(e.s, 1, 0, t_send(3, 0, 0, e.mb, 0, big, 0));
+	sim_run_until(e.s, sim_now(e.s) + 100000);
+	assert_int_equal(sim_cq_count(e.s, 0, 0), 0);
+	t0 = sim_now(e.s);
+	for (i = 0; i < 2; i++) {
+		u32 c = (from[1] < from[0]) ^ i;	/* the earlier stall first */
+
+		sim_run_until(e.s, t0 + sim_card(e.s, c)->dead_ns * from[c] / 100);
+		sim_stall(e.s, c, t0 + sim_card(e.s, c)->dead_ns * to[c] / 100);
+	}
+	limit = t0 + 5 * sim_card(e.s, 0)->dead_ns;
+	for (i = 0; i < 2; i++) {
+		q = t_cqe(e.s, 0, 0, limit);
+		assert_int_equal(q.status, 0);
+		assert_int_equal(q.result, big);
+		tags |= 1ull << q.tag;
+	}
+	assert_int_equal(tags, 6);
+	q = t_cqe(e.s, 1, 0, limit);
+	assert_int_equal(q.tag, 3);
+	assert_int_equal(q.status, 0);
+	assert_true(t_check(a, 2 * big, 7));
+	fw_get_stats(sim_card(e.s, 0), &st);
+	assert_int_equal(st.conn_failures, 0);
+	fw_get_stats(sim_card(e.s, 1), &st);
+	assert_int_equal(st.conn_failures, 0);
+	fw_get_stats(sim_card(e.s, 0), &st);
+	t_finish(e.s);
+	free(a);
+	free(b);
+	return st.silence_probes;
+}
+
+/*
+ * Silence is no proof of death.  A sender stopped for one and a half dead
+ * times while its receiver runs; a host that stops running both cards
+ * for about three, the receiver from half a dead time later and resuming
+ * a quarter before the sender (an engine thread serves its cards in
+ * turn, and the first one served finds its watchdog long due): each
+ * leaves a live peer that answers when asked.
+ */
+static void test_stall(void **state)
+{
+	static const u64 sender_from[2] = { 0, 0 }, sender_to[2] = { 0, 150 };
+	static const u64 host_from[2] = { 50, 0 }, host_to[2] = { 275, 300 };
+
+	(void)state;
+	assert_true(tr_stall(sender_from, sender_to) >= 1);
+	assert_true(tr_stall(host_from, host_to) >= 1);
 }
 
 /* More than the unexpected buffer: refused unacknowledged, then recovered. */
@@ -602,6 +678,7 @@ int main(void)
 		cmocka_unit_test(test_timeout),
 		cmocka_unit_test(test_restart),
 		cmocka_unit_test(test_watchdog),
+		cmocka_unit_test(test_stall),
 		cmocka_unit_test(test_rnr),
 		cmocka_unit_test(test_acks),
 		cmocka_unit_test(test_many_peers),

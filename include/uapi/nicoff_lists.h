@@ -66,6 +66,8 @@ NICOFF_NL_STAT_FW(BCAST_SYNCS, bcast_syncs)		/* rounds synchronised here */
 NICOFF_NL_STAT_FW(BCAST_FAILOVERS, bcast_failovers)	/* groups moved to the p2p tree */
 NICOFF_NL_STAT_FW(BCAST_FAILURES, bcast_failures)	/* groups whose broadcasts failed */
 NICOFF_NL_STAT_FW(BCAST_PACED, bcast_paced)		/* large bursts held: switch output full */
+NICOFF_NL_STAT_FW(SILENCE_PROBES, silence_probes)	/* peers owing us, silent, asked if alive */
+NICOFF_NL_STAT_FW(EPOCH_RESETS, epoch_resets)		/* owed, lost: an ACK from a later epoch */
 #endif
 
 /*
