@@ -32,8 +32,10 @@ $(SELFTEST_UTIL_OBJ): $(SELFTEST_DIR)/%.o: $(TOP)/selftests/%.c $(SELFTEST_DEPS)
 # libnicoff's locks through its C API, linked statically.
 $(SELFTEST_DIR)/nicoff_atomic_test $(SELFTEST_DIR)/nicoff_lock_test: \
 	$(TOP)/selftests/nicoff_atomic_util.h
-# The lock and host-barrier tests drive libnicoff through its C API.
-SELFTEST_LIBNICOFF := $(SELFTEST_DIR)/nicoff_lock_test $(SELFTEST_DIR)/nicoff_hostbarrier_test
+# The lock, host-barrier and library broadcast tests drive libnicoff
+# through its C API.
+SELFTEST_LIBNICOFF := $(SELFTEST_DIR)/nicoff_lock_test $(SELFTEST_DIR)/nicoff_hostbarrier_test \
+	$(SELFTEST_DIR)/nicoff_libbcast_test
 $(SELFTEST_LIBNICOFF): $(LIBNICOFF_STATIC)
 $(SELFTEST_LIBNICOFF): SELFTEST_LDLIBS += $(LIBNICOFF_STATIC) $(LIBNICOFF_PRIVATE_LIBS) -lstdc++
 

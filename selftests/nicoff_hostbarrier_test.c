@@ -99,6 +99,7 @@ static void run_ok(struct __test_metadata *_metadata, int n, uint32_t alg, int b
 {
 	uint64_t t0 = nt_now_ns();
 	pid_t pids[MAX_N];
+	bool ok[MAX_N];
 	struct shared *sh;
 	int r;
 
@@ -109,25 +110,12 @@ static void run_ok(struct __test_metadata *_metadata, int n, uint32_t alg, int b
 		if (!pids[r])
 			_exit(member(sh, n, alg, barriers, r));
 	}
+	nt_reap_within(pids, n, t0, RUN_LIMIT_NS, ok);
 	for (r = 0; r < n; r++) {
-		int st = -1;
-		pid_t got;
-
-		while ((got = waitpid(pids[r], &st, WNOHANG)) == 0 &&
-		       nt_now_ns() - t0 < RUN_LIMIT_NS)
-			nt_sleep_ms(10);
-		if (got == 0) {
-			int i;
-
-			for (i = r; i < n; i++)
-				kill(pids[i], SIGKILL);
-			got = waitpid(pids[r], &st, 0);
-			snprintf(sh->why[r], sizeof(sh->why[r]), "still running after %llu s",
+		if (!ok[r] && !sh->why[r][0])
+			snprintf(sh->why[r], sizeof(sh->why[r]), "killed: another failed, or over %llu s",
 				 RUN_LIMIT_NS / 1000000000ull);
-			st = -1;
-		}
-		EXPECT_TRUE(got == pids[r] && WIFEXITED(st) && WEXITSTATUS(st) == 0)
-			TH_LOG("n %d alg %u rank %d: %s", n, alg, r, sh->why[r]);
+		EXPECT_TRUE(ok[r]) TH_LOG("n %d alg %u rank %d: %s", n, alg, r, sh->why[r]);
 	}
 	TH_LOG("N %2d algorithm %u: %d barriers, %.1f us each", n, alg, barriers,
 	       (nt_now_ns() - t0) / 1e3 / barriers);

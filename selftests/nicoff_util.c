@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -480,6 +481,55 @@ int nt_run_pair(int (*a)(void), int (*b)(void))
 	int rb = nt_run_child(b), ra = nt_wait_code(pa);
 
 	return ra ? ra : rb;
+}
+
+static void nt_kill_left(const pid_t *pids, const bool *reaped, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (!reaped[i])
+			kill(pids[i], SIGKILL);
+}
+
+int nt_reap_within(const pid_t *pids, int n, uint64_t t0, uint64_t limit_ns, bool *ok)
+{
+	bool *reaped = calloc(n > 0 ? n : 1, sizeof(*reaped));
+	int i, st, left = n, bad = 0;
+	bool killed = false;
+	pid_t got;
+
+	for (i = 0; i < n; i++)
+		ok[i] = false;
+	while (left && reaped) {
+		got = waitpid(-1, &st, WNOHANG);
+		if (got < 0)
+			break;
+		if (!got) {
+			if (!killed && nt_now_ns() - t0 >= limit_ns) {
+				nt_kill_left(pids, reaped, n);
+				killed = true;
+			}
+			nt_sleep_ms(10);
+			continue;
+		}
+		for (i = 0; i < n && pids[i] != got; i++)
+			;
+		if (i == n)
+			continue;
+		reaped[i] = true;
+		left--;
+		ok[i] = !killed && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+		if (!ok[i] && !killed) {
+			/* The others may wait for it for ever (a host-run tree has no timeout). */
+			nt_kill_left(pids, reaped, n);
+			killed = true;
+		}
+	}
+	for (i = 0; i < n; i++)
+		bad += !ok[i];
+	free(reaped);
+	return bad;
 }
 
 int nt_kmsg_open(void)

@@ -224,6 +224,14 @@ int nt_run_child(int (*fn)(void));
 int nt_run_pair(int (*a)(void), int (*b)(void));
 
 /*
+ * Wait for the @n forked children of @pids, killing every one still running
+ * once @limit_ns has passed since @t0 (nt_now_ns()) or once one failed:
+ * ok[i] says whether child i exited with 0 before that.  Returns how many
+ * did not.
+ */
+int nt_reap_within(const pid_t *pids, int n, uint64_t t0, uint64_t limit_ns, bool *ok);
+
+/*
  * In a forked child whose function returns its exit code: report a failed
  * check on stderr (the parent's TAP shows it) and return 1.
  */

@@ -18,6 +18,7 @@ SELFTEST_NAMES := \
 	nicoff_p2p_test \
 	nicoff_barrier_test \
 	nicoff_bcast_test \
+	nicoff_libbcast_test \
 	nicoff_hostbarrier_test \
 	nicoff_atomic_test \
 	nicoff_lock_test \
