@@ -538,6 +538,48 @@ static void test_stall(void **state)
 	assert_true(tr_stall(host_from, host_to) >= 1);
 }
 
+/*
+ * Card 0 waits for a GET's answer; cut off for one and a half dead times,
+ * it makes card 1's stream to it fail, and card 1, with the answer
+ * dropped, has nothing more to send it.  Card 0's question, answered once
+ * the link is back, comes from card 1's new epoch: the GET fails with
+ * -ECONNRESET at once, not after rounds of probes.
+ */
+static void test_epoch_reset(void **state)
+{
+	const u64 big = 4ull << 20;
+	u8 *a = calloc(1, big), *b = calloc(1, big);
+	struct fw_stats st0, st1;
+	struct nicoff_cqe q;
+	struct tr_env e;
+	u64 t0, dead;
+
+	(void)state;
+	tr_cfg(&e.cfg, 2, 1);
+	tr_start(&e, a, big, NICOFF_ACCESS_LOCAL_WRITE, b, big, NICOFF_ACCESS_ALL);
+	dead = sim_card(e.s, 0)->dead_ns;
+	t_post(e.s, 0, 0, t_rdma(NICOFF_OP_GET, 1, 1, 0, e.rkey, 0, e.ma, 0, big));
+	sim_run_until(e.s, sim_now(e.s) + 100000);
+	assert_int_equal(sim_cq_count(e.s, 0, 0), 0);
+	t0 = sim_now(e.s);
+	sim_set_dead(e.s, 0, true);
+	sim_run_until(e.s, t0 + dead * 3 / 2);
+	assert_int_equal(sim_cq_count(e.s, 0, 0), 0);
+	sim_set_dead(e.s, 0, false);
+	q = t_cqe(e.s, 0, 0, t0 + 2 * dead);
+	assert_int_equal(q.tag, 1);
+	assert_int_equal(q.status, -ECONNRESET);
+	fw_get_stats(sim_card(e.s, 0), &st0);
+	fw_get_stats(sim_card(e.s, 1), &st1);
+	assert_int_equal(st0.epoch_resets, 1);
+	assert_true(st0.silence_probes >= 1);
+	assert_int_equal(st0.conn_failures, 0);
+	assert_int_equal(st1.conn_failures, 1);
+	t_finish(e.s);
+	free(a);
+	free(b);
+}
+
 /* More than the unexpected buffer: refused unacknowledged, then recovered. */
 static void test_rnr(void **state)
 {
@@ -679,6 +721,7 @@ int main(void)
 		cmocka_unit_test(test_restart),
 		cmocka_unit_test(test_watchdog),
 		cmocka_unit_test(test_stall),
+		cmocka_unit_test(test_epoch_reset),
 		cmocka_unit_test(test_rnr),
 		cmocka_unit_test(test_acks),
 		cmocka_unit_test(test_many_peers),
