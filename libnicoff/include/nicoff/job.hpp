@@ -30,7 +30,38 @@
 //                  (no such device) the job size: one card per rank.
 //   P              NICOFF_PORT_BASE, else 16.
 //   job id         NICOFF_JOB_ID, else SLURM_JOB_ID, OMPI_MCA_orte_ess_jobid
-//                  or PMIX_NAMESPACE, else "".
+//                  or PMIX_NAMESPACE, else "" (but see Hydra below).
+// Under MPICH's Hydra (mpiexec: the rank from PMI_RANK, and PMI_FD set)
+// the ranks agree instead of each reading its own environment, since
+// Hydra gives no job id and ranks could see different cards or variables:
+// through Hydra's PMI-1 key-value space (src/pmi.hpp) rank 0 decides and
+// publishes the job id, K and P, and every rank reads them after a PMI
+// barrier.  Every rank must therefore call from_env(); the first call of
+// a process makes the agreement, later ones return it.  Rank 0 decides:
+//   job id         its NICOFF_JOB_ID, else Hydra's kvsname (which names the
+//                  mpiexec) and 64 random bits: unique to the job.
+//   K              its NICOFF_NICS, else as above from its /dev/nicoff0.
+//   P              its NICOFF_PORT_BASE, else the first base from 16, the
+//                  search starting at a point the id gives, at which each
+//                  port of the job is free on its card, found by opening
+//                  and closing it (the device has no list of open ports,
+//                  and an open port cannot be handed to another process,
+//                  so the choice reserves nothing: two jobs starting at
+//                  the same instant may choose alike, and one of them then
+//                  fails to open its ports with EADDRINUSE).  16 without
+//                  a device.
+// Another rank's NICOFF_JOB_ID, NICOFF_NICS or NICOFF_PORT_BASE that
+// disagrees with rank 0's decision is EINVAL.  Each PMI reply is awaited at
+// most NICOFF_PMI_TIMEOUT seconds (default 300): ETIMEDOUT, e.g. when a
+// rank never calls from_env().  A reply Hydra refuses or that is not
+// PMI-1 is EPROTO, a closed connection ECONNRESET, and when rank 0 cannot
+// decide, every rank throws its error.  The connection stays open until
+// the process exits and then gets Hydra's finalize (Hydra kills a job one
+// of whose processes leaves without), unless an MPI library in the
+// process has sent its own (MPI_Finalize): MPICH's PMI client shares the
+// socket, which is safe because each side's requests are answered in
+// full before it returns; so from_env() may come before MPI_Init or after
+// it, but not while another thread makes MPI calls.
 // NICOFF_CARD and NICOFF_PORT, when set, must agree with the mapping.
 // Every card lives in one kernel, so every rank must run on this host: a
 // launcher's count of the ranks here (MPI_LOCALNRANKS of Hydra,
