@@ -113,13 +113,17 @@ detail::PmiJob decide_under_pmi(const std::string &kvsname, std::uint32_t size,
         nics_env && port_base_env ? std::nullopt : Job::query_device();
     job.nics = nics_env ? *nics_env : nics_of(info, size);
     // With a device, a port base whose ports it says are free.
-    if (port_base_env)
+    if (port_base_env) {
         job.port_base = *port_base_env;
-    else if (info && info->max_ports)
-        job.port_base =
+    } else if (info && info->max_ports) {
+        detail::PortBase b =
             detail::pmi_port_base(job.id, size, job.nics, default_port_base, info->max_ports);
-    else
+        job.port_base = b.base;
+        for (auto &fd : b.held)
+            job.held.push_back(std::move(fd));
+    } else {
         job.port_base = default_port_base;
+    }
     return job;
 }
 

@@ -102,19 +102,22 @@ PmiJob pmi_job_decode(std::string_view value) {
     std::optional<std::string> id = unhex(f[3]);
     if (!nics || !base || !id || *nics == 0)
         bad_value(value);
-    return {std::move(*id), *nics, *base};
+    return {std::move(*id), *nics, *base, {}};
 }
 
 PmiJob pmi_agree(PmiClient &pmi, std::uint32_t rank,
                  const std::function<PmiJob(const std::string &kvsname)> &decide) {
     pmi.init();
     const std::string kvs = pmi.kvsname();
+    // Rank 0 holds the ports it chose until every rank has read its choice.
+    PmiJob decided;
     if (rank == 0) {
         // Whatever happens, rank 0 publishes something: the others wait for
         // it, and should fail with rank 0's reason rather than a timeout.
         std::string value;
         try {
-            value = pmi_job_encode(decide(kvs));
+            decided = decide(kvs);
+            value = pmi_job_encode(decided);
         } catch (const std::system_error &e) {
             value = pmi_job_encode_error(e.code().value(), bare_what(e));
         } catch (const std::exception &e) {
@@ -180,29 +183,29 @@ PmiJob pmi_job(int fd, std::chrono::milliseconds timeout, std::uint32_t rank,
 
 namespace {
 
-// Whether port is free on card, found by opening it (without mapping the
-// rings, so that closing the file frees the port at once).
-bool port_free(std::uint32_t card, std::uint32_t port) {
+// The port, open and so held, or nullptr if it is in use.  The rings are
+// not mapped: closing the file frees the port at once.
+std::unique_ptr<FileDesc> hold_port(std::uint32_t card, std::uint32_t port) {
     DeviceInfo info;
-    const FileDesc fd(open_device(Device(card).path(), info));
+    auto fd = std::make_unique<FileDesc>(open_device(Device(card).path(), info));
     nicoff_port_open po{};
     po.abi_version = NICOFF_ABI_VERSION;
     po.port = port;
     po.cmd_entries = 2;
     po.cq_entries = 2;
-    const int err = do_ioctl(fd.fd, NICOFF_IOC_PORT_OPEN, &po);
+    const int err = do_ioctl(fd->fd, NICOFF_IOC_PORT_OPEN, &po);
     if (err == EADDRINUSE)
-        return false;
+        return nullptr;
     if (err)
         throw_errno(err, "nicoff: trying port " + std::to_string(port) + " of card " +
                              std::to_string(card));
-    return true;
+    return fd;
 }
 
 } // namespace
 
-std::uint32_t pmi_port_base(const std::string &id, std::uint32_t size, std::uint32_t nics,
-                            std::uint32_t first, std::uint32_t max_ports) {
+PortBase pmi_port_base(const std::string &id, std::uint32_t size, std::uint32_t nics,
+                       std::uint32_t first, std::uint32_t max_ports) {
     const std::uint64_t per_card = (std::uint64_t{size} + nics - 1) / nics;
     if (per_card + first > max_ports)
         throw_errno(EADDRINUSE,
@@ -210,18 +213,20 @@ std::uint32_t pmi_port_base(const std::string &id, std::uint32_t size, std::uint
                         " cards need " + std::to_string(per_card) + " ports a card from port " +
                         std::to_string(first) + ", and a card has " + std::to_string(max_ports));
     const std::uint32_t span = max_ports - static_cast<std::uint32_t>(per_card) - first + 1;
-    // Two jobs starting together both see the same ports free: each starts
-    // its search elsewhere, by its id.
+    // Jobs starting together each start their search elsewhere, by id; and
+    // while one holds a base's ports the others' search passes them by.
     const std::uint32_t start = job_group_id(id, 0) % span;
     for (std::uint32_t k = 0; k < span; k++) {
-        const std::uint32_t base = first + (start + k) % span;
-        bool free = true;
-        for (std::uint32_t r = 0; r < size && free; r++) {
-            const Placement p = job_placement(r, nics, base);
-            free = port_free(p.card, p.port);
+        PortBase b{first + (start + k) % span, {}};
+        for (std::uint32_t r = 0; r < size; r++) {
+            const Placement p = job_placement(r, nics, b.base);
+            std::unique_ptr<FileDesc> fd = hold_port(p.card, p.port);
+            if (!fd)
+                break;
+            b.held.push_back(std::move(fd));
         }
-        if (free)
-            return base;
+        if (b.held.size() == size)
+            return b;
     }
     throw_errno(EADDRINUSE, "nicoff: no port base from " + std::to_string(first) +
                                 " leaves the job's " + std::to_string(size) + " ports free on " +

@@ -16,9 +16,11 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace nicoff::detail {
 
@@ -67,11 +69,16 @@ private:
 
 // --- a job's agreement (job_pmi.cpp) -----------------------------------------
 
+struct FileDesc;
+
 // What rank 0 of a job under PMI decides for all (see job.hpp).
 struct PmiJob {
     std::string id;
     std::uint32_t nics = 0;
     std::uint32_t port_base = 0;
+    // The job's ports, held open by rank 0 while the others learn the
+    // decision, so that another job deciding meanwhile passes them by.
+    std::vector<std::shared_ptr<FileDesc>> held;
 };
 
 // The value rank 0 publishes: its decision, or the error that kept it from
@@ -96,12 +103,16 @@ PmiJob pmi_agree(PmiClient &pmi, std::uint32_t rank,
 PmiJob pmi_job(int fd, std::chrono::milliseconds timeout, std::uint32_t rank,
                const std::function<PmiJob(const std::string &kvsname)> &decide);
 
-// The lowest port base, searched cyclically from a point in [first,
+// The first port base, searched cyclically from a point in [first,
 // max_ports - ports a card needs] that depends on id, at which every port
-// the job's ranks will open is free: each one opened and closed again on
+// the job's ranks will open is free: each one opened, and held open, on
 // its card.  EADDRINUSE if there is none.
-std::uint32_t pmi_port_base(const std::string &id, std::uint32_t size, std::uint32_t nics,
-                            std::uint32_t first, std::uint32_t max_ports);
+struct PortBase {
+    std::uint32_t base = 0;
+    std::vector<std::unique_ptr<FileDesc>> held;
+};
+PortBase pmi_port_base(const std::string &id, std::uint32_t size, std::uint32_t nics,
+                       std::uint32_t first, std::uint32_t max_ports);
 
 } // namespace nicoff::detail
 

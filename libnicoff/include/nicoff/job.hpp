@@ -44,12 +44,13 @@
 //   P              its NICOFF_PORT_BASE, else the first base from 16, the
 //                  search starting at a point the id gives, at which each
 //                  port of the job is free on its card, found by opening
-//                  and closing it (the device has no list of open ports,
-//                  and an open port cannot be handed to another process,
-//                  so the choice reserves nothing: two jobs starting at
-//                  the same instant may choose alike, and one of them then
-//                  fails to open its ports with EADDRINUSE).  16 without
-//                  a device.
+//                  it (the device has no list of open ports).  Rank 0
+//                  holds them open until every rank has read the choice,
+//                  so that another job choosing meanwhile passes them by;
+//                  an open port cannot be handed to another process, so
+//                  between that release and each rank's open_port()
+//                  another job may still take one (open_port() then fails
+//                  with EADDRINUSE).  16 without a device.
 // Another rank's NICOFF_JOB_ID, NICOFF_NICS or NICOFF_PORT_BASE that
 // disagrees with rank 0's decision is EINVAL.  Each PMI reply is awaited at
 // most NICOFF_PMI_TIMEOUT seconds (default 300): ETIMEDOUT, e.g. when a

@@ -260,7 +260,7 @@ void test_bad_fd(void **) {
 // --- the job's agreement ------------------------------------------------------
 
 void test_encoding(void **) {
-    const PmiJob j{"kvs_1 with blanks=and:colons", 3, 40};
+    const PmiJob j{"kvs_1 with blanks=and:colons", 3, 40, {}};
     const std::string v = nicoff::detail::pmi_job_encode(j);
     assert_null(std::strpbrk(v.c_str(), " ="));
     const PmiJob back = nicoff::detail::pmi_job_decode(v);
@@ -277,12 +277,12 @@ void test_encoding(void **) {
             nicoff::detail::pmi_job_encode_error(ENODEV, "no card here"));
     });
     expect_error(EINVAL, "too long", [] {
-        (void)nicoff::detail::pmi_job_encode({std::string(600, 'x'), 1, 16});
+        (void)nicoff::detail::pmi_job_encode({std::string(600, 'x'), 1, 16, {}});
     });
 }
 
 void test_agree_rank0(void **) {
-    const PmiJob mine{"kvs_7_0.x", 4, 20};
+    const PmiJob mine{"kvs_7_0.x", 4, 20, {}};
     const std::string put =
         "cmd=put kvsname=kvs_7_0 key=nicoff-job value=" + nicoff::detail::pmi_job_encode(mine);
     Peer peer({init_ok,
@@ -326,7 +326,7 @@ void test_agree_rank0_fails(void **) {
 
 void test_agree_other_rank(void **) {
     const std::string get = "cmd=get kvsname=kvs_7_0 key=nicoff-job";
-    const std::string value = nicoff::detail::pmi_job_encode({"j", 2, 33});
+    const std::string value = nicoff::detail::pmi_job_encode({"j", 2, 33, {}});
     Peer peer({init_ok,
                kvs_ok,
                barrier_ok,
@@ -387,7 +387,7 @@ int in_child(const std::vector<std::pair<const char *, std::string>> &vars,
 }
 
 void test_from_env(void **) {
-    const std::string value = nicoff::detail::pmi_job_encode({"kvs_7_0.abc", 2, 30});
+    const std::string value = nicoff::detail::pmi_job_encode({"kvs_7_0.abc", 2, 30, {}});
     const std::vector<Step> rank1 = {init_ok,
                                      kvs_ok,
                                      barrier_ok,
