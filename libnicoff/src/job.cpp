@@ -112,17 +112,13 @@ detail::PmiJob decide_under_pmi(const std::string &kvsname, std::uint32_t size,
     const std::optional<DeviceInfo> info =
         nics_env && port_base_env ? std::nullopt : Job::query_device();
     job.nics = nics_env ? *nics_env : nics_of(info, size);
-    // With a device, a port base whose ports it says are free.
+    // With a device, the ranks search a base at which each gets its port.
     if (port_base_env) {
         job.port_base = *port_base_env;
-    } else if (info && info->max_ports) {
-        detail::PortBase b =
-            detail::pmi_port_base(job.id, size, job.nics, default_port_base, info->max_ports);
-        job.port_base = b.base;
-        for (auto &fd : b.held)
-            job.held.push_back(std::move(fd));
     } else {
         job.port_base = default_port_base;
+        if (info)
+            job.max_ports = info->max_ports;
     }
     return job;
 }
@@ -224,7 +220,7 @@ Job Job::from_env() {
             detail::throw_errno(EINVAL, "nicoff: NICOFF_PMI_TIMEOUT=0: the bound is >= 1 s");
         const detail::PmiJob agreed = detail::pmi_job(
             static_cast<int>(fd), std::chrono::seconds(secs.value_or(pmi_timeout_default)), rank,
-            [&](const std::string &kvsname) {
+            size, [&](const std::string &kvsname) {
                 return decide_under_pmi(kvsname, size, nics_env, port_base_env);
             });
         if (auto mine = env("NICOFF_JOB_ID"))
@@ -272,6 +268,8 @@ Placement Job::placement_of(std::uint32_t r) const {
 }
 
 Port Job::open_port(const PortConfig &rings) const {
+    // Under Hydra this rank may hold its port since the agreement.
+    detail::pmi_release_port();
     PortConfig cfg = rings;
     const Placement mine = placement_of(rank_);
     cfg.port = mine.port;

@@ -72,8 +72,8 @@ std::string bare_what(const std::system_error &e) {
 } // namespace
 
 std::string pmi_job_encode(const PmiJob &job) {
-    std::string v =
-        "v1:" + std::to_string(job.nics) + ":" + std::to_string(job.port_base) + ":" + hex(job.id);
+    std::string v = "v1:" + std::to_string(job.nics) + ":" + std::to_string(job.port_base) + ":" +
+                    std::to_string(job.max_ports) + ":" + hex(job.id);
     if (v.size() > value_max)
         throw_errno(EINVAL, "nicoff: the job id (" + std::to_string(job.id.size()) +
                                 " bytes) is too long for the launcher's key-value space");
@@ -95,29 +95,74 @@ PmiJob pmi_job_decode(std::string_view value) {
             bad_value(value);
         throw_errno(err, "nicoff: rank 0 of the job could not set it up: " + *what);
     }
-    if (f.size() != 4 || f[0] != "v1")
+    if (f.size() != 5 || f[0] != "v1")
         bad_value(value);
     const std::optional<std::uint32_t> nics = parse_job_value(f[1]);
     const std::optional<std::uint32_t> base = parse_job_value(f[2]);
-    std::optional<std::string> id = unhex(f[3]);
-    if (!nics || !base || !id || *nics == 0)
+    const std::optional<std::uint32_t> max_ports = parse_job_value(f[3]);
+    std::optional<std::string> id = unhex(f[4]);
+    if (!nics || !base || !max_ports || !id || *nics == 0)
         bad_value(value);
-    return {std::move(*id), *nics, *base, {}};
+    return {std::move(*id), *nics, *base, *max_ports};
 }
 
-PmiJob pmi_agree(PmiClient &pmi, std::uint32_t rank,
-                 const std::function<PmiJob(const std::string &kvsname)> &decide) {
+namespace {
+
+// The searches of a port base give up after this many rounds.
+constexpr std::uint32_t port_rounds = 16;
+
+// Each rank tries its port at the bases of a sequence the job id gives,
+// the same on every rank but another for another job, until a round in
+// which every rank got its own (see job.hpp).
+std::uint32_t search_port_base(PmiClient &pmi, const std::string &kvs, std::uint32_t rank,
+                               std::uint32_t size, const PmiJob &job, const PortHolder &hold,
+                               std::unique_ptr<FileDesc> &held) {
+    const std::uint64_t per_card = (std::uint64_t{size} + job.nics - 1) / job.nics;
+    if (per_card + job.port_base > job.max_ports)
+        throw_errno(EADDRINUSE, "nicoff: " + std::to_string(size) + " ranks over " +
+                                    std::to_string(job.nics) + " cards need " +
+                                    std::to_string(per_card) + " ports a card from port " +
+                                    std::to_string(job.port_base) + ", and a card has " +
+                                    std::to_string(job.max_ports));
+    const std::uint32_t span =
+        job.max_ports - static_cast<std::uint32_t>(per_card) - job.port_base + 1;
+    for (std::uint32_t k = 0; k < std::min(span, port_rounds); k++) {
+        const std::uint32_t base = job.port_base + job_group_id(job.id, k) % span;
+        // Only a rank that did not get its port speaks; one key for all.
+        const std::string busy = "nicoff-busy-" + std::to_string(k);
+        try {
+            held = hold(job_placement(rank, job.nics, base));
+            if (!held)
+                pmi.put(kvs, busy, "1");
+        } catch (const std::system_error &e) {
+            pmi.put(kvs, busy, pmi_job_encode_error(e.code().value(), bare_what(e)));
+        }
+        pmi.barrier();
+        const std::optional<std::string> v = pmi.get(kvs, busy);
+        if (!v)
+            return base;
+        held.reset();
+        if (*v != "1")
+            (void)pmi_job_decode(*v); // the error a rank met: thrown on every rank
+    }
+    throw_errno(EADDRINUSE, "nicoff: in " + std::to_string(std::min(span, port_rounds)) +
+                                " tries, no port base left every port of the job's " +
+                                std::to_string(size) + " ranks free");
+}
+
+} // namespace
+
+PmiJob pmi_agree(PmiClient &pmi, std::uint32_t rank, std::uint32_t size,
+                 const std::function<PmiJob(const std::string &kvsname)> &decide,
+                 const PortHolder &hold, std::unique_ptr<FileDesc> &held) {
     pmi.init();
     const std::string kvs = pmi.kvsname();
-    // Rank 0 holds the ports it chose until every rank has read its choice.
-    PmiJob decided;
     if (rank == 0) {
         // Whatever happens, rank 0 publishes something: the others wait for
         // it, and should fail with rank 0's reason rather than a timeout.
         std::string value;
         try {
-            decided = decide(kvs);
-            value = pmi_job_encode(decided);
+            value = pmi_job_encode(decide(kvs));
         } catch (const std::system_error &e) {
             value = pmi_job_encode_error(e.code().value(), bare_what(e));
         } catch (const std::exception &e) {
@@ -130,7 +175,12 @@ PmiJob pmi_agree(PmiClient &pmi, std::uint32_t rank,
     if (!v)
         throw_errno(EPROTO, std::string("nicoff: PMI: rank 0 published no ") + job_key +
                                 " (does every rank of the job run a nicoff program?)");
-    return pmi_job_decode(*v);
+    PmiJob job = pmi_job_decode(*v);
+    if (job.max_ports) {
+        job.port_base = search_port_base(pmi, kvs, rank, size, job, hold, held);
+        job.max_ports = 0;
+    }
+    return job;
 }
 
 namespace {
@@ -139,6 +189,8 @@ namespace {
 struct Session {
     std::optional<PmiClient> client;
     std::optional<PmiJob> job;
+    // This rank's port, held from the search until open_port().
+    std::unique_ptr<FileDesc> held;
     std::exception_ptr error;
     pid_t pid = 0;
 
@@ -162,7 +214,7 @@ Session &session() {
 
 } // namespace
 
-PmiJob pmi_job(int fd, std::chrono::milliseconds timeout, std::uint32_t rank,
+PmiJob pmi_job(int fd, std::chrono::milliseconds timeout, std::uint32_t rank, std::uint32_t size,
                const std::function<PmiJob(const std::string &kvsname)> &decide) {
     Session &s = session();
     if (s.job)
@@ -173,7 +225,7 @@ PmiJob pmi_job(int fd, std::chrono::milliseconds timeout, std::uint32_t rank,
     try {
         s.client.emplace(fd, timeout);
         s.pid = ::getpid();
-        s.job = pmi_agree(*s.client, rank, decide);
+        s.job = pmi_agree(*s.client, rank, size, decide, hold_port, s.held);
     } catch (...) {
         s.error = std::current_exception();
         throw;
@@ -181,56 +233,23 @@ PmiJob pmi_job(int fd, std::chrono::milliseconds timeout, std::uint32_t rank,
     return *s.job;
 }
 
-namespace {
+void pmi_release_port() noexcept { session().held.reset(); }
 
-// The port, open and so held, or nullptr if it is in use.  The rings are
-// not mapped: closing the file frees the port at once.
-std::unique_ptr<FileDesc> hold_port(std::uint32_t card, std::uint32_t port) {
+std::unique_ptr<FileDesc> hold_port(Placement where) {
     DeviceInfo info;
-    auto fd = std::make_unique<FileDesc>(open_device(Device(card).path(), info));
+    auto fd = std::make_unique<FileDesc>(open_device(Device(where.card).path(), info));
     nicoff_port_open po{};
     po.abi_version = NICOFF_ABI_VERSION;
-    po.port = port;
+    po.port = where.port;
     po.cmd_entries = 2;
     po.cq_entries = 2;
     const int err = do_ioctl(fd->fd, NICOFF_IOC_PORT_OPEN, &po);
     if (err == EADDRINUSE)
         return nullptr;
     if (err)
-        throw_errno(err, "nicoff: trying port " + std::to_string(port) + " of card " +
-                             std::to_string(card));
+        throw_errno(err, "nicoff: trying port " + std::to_string(where.port) + " of card " +
+                             std::to_string(where.card));
     return fd;
-}
-
-} // namespace
-
-PortBase pmi_port_base(const std::string &id, std::uint32_t size, std::uint32_t nics,
-                       std::uint32_t first, std::uint32_t max_ports) {
-    const std::uint64_t per_card = (std::uint64_t{size} + nics - 1) / nics;
-    if (per_card + first > max_ports)
-        throw_errno(EADDRINUSE,
-                    "nicoff: " + std::to_string(size) + " ranks over " + std::to_string(nics) +
-                        " cards need " + std::to_string(per_card) + " ports a card from port " +
-                        std::to_string(first) + ", and a card has " + std::to_string(max_ports));
-    const std::uint32_t span = max_ports - static_cast<std::uint32_t>(per_card) - first + 1;
-    // Jobs starting together each start their search elsewhere, by id; and
-    // while one holds a base's ports the others' search passes them by.
-    const std::uint32_t start = job_group_id(id, 0) % span;
-    for (std::uint32_t k = 0; k < span; k++) {
-        PortBase b{first + (start + k) % span, {}};
-        for (std::uint32_t r = 0; r < size; r++) {
-            const Placement p = job_placement(r, nics, b.base);
-            std::unique_ptr<FileDesc> fd = hold_port(p.card, p.port);
-            if (!fd)
-                break;
-            b.held.push_back(std::move(fd));
-        }
-        if (b.held.size() == size)
-            return b;
-    }
-    throw_errno(EADDRINUSE, "nicoff: no port base from " + std::to_string(first) +
-                                " leaves the job's " + std::to_string(size) + " ports free on " +
-                                std::to_string(nics) + " cards");
 }
 
 } // namespace nicoff::detail

@@ -12,6 +12,8 @@
 #ifndef NICOFF_SRC_PMI_HPP
 #define NICOFF_SRC_PMI_HPP
 
+#include <nicoff/nicoff.hpp>
+
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -71,14 +73,14 @@ private:
 
 struct FileDesc;
 
-// What rank 0 of a job under PMI decides for all (see job.hpp).
+// What rank 0 of a job under PMI decides for all (see job.hpp).  max_ports
+// 0: port_base is the job's; else the ranks search a base from port_base,
+// below max_ports (the card's ports).
 struct PmiJob {
     std::string id;
     std::uint32_t nics = 0;
     std::uint32_t port_base = 0;
-    // The job's ports, held open by rank 0 while the others learn the
-    // decision, so that another job deciding meanwhile passes them by.
-    std::vector<std::shared_ptr<FileDesc>> held;
+    std::uint32_t max_ports = 0;
 };
 
 // The value rank 0 publishes: its decision, or the error that kept it from
@@ -89,30 +91,32 @@ std::string pmi_job_encode_error(int err, const std::string &what);
 // anything malformed as EPROTO.
 PmiJob pmi_job_decode(std::string_view value);
 
-// init, get_my_kvsname, rank 0: decide(kvsname) and put, barrier, the
-// other ranks: get.  Every rank of the job must call it, once.  An error
-// of decide() is published, then thrown on every rank.
-PmiJob pmi_agree(PmiClient &pmi, std::uint32_t rank,
-                 const std::function<PmiJob(const std::string &kvsname)> &decide);
+// Opens and so holds a port of a card: nullptr if it is in use
+// (EADDRINUSE), any other error thrown.
+using PortHolder = std::function<std::unique_ptr<FileDesc>(const Placement &)>;
+std::unique_ptr<FileDesc> hold_port(Placement where);
+
+// init, get_my_kvsname, rank 0: decide(kvsname) and put, barrier, get.
+// When rank 0 leaves the port base to a search, rounds follow: each rank
+// holds its own port at the round's base, one that could not says so, a
+// barrier, and a get tells all whether the round made it; the last
+// round's port stays in held.  Every rank of the job must call it, once.
+// An error of decide() or of a hold is published, then thrown on every
+// rank.
+PmiJob pmi_agree(PmiClient &pmi, std::uint32_t rank, std::uint32_t size,
+                 const std::function<PmiJob(const std::string &kvsname)> &decide,
+                 const PortHolder &hold, std::unique_ptr<FileDesc> &held);
 
 // This process's agreement: made by pmi_agree() over fd at the first
 // call, returned again by every later call (whose arguments go unused).
 // The connection stays open until the process exits, then gets its
 // finalize (Hydra kills a job whose process leaves without one); a
 // finalize already sent by an MPI library in the process is no error.
-PmiJob pmi_job(int fd, std::chrono::milliseconds timeout, std::uint32_t rank,
+PmiJob pmi_job(int fd, std::chrono::milliseconds timeout, std::uint32_t rank, std::uint32_t size,
                const std::function<PmiJob(const std::string &kvsname)> &decide);
 
-// The first port base, searched cyclically from a point in [first,
-// max_ports - ports a card needs] that depends on id, at which every port
-// the job's ranks will open is free: each one opened, and held open, on
-// its card.  EADDRINUSE if there is none.
-struct PortBase {
-    std::uint32_t base = 0;
-    std::vector<std::unique_ptr<FileDesc>> held;
-};
-PortBase pmi_port_base(const std::string &id, std::uint32_t size, std::uint32_t nics,
-                       std::uint32_t first, std::uint32_t max_ports);
+// Lets go of the port the search held, for open_port() to open it.
+void pmi_release_port() noexcept;
 
 } // namespace nicoff::detail
 

@@ -5,6 +5,8 @@
 // exit status.
 #include "pmi.hpp"
 
+#include "common.hpp"
+
 #include <nicoff/nicoff.hpp>
 
 #include <sys/socket.h>
@@ -149,6 +151,13 @@ const Step init_ok{"cmd=init pmi_version=1 pmi_subversion=1",
 const Step kvs_ok{"cmd=get_my_kvsname", "cmd=my_kvsname kvsname=kvs_7_0\n"};
 const Step barrier_ok{"cmd=barrier_in", "cmd=barrier_out\n"};
 
+// For agreements that must not search a port base.
+std::unique_ptr<nicoff::detail::FileDesc> held;
+const nicoff::detail::PortHolder no_hold = [](const nicoff::Placement &) {
+    fail_msg("a port was tried");
+    return std::unique_ptr<nicoff::detail::FileDesc>();
+};
+
 // --- the protocol --------------------------------------------------------------
 
 void test_parse(void **) {
@@ -260,16 +269,19 @@ void test_bad_fd(void **) {
 // --- the job's agreement ------------------------------------------------------
 
 void test_encoding(void **) {
-    const PmiJob j{"kvs_1 with blanks=and:colons", 3, 40, {}};
+    const PmiJob j{"kvs_1 with blanks=and:colons", 3, 40, 0};
     const std::string v = nicoff::detail::pmi_job_encode(j);
     assert_null(std::strpbrk(v.c_str(), " ="));
     const PmiJob back = nicoff::detail::pmi_job_decode(v);
     assert_string_equal(back.id.c_str(), j.id.c_str());
     assert_int_equal(back.nics, 3);
     assert_int_equal(back.port_base, 40);
-    assert_string_equal(nicoff::detail::pmi_job_decode("v1:1:0:").id.c_str(), "");
-    for (const char *bad : {"", "v1", "v1:0:16:", "v1:2:16:6", "v1:2:16:zz", "v1:-1:16:",
-                            "v2:2:16:", "v1:2:16:61:62", "err:x:61", "err:0:61", "err:5:6"})
+    assert_int_equal(back.max_ports, 0);
+    assert_string_equal(nicoff::detail::pmi_job_decode("v1:1:0:0:").id.c_str(), "");
+    assert_int_equal(nicoff::detail::pmi_job_decode("v1:1:16:64:").max_ports, 64);
+    for (const char *bad : {"", "v1", "v1:0:16:0:", "v1:2:16:0:6", "v1:2:16:0:zz",
+                            "v1:-1:16:0:", "v2:2:16:0:", "v1:2:16:61", "v1:2:16:x:61",
+                            "v1:2:16:0:61:62", "err:x:61", "err:0:61", "err:5:6"})
         expect_error(EPROTO, "not this library's",
                      [bad] { (void)nicoff::detail::pmi_job_decode(bad); });
     expect_error(ENODEV, "could not set it up: no card here", [] {
@@ -277,12 +289,12 @@ void test_encoding(void **) {
             nicoff::detail::pmi_job_encode_error(ENODEV, "no card here"));
     });
     expect_error(EINVAL, "too long", [] {
-        (void)nicoff::detail::pmi_job_encode({std::string(600, 'x'), 1, 16, {}});
+        (void)nicoff::detail::pmi_job_encode({std::string(600, 'x'), 1, 16, 0});
     });
 }
 
 void test_agree_rank0(void **) {
-    const PmiJob mine{"kvs_7_0.x", 4, 20, {}};
+    const PmiJob mine{"kvs_7_0.x", 4, 20, 0};
     const std::string put =
         "cmd=put kvsname=kvs_7_0 key=nicoff-job value=" + nicoff::detail::pmi_job_encode(mine);
     Peer peer({init_ok,
@@ -293,10 +305,13 @@ void test_agree_rank0(void **) {
     {
         PmiClient pmi(peer.fd(), 10s);
         std::string seen;
-        const PmiJob got = nicoff::detail::pmi_agree(pmi, 0, [&](const std::string &kvs) {
-            seen = kvs;
-            return mine;
-        });
+        const PmiJob got = nicoff::detail::pmi_agree(
+            pmi, 0, 2,
+            [&](const std::string &kvs) {
+                seen = kvs;
+                return mine;
+            },
+            no_hold, held);
         assert_string_equal(seen.c_str(), "kvs_7_0");
         assert_string_equal(got.id.c_str(), mine.id.c_str());
         assert_int_equal(got.nics, 4);
@@ -316,9 +331,12 @@ void test_agree_rank0_fails(void **) {
     {
         PmiClient pmi(peer.fd(), 10s);
         expect_error(ENODEV, "could not set it up: nicoff: no card", [&] {
-            (void)nicoff::detail::pmi_agree(pmi, 0, [](const std::string &) -> PmiJob {
-                throw std::system_error(ENODEV, std::generic_category(), "nicoff: no card");
-            });
+            (void)nicoff::detail::pmi_agree(
+                pmi, 0, 2,
+                [](const std::string &) -> PmiJob {
+                    throw std::system_error(ENODEV, std::generic_category(), "nicoff: no card");
+                },
+                no_hold, held);
         });
     }
     assert_int_equal(peer.verdict(), 0);
@@ -326,7 +344,7 @@ void test_agree_rank0_fails(void **) {
 
 void test_agree_other_rank(void **) {
     const std::string get = "cmd=get kvsname=kvs_7_0 key=nicoff-job";
-    const std::string value = nicoff::detail::pmi_job_encode({"j", 2, 33, {}});
+    const std::string value = nicoff::detail::pmi_job_encode({"j", 2, 33, 0});
     Peer peer({init_ok,
                kvs_ok,
                barrier_ok,
@@ -334,10 +352,13 @@ void test_agree_other_rank(void **) {
     {
         PmiClient pmi(peer.fd(), 10s);
         bool asked = false;
-        const PmiJob got = nicoff::detail::pmi_agree(pmi, 1, [&](const std::string &) {
-            asked = true;
-            return PmiJob{};
-        });
+        const PmiJob got = nicoff::detail::pmi_agree(
+            pmi, 1, 2,
+            [&](const std::string &) {
+                asked = true;
+                return PmiJob{};
+            },
+            no_hold, held);
         assert_false(asked); // only rank 0 decides
         assert_string_equal(got.id.c_str(), "j");
         assert_int_equal(got.nics, 2);
@@ -356,7 +377,71 @@ void test_agree_nothing_published(void **) {
     {
         PmiClient pmi(peer.fd(), 10s);
         expect_error(EPROTO, "published no nicoff-job",
-                     [&] { (void)nicoff::detail::pmi_agree(pmi, 1, nullptr); });
+                     [&] { (void)nicoff::detail::pmi_agree(pmi, 1, 2, nullptr, no_hold, held); });
+    }
+    assert_int_equal(peer.verdict(), 0);
+}
+
+void test_port_search(void **) {
+    // Rank 1 of 3 over 2 cards, the base left to a search from 16 below
+    // 64 ports: round 0 it finds its port taken, round 1 every rank got
+    // its own.  The bases come from the job id, the same on every rank.
+    const PmiJob job{"kvs_7_0.s", 2, 16, 64};
+    const std::uint32_t span = 64 - 2 - 16 + 1;
+    const std::uint32_t base0 = 16 + nicoff::job_group_id(job.id, 0) % span;
+    const std::uint32_t base1 = 16 + nicoff::job_group_id(job.id, 1) % span;
+    const std::string get = "cmd=get kvsname=kvs_7_0 key=";
+    Peer peer(
+        {init_ok,
+         kvs_ok,
+         barrier_ok,
+         {get + "nicoff-job",
+          "cmd=get_result rc=0 msg=success value=" + nicoff::detail::pmi_job_encode(job) + "\n"},
+         {"cmd=put kvsname=kvs_7_0 key=nicoff-busy-0 value=1", "cmd=put_result rc=0 msg=success\n"},
+         barrier_ok,
+         {get + "nicoff-busy-0", "cmd=get_result rc=0 msg=success value=1\n"},
+         barrier_ok,
+         {get + "nicoff-busy-1", "cmd=get_result rc=-1 msg=key_not_found value=unknown\n"}});
+    std::vector<nicoff::Placement> tried;
+    const nicoff::detail::PortHolder hold = [&](const nicoff::Placement &p) {
+        tried.push_back(p);
+        return tried.size() == 1 ? nullptr : std::make_unique<nicoff::detail::FileDesc>(::dup(2));
+    };
+    {
+        PmiClient pmi(peer.fd(), 10s);
+        const PmiJob got = nicoff::detail::pmi_agree(pmi, 1, 3, nullptr, hold, held);
+        assert_int_equal(got.port_base, base1);
+        assert_int_equal(got.max_ports, 0);
+        assert_non_null(held.get()); // kept for open_port()
+        held.reset();
+    }
+    assert_int_equal(tried.size(), 2);
+    assert_true(tried[0] == (nicoff::Placement{1, base0}));
+    assert_true(tried[1] == (nicoff::Placement{1, base1}));
+    assert_int_equal(peer.verdict(), 0);
+}
+
+void test_port_search_error(void **) {
+    // A rank meets an error trying its port: every rank throws it.
+    const PmiJob job{"kvs_7_0.s", 2, 16, 64};
+    Peer peer(
+        {init_ok,
+         kvs_ok,
+         barrier_ok,
+         {"cmd=get kvsname=kvs_7_0 key=nicoff-job",
+          "cmd=get_result rc=0 msg=success value=" + nicoff::detail::pmi_job_encode(job) + "\n"},
+         {"cmd=put kvsname=kvs_7_0 key=nicoff-busy-0 value=err:19:*",
+          "cmd=put_result rc=0 msg=success\n"},
+         barrier_ok,
+         {"cmd=get kvsname=kvs_7_0 key=nicoff-busy-0", "@put"}});
+    const nicoff::detail::PortHolder hold =
+        [](const nicoff::Placement &) -> std::unique_ptr<nicoff::detail::FileDesc> {
+        throw std::system_error(ENODEV, std::generic_category(), "nicoff: no card 1");
+    };
+    {
+        PmiClient pmi(peer.fd(), 10s);
+        expect_error(ENODEV, "no card 1",
+                     [&] { (void)nicoff::detail::pmi_agree(pmi, 1, 2, nullptr, hold, held); });
     }
     assert_int_equal(peer.verdict(), 0);
 }
@@ -387,7 +472,7 @@ int in_child(const std::vector<std::pair<const char *, std::string>> &vars,
 }
 
 void test_from_env(void **) {
-    const std::string value = nicoff::detail::pmi_job_encode({"kvs_7_0.abc", 2, 30, {}});
+    const std::string value = nicoff::detail::pmi_job_encode({"kvs_7_0.abc", 2, 30, 0});
     const std::vector<Step> rank1 = {init_ok,
                                      kvs_ok,
                                      barrier_ok,
@@ -432,7 +517,7 @@ void test_from_env(void **) {
         // it names the job after the kvsname and publishes its values.
         Peer peer({init_ok,
                    kvs_ok,
-                   {"cmd=put kvsname=kvs_7_0 key=nicoff-job value=v1:4:50:*",
+                   {"cmd=put kvsname=kvs_7_0 key=nicoff-job value=v1:4:50:0:*",
                     "cmd=put_result rc=0 msg=success\n"},
                    barrier_ok,
                    {"cmd=get kvsname=kvs_7_0 key=nicoff-job", "@put"},
@@ -505,6 +590,8 @@ int main() {
         cmocka_unit_test(test_agree_rank0_fails),
         cmocka_unit_test(test_agree_other_rank),
         cmocka_unit_test(test_agree_nothing_published),
+        cmocka_unit_test(test_port_search),
+        cmocka_unit_test(test_port_search_error),
         cmocka_unit_test_setup(test_from_env, clear_env),
     };
     return cmocka_run_group_tests_name("nicoff PMI", tests, nullptr, nullptr);
