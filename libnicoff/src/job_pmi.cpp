@@ -130,13 +130,14 @@ std::uint32_t search_port_base(PmiClient &pmi, const std::string &kvs, std::uint
         const std::uint32_t base = job.port_base + job_group_id(job.id, k) % span;
         // Only a rank that did not get its port speaks; one key for all.
         const std::string busy = "nicoff-busy-" + std::to_string(k);
+        std::string why = "1";
         try {
             held = hold(job_placement(rank, job.nics, base));
-            if (!held)
-                pmi.put(kvs, busy, "1");
         } catch (const std::system_error &e) {
-            pmi.put(kvs, busy, pmi_job_encode_error(e.code().value(), bare_what(e)));
+            why = pmi_job_encode_error(e.code().value(), bare_what(e));
         }
+        if (!held)
+            pmi.put(kvs, busy, why);
         pmi.barrier();
         const std::optional<std::string> v = pmi.get(kvs, busy);
         if (!v)

@@ -83,7 +83,8 @@
 // device".
 //
 // A Job is a value: copy it, keep it; it does not open anything until
-// open_port().
+// open_port() (but under Hydra, where the agreement holds this rank's
+// port for open_port(), see above).
 #ifndef NICOFF_JOB_HPP
 #define NICOFF_JOB_HPP
 
