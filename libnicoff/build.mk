@@ -48,9 +48,9 @@ LIBNICOFF_DEPFLAGS = -MMD -MP -MF $(@:.o=.d)
 
 # ---------------------------------------------------------------- library --
 LIBNICOFF_LIB_SRCS := $(addprefix $(LIBNICOFF_DIR)/src/, \
-	capi.cpp capi_strided.cpp debug.cpp device.cpp job.cpp memory_region.cpp names.cpp port.cpp \
-	region_map.cpp shared_port.cpp group.cpp atomic.cpp lock.cpp dispatch.cpp strided.cpp \
-	strided_model.cpp strided_methods.cpp)
+	capi.cpp capi_strided.cpp debug.cpp device.cpp job.cpp job_pmi.cpp pmi.cpp memory_region.cpp \
+	names.cpp port.cpp region_map.cpp shared_port.cpp group.cpp atomic.cpp lock.cpp dispatch.cpp \
+	strided.cpp strided_model.cpp strided_methods.cpp)
 # The card's barrier schedules, built from the firmware's own source
 # (src/barrier_sched.c is its door; firmware-sim/host gives it fw_compat.h).
 LIBNICOFF_FW_SRCS := $(TOP)/firmware-sim/barrier_alg.c
@@ -169,7 +169,7 @@ $(BUILD)/bin/nicoffrun: $(filter $(LIBNICOFF_OBJDIR)/tools/nicoffrun/%,$(LIBNICO
 LIBNICOFF_UNIT_DIR := $(BUILD)/tests/unit
 LIBNICOFF_UNIT_CXX_SRCS := $(addprefix $(LIBNICOFF_DIR)/tests/unit/, \
 	test_ring.cpp test_ringpair.cpp test_regionmap.cpp test_bench.cpp test_job.cpp \
-	test_nicoffrun.cpp test_lock.cpp test_group.cpp test_dispatch.cpp test_strided.cpp)
+	test_nicoffrun.cpp test_lock.cpp test_group.cpp test_dispatch.cpp test_strided.cpp test_pmi.cpp)
 LIBNICOFF_UNIT_C_SRCS := $(addprefix $(LIBNICOFF_DIR)/tests/unit/, test_capi.c test_diag.c)
 LIBNICOFF_UNIT_CXX_OBJS := $(patsubst $(LIBNICOFF_DIR)/%.cpp,$(LIBNICOFF_OBJDIR)/%.o,$(LIBNICOFF_UNIT_CXX_SRCS))
 LIBNICOFF_UNIT_C_OBJS := $(patsubst $(LIBNICOFF_DIR)/%.c,$(LIBNICOFF_OBJDIR)/%.o,$(LIBNICOFF_UNIT_C_SRCS))

@@ -22,6 +22,13 @@
 # checks of the results, the report's counts of each call on the card and
 # passed to MPI, and its reasons (off, inter for the inter-communicator,
 # too-big), must be exactly what the program's calls make.
+# Then the native program mpi_job (libnicoff/mpi/tests/mpi_job.c, the C
+# API, no NICOFF_ variable) at each N: its ranks must print one and the
+# same Hydra job (id, nics, port base: agreed through Hydra's PMI) and run
+# card barriers, with no MPI call (native), after MPI_Init (after) and
+# before it (before); then, at two ranks or more, two native jobs started
+# together must both pass with different job ids and no (card, port) in
+# common.
 # mpi_kill must make mpiexec fail (a rank kills itself); after
 # every run the module's pinned pages (/sys/class/nicoff/pinned_pages) must
 # be back where they were.  Prints one TAP line per run ("ok N - ..." or
@@ -144,9 +151,112 @@ offload_problem() {
 
 pinned() { cat /sys/class/nicoff/pinned_pages 2>/dev/null || echo -1; }
 
+# The module's pinned pages once back at PRE, or after 5 s: the module
+# releases a dead process's pages as it reaps it.
+pinned_after() {
+	local pre=$1 waited=0 after
+	after=$(pinned)
+	while [ "$after" != "$pre" ] && [ "$waited" -lt 50 ]; do
+		sleep 0.1
+		waited=$((waited + 1))
+		after=$(pinned)
+	done
+	echo "$after"
+}
+
+# The TAP line of run $t (guest()'s count) described by DESC: "ok", or
+# "not ok" with STATUS, counted in guest()'s fails.
+tap() {
+	local status=$1 desc=$2
+	if [ -z "$status" ]; then
+		echo "ok $t - $desc"
+	else
+		echo "not ok $t - $desc: $status"
+		fails=$((fails + 1))
+	fi
+}
+
+# Card barriers of mpi_job on N ranks (8 ranks on 2 vCPUs poll each other).
+job_barriers() { if [ "$1" -le 3 ]; then echo 200; else echo 20; fi; }
+
+# What mpi_job's output in FILE says against N ranks, or nothing: one job
+# line per rank, all naming the same Hydra job, and every rank done.
+job_problem() {
+	file=$1 n=$2
+	# (grep -c exits 1 when it counts none; set -e is on)
+	lines=$(grep -c '^mpi_job: rank [0-9]*: job ' "$file" || true)
+	same=$(sed -n 's/^mpi_job: rank [0-9]*: \(job .*\) card [0-9]* port [0-9]*$/\1/p' "$file" |
+		sort -u)
+	oks=$(grep -c '^mpi_job: rank [0-9]*: ok, ' "$file" || true)
+	if [ "$lines" -ne "$n" ]; then
+		echo "$lines job lines for $n ranks"
+	elif [ "$(echo "$same" | wc -l)" -ne 1 ]; then
+		echo "the ranks disagree: $(echo "$same" | tr '\n' '|')"
+	elif [ "${same#job kvs_}" = "$same" ]; then
+		echo "not a job id from Hydra's kvsname: $same"
+	elif [ "$oks" -ne "$n" ]; then
+		echo "$oks of $n ranks finished"
+	fi
+}
+
+# The job id and the "card:port" list of mpi_job's output in FILE.
+job_id() { sed -n 's/^mpi_job: rank 0: job \([^ ]*\) .*/\1/p' "$1"; }
+job_ports() { sed -n 's/^mpi_job: rank [0-9]*: job .* card \([0-9]*\) port \([0-9]*\)$/\1:\2/p' "$1"; }
+
+# mpi_job's runs (see the top); t and fails are guest()'s.
+job_tests() {
+	local dir=$1 tmo=$2 n mode b rc rc2 status p1 p2 pre after f v
+	for n in ${MPI_TESTS_RANKS:-1 2 3 8}; do
+		b=$(job_barriers "$n")
+		for mode in native after before; do
+			t=$((t + 1))
+			pre=$(pinned)
+			echo "# job: mpiexec -n $n mpi_job $mode $b"
+			if timeout "$tmo" mpiexec -n "$n" "$dir/mpi_job" "$mode" "$b" >/tmp/job.out 2>&1; then
+				rc=0
+			else
+				rc=$?
+			fi
+			sed 's/^/# /' /tmp/job.out | grep -v '^# *$' | grep -v ': ok, ' | tail -n 9 || true
+			status=$(job_problem /tmp/job.out "$n")
+			[ "$rc" -eq 0 ] || status="mpiexec exited $rc${status:+; $status}"
+			after=$(pinned_after "$pre")
+			[ "$after" = "$pre" ] || status="${status:+$status; }pinned pages $pre before, $after after"
+			tap "$status" "job $mode mpi_job -n $n"
+		done
+		[ "$n" -ge 2 ] || continue
+		t=$((t + 1))
+		echo "# job: two of mpiexec -n $n mpi_job native $b at once"
+		timeout "$tmo" mpiexec -n "$n" "$dir/mpi_job" native "$b" >/tmp/job1.out 2>&1 &
+		p1=$!
+		timeout "$tmo" mpiexec -n "$n" "$dir/mpi_job" native "$b" >/tmp/job2.out 2>&1 &
+		p2=$!
+		rc=0
+		rc2=0
+		wait $p1 || rc=$?
+		wait $p2 || rc2=$?
+		for f in /tmp/job1.out /tmp/job2.out; do
+			grep -v '^mpi_job: rank [1-9][0-9]*: job \|^mpi_job: rank [0-9]*: ok, \|^ *$' "$f" |
+				sed 's/^/# /' | tail -n 6 || true
+		done
+		status=""
+		[ "$rc" -eq 0 ] && [ "$rc2" -eq 0 ] || status="mpiexec exited $rc and $rc2"
+		for f in /tmp/job1.out /tmp/job2.out; do
+			v=$(job_problem "$f" "$n")
+			[ -z "$v" ] || status="${status:+$status; }$f: $v"
+		done
+		if [ -z "$status" ]; then
+			[ "$(job_id /tmp/job1.out)" != "$(job_id /tmp/job2.out)" ] || status="the same job id"
+			v=$( (job_ports /tmp/job1.out; job_ports /tmp/job2.out) | sort | uniq -d | tr '\n' ' ')
+			[ -z "$v" ] || status="${status:+$status; }ports of both jobs: $v"
+		fi
+		tap "$status" "job two at once mpi_job -n $n"
+	done
+}
+
 guest() {
 	local dir=$1 lib=${2:-} tmo=${MPI_TESTS_TIMEOUT:-120} t=0 fails=0 mode n prog v
-	local pre rc t0 t1 secs after waited status out launch=mpiexec
+	local pre rc t0 t1 secs after status launch=mpiexec
 	[ "${MPI_TESTS_OPENMPI:-}" = 1 ] && launch=mpirun.openmpi
 	echo "TAP version 13"
 	for mode in control preload timed bcastmax nobarrier noibarrier; do
@@ -204,27 +314,17 @@ guest() {
 					status=$(passthru_problem "$mode" "$n" \
 						"$(prog_args $prog "$n" $mode | cut -d' ' -f1)" /tmp/mpi.out)
 				fi
-				# The module releases a dead process's pages as it reaps it.
-				waited=0
-				after=$(pinned)
-				while [ "$after" != "$pre" ] && [ "$waited" -lt 50 ]; do
-					sleep 0.1
-					waited=$((waited + 1))
-					after=$(pinned)
-				done
+				after=$(pinned_after "$pre")
 				if [ "$after" != "$pre" ]; then
 					status="${status:+$status; }pinned pages $pre before, $after after"
 				fi
-				out="$mode $prog -n $n (exit $rc, $secs s)"
-				if [ -z "$status" ]; then
-					echo "ok $t - $out"
-				else
-					echo "not ok $t - $out: $status"
-					fails=$((fails + 1))
-				fi
+				tap "$status" "$mode $prog -n $n (exit $rc, $secs s)"
 			done
 		done
 	done
+	if [ "$launch" = mpiexec ]; then
+		job_tests "$dir" "$tmo"
+	fi
 	echo "1..$t"
 	echo "# mpi-tests: $fails failed"
 	[ "$fails" -eq 0 ]
@@ -257,7 +357,9 @@ if [[ ${MPI_TESTS_OPENMPI:-} == 1 ]]; then
 	dir=$build/mpi-tests-openmpi
 fi
 [[ -n ${KERNEL:-} ]] && args+=(--kernel "$KERNEL")
-for p in mpi_barrier_safety mpi_split mpi_many mpi_bcast mpi_kill mpi_passthru; do
+progs=(mpi_barrier_safety mpi_split mpi_many mpi_bcast mpi_kill mpi_passthru)
+[[ ${MPI_TESTS_OPENMPI:-} == 1 ]] || progs+=(mpi_job) # a Hydra (MPICH) program
+for p in "${progs[@]}"; do
 	[[ -x $dir/$p ]] || { echo "mpi-tests.sh: $dir/$p missing: make ${dir##*/}" >&2; exit 2; }
 	args+=(--bin "$dir/$p")
 done

@@ -1,7 +1,12 @@
 // nicoff::Job: the job environment of nicoffrun or of an MPI launcher.
 #include "common.hpp"
+#include "pmi.hpp"
+
+#include <sys/random.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <utility>
 
@@ -70,6 +75,60 @@ void check_one_host(std::uint32_t size) {
 
 constexpr const char *job_id_vars[] = {"NICOFF_JOB_ID", "SLURM_JOB_ID", "OMPI_MCA_orte_ess_jobid",
                                        "PMIX_NAMESPACE"};
+
+// How long a rank waits for each PMI reply, the barrier's included (ranks
+// may reach it minutes apart on a loaded host).
+constexpr std::uint32_t pmi_timeout_default = 300;
+
+// K when NICOFF_NICS does not say: the cards of /dev/nicoff0 (info: its
+// QUERY), else the job size.
+std::uint32_t nics_of(const std::optional<DeviceInfo> &info, std::uint32_t size) {
+    if (info && info->num_cards > 0)
+        return std::min(info->num_cards, job_value_max);
+    return size;
+}
+
+// Rank 0's decision for a job under Hydra (see job.hpp): its own NICOFF_
+// variables, else an id no other job has, its cards, a free port base.
+detail::PmiJob decide_under_pmi(const std::string &kvsname, std::uint32_t size,
+                                std::optional<std::uint32_t> nics_env,
+                                std::optional<std::uint32_t> port_base_env) {
+    detail::PmiJob job;
+    if (auto id = env("NICOFF_JOB_ID")) {
+        job.id = std::move(*id);
+    } else {
+        // Hydra's kvsname names the mpiexec (its pid, a random number, the
+        // host); 64 random bits of rank 0 make the id differ between any
+        // two jobs, those of separate mpiexec runs reusing a pid included.
+        std::uint64_t r = 0;
+        if (getrandom(&r, sizeof(r), 0) != static_cast<ssize_t>(sizeof(r)))
+            r = static_cast<std::uint64_t>(
+                    std::chrono::steady_clock::now().time_since_epoch().count()) ^
+                static_cast<std::uint64_t>(::getpid());
+        char tail[17];
+        std::snprintf(tail, sizeof(tail), "%016llx", static_cast<unsigned long long>(r));
+        job.id = kvsname + "." + tail;
+    }
+    const std::optional<DeviceInfo> info =
+        nics_env && port_base_env ? std::nullopt : Job::query_device();
+    job.nics = nics_env ? *nics_env : nics_of(info, size);
+    // With a device, the ranks search a base at which each gets its port.
+    if (port_base_env) {
+        job.port_base = *port_base_env;
+    } else {
+        job.port_base = default_port_base;
+        if (info)
+            job.max_ports = info->max_ports;
+    }
+    return job;
+}
+
+// A rank's own NICOFF_ variable must say what rank 0 decided.
+void check_agrees(const char *name, const std::string &mine, const std::string &agreed) {
+    if (mine != agreed)
+        detail::throw_errno(EINVAL, std::string("nicoff: ") + name + "=" + mine +
+                                        " on this rank, but rank 0 of the job decided " + agreed);
+}
 
 } // namespace
 
@@ -148,20 +207,41 @@ Job Job::from_env() {
         detail::throw_errno(EINVAL, "nicoff: NICOFF_NICS=0: a job needs >= 1 card");
 
     std::string id;
-    for (const char *v : job_id_vars) {
-        if (auto s = env(v)) {
-            id = std::move(*s);
-            break;
-        }
-    }
-
     std::uint32_t nics = size;
-    if (nics_env) {
-        nics = *nics_env;
-    } else if (auto info = query_device(); info && info->num_cards > 0) {
-        nics = std::min(info->num_cards, job_value_max);
+    std::uint32_t port_base = port_base_env.value_or(default_port_base);
+    std::optional<std::string> pmi_fd;
+    if (from && std::string_view(from->rank) == "PMI_RANK")
+        pmi_fd = env("PMI_FD");
+    if (pmi_fd) {
+        // Under Hydra: what rank 0 decided, the same on every rank.
+        const std::uint32_t fd = parse_value("PMI_FD", *pmi_fd);
+        const std::optional<std::uint32_t> secs = env_value("NICOFF_PMI_TIMEOUT");
+        if (secs && *secs == 0)
+            detail::throw_errno(EINVAL, "nicoff: NICOFF_PMI_TIMEOUT=0: the bound is >= 1 s");
+        const detail::PmiJob agreed = detail::pmi_job(
+            static_cast<int>(fd), std::chrono::seconds(secs.value_or(pmi_timeout_default)), rank,
+            size, [&](const std::string &kvsname) {
+                return decide_under_pmi(kvsname, size, nics_env, port_base_env);
+            });
+        if (auto mine = env("NICOFF_JOB_ID"))
+            check_agrees("NICOFF_JOB_ID", *mine, agreed.id);
+        if (nics_env)
+            check_agrees("NICOFF_NICS", std::to_string(*nics_env), std::to_string(agreed.nics));
+        if (port_base_env)
+            check_agrees("NICOFF_PORT_BASE", std::to_string(*port_base_env),
+                         std::to_string(agreed.port_base));
+        id = agreed.id;
+        nics = agreed.nics;
+        port_base = agreed.port_base;
+    } else {
+        for (const char *v : job_id_vars) {
+            if (auto s = env(v)) {
+                id = std::move(*s);
+                break;
+            }
+        }
+        nics = nics_env ? *nics_env : nics_of(Job::query_device(), size);
     }
-    const std::uint32_t port_base = port_base_env.value_or(default_port_base);
 
     Job job(rank, size, nics, port_base, std::move(id));
     job.source_ = from ? from->rank : "";
@@ -188,6 +268,8 @@ Placement Job::placement_of(std::uint32_t r) const {
 }
 
 Port Job::open_port(const PortConfig &rings) const {
+    // Under Hydra this rank may hold its port since the agreement.
+    detail::pmi_release_port();
     PortConfig cfg = rings;
     const Placement mine = placement_of(rank_);
     cfg.port = mine.port;

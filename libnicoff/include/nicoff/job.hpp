@@ -30,7 +30,44 @@
 //                  (no such device) the job size: one card per rank.
 //   P              NICOFF_PORT_BASE, else 16.
 //   job id         NICOFF_JOB_ID, else SLURM_JOB_ID, OMPI_MCA_orte_ess_jobid
-//                  or PMIX_NAMESPACE, else "".
+//                  or PMIX_NAMESPACE, else "" (but see Hydra below).
+// Under MPICH's Hydra (mpiexec: the rank from PMI_RANK, and PMI_FD set)
+// the ranks agree instead of each reading its own environment, since
+// Hydra gives no job id and ranks could see different cards or variables:
+// through Hydra's PMI-1 key-value space (src/pmi.hpp) rank 0 decides and
+// publishes the job id, K and P (or that P is to be searched), and every
+// rank reads them after a PMI barrier.  Every rank must therefore call
+// from_env(); the first call of a process makes the agreement, later ones
+// return it.  Rank 0 decides:
+//   job id         its NICOFF_JOB_ID, else Hydra's kvsname (which names the
+//                  mpiexec) and 64 random bits: unique to the job.
+//   K              its NICOFF_NICS, else as above from its /dev/nicoff0.
+//   P              its NICOFF_PORT_BASE, else (with a device) a search
+//                  by all ranks: in rounds, each rank tries to open its own
+//                  port at the round's base, drawn from 16 up to the
+//                  card's max_ports by the job id (so another job tries
+//                  other bases); one that cannot says so in the key-value
+//                  space, and after a PMI barrier every rank knows whether
+//                  all got theirs.  The device has no list of open ports,
+//                  so opening is how to find a free one; and since each
+//                  rank holds its own port from then on (open_port() lets
+//                  go of it only to open it again with the rings asked
+//                  for), a job starting at the same time cannot take it
+//                  meanwhile (but in that instant).  16 rounds at the
+//                  most, then EADDRINUSE.
+//                  16 without a device.
+// Another rank's NICOFF_JOB_ID, NICOFF_NICS or NICOFF_PORT_BASE that
+// disagrees with rank 0's decision is EINVAL.  Each PMI reply is awaited at
+// most NICOFF_PMI_TIMEOUT seconds (default 300): ETIMEDOUT, e.g. when a
+// rank never calls from_env().  A reply Hydra refuses or that is not
+// PMI-1 is EPROTO, a closed connection ECONNRESET, and when rank 0 cannot
+// decide, every rank throws its error.  The connection stays open until
+// the process exits and then gets Hydra's finalize (Hydra kills a job one
+// of whose processes leaves without), unless an MPI library in the
+// process has sent its own (MPI_Finalize): MPICH's PMI client shares the
+// socket, which is safe because each side's requests are answered in
+// full before it returns; so from_env() may come before MPI_Init or after
+// it, but not while another thread makes MPI calls.
 // NICOFF_CARD and NICOFF_PORT, when set, must agree with the mapping.
 // Every card lives in one kernel, so every rank must run on this host: a
 // launcher's count of the ranks here (MPI_LOCALNRANKS of Hydra,
@@ -42,10 +79,12 @@
 // without its size variable (or NICOFF_SIZE without NICOFF_RANK), size 0,
 // rank >= size, K = 0, a port number of the job >= 2^31, or NICOFF_CARD /
 // NICOFF_PORT disagreeing, or a job on several hosts.  Querying /dev/nicoff0 (only when NICOFF_NICS
-// is absent) may throw that device's error, except for "no such device".
+// is absent, or under Hydra NICOFF_PORT_BASE) may throw that device's error, except for "no such
+// device".
 //
 // A Job is a value: copy it, keep it; it does not open anything until
-// open_port().
+// open_port() (but under Hydra, where the agreement holds this rank's
+// port for open_port(), see above).
 #ifndef NICOFF_JOB_HPP
 #define NICOFF_JOB_HPP
 
@@ -135,7 +174,8 @@ public:
     std::uint32_t port() const { return port_of(rank_); }
 
     // Opens this rank's port: port() on /dev/nicoff<card()>.  rings gives
-    // the ring sizes; its port field is ignored.
+    // the ring sizes; its port field is ignored.  Under Hydra it first
+    // lets go of the port the agreement held (see the top of this file).
     Port open_port(const PortConfig &rings = {}) const;
 
 private:

@@ -147,7 +147,10 @@ NICOFF_API uint32_t nicoff_mr_rkey(const nicoff_mr *mr);   /* 0 for NULL */
  * Jobs (see nicoff/job.hpp): this process's rank and size, and every rank's
  * card (rank % nics) and port (port_base + rank / nics), from the
  * environment nicoffrun sets or, failing that, an MPI launcher's; no
- * launcher environment at all is a single-process job (rank 0, size 1).
+ * launcher environment at all is a single-process job (rank 0, size 1);
+ * under MPICH's Hydra the ranks agree through its PMI key-value space, so
+ * every rank calls nicoff_job_from_env (errors of that exchange: -ETIMEDOUT,
+ * -EPROTO, -ECONNRESET; see job.hpp).
  * nicoff_job_from_env returns -EINVAL for a missing or inconsistent
  * environment (or the error of /dev/nicoff0, queried for its number of
  * cards when NICOFF_NICS is unset, other than "no such device") and, if

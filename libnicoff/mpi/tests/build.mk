@@ -35,13 +35,22 @@ mpi-tests-openmpi:
 	@echo "mpicc.openmpi not found: apt-get install libopenmpi-dev openmpi-bin"; exit 1
 endif
 
+# mpi_job: a native program on libnicoff's C API, which may call MPI too
+# (the job's agreement under Hydra, with and without MPICH's PMI client).
+NICOFF_MPI_JOB_BIN := $(NICOFF_MPI_TESTS_DIR)/mpi_job
+
 ifneq ($(NICOFF_MPICC),)
-USER_TARGETS += $(NICOFF_MPI_TEST_BINS)
+USER_TARGETS += $(NICOFF_MPI_TEST_BINS) $(NICOFF_MPI_JOB_BIN)
 $(eval $(call NICOFF_MPI_TESTS_RULE,$(NICOFF_MPI_TESTS_DIR),$(NICOFF_MPICC)))
 
-mpi-tests: $(NICOFF_MPI_TEST_BINS)
+$(NICOFF_MPI_JOB_BIN): $(NICOFF_MPI_TESTS_SRC)/mpi_job.c $(LIBNICOFF_LINKS) | $(LIBNICOFF_ABI_H)
+	@mkdir -p $(@D)
+	$(NICOFF_MPICC) -std=gnu11 $(OPT) $(WARN_C) $(LIBNICOFF_CPPFLAGS) $(LIBNICOFF_BIN_RPATH) \
+		-o $@ $< $(LIBNICOFF_LDLIBS)
 
-mpi-tests-vm: module $(NICOFF_MPI_TEST_BINS)
+mpi-tests: $(NICOFF_MPI_TEST_BINS) $(NICOFF_MPI_JOB_BIN)
+
+mpi-tests-vm: module $(NICOFF_MPI_TEST_BINS) $(NICOFF_MPI_JOB_BIN)
 	BUILD=$(BUILD) KERNEL=$(VMLINUZ) $(TOP)/tools/mpi-tests.sh
 else
 mpi-tests mpi-tests-vm:

@@ -13,6 +13,8 @@
 #include <system_error>
 #include <utility>
 
+#include "test_errors.hpp"
+
 // Last: cmocka's macros (fail, ...) clash with the standard headers.
 #include "cmocka.hpp"
 
@@ -30,6 +32,8 @@ constexpr const char *job_vars[] = {
     "OMPI_COMM_WORLD_SIZE",
     "PMI_RANK",
     "PMI_SIZE",
+    "PMI_FD",
+    "NICOFF_PMI_TIMEOUT",
     "PMIX_RANK",
     "PMIX_NAMESPACE",
     "SLURM_PROCID",
@@ -58,17 +62,7 @@ std::uint32_t default_nics(std::uint32_t size) {
     return info && info->num_cards ? info->num_cards : size;
 }
 
-// errno of the std::system_error f throws (0 if none), and its message.
-int error_of(const std::function<void()> &f, std::string *what = nullptr) {
-    try {
-        f();
-    } catch (const std::system_error &e) {
-        if (what)
-            *what = e.what();
-        return e.code().value();
-    }
-    return 0;
-}
+using nicoff::test::error_of;
 
 // from_env() must fail with EINVAL and a message that names `mentions`.
 void expect_env_error(const char *mentions) {
