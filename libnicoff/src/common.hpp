@@ -52,6 +52,15 @@ int do_ioctl(int fd, unsigned long req, Arg arg) noexcept {
 // open() + QUERY + ABI check.  Returns the fd; throws on any failure.
 int open_device(const std::string &path, DeviceInfo &info);
 
+// The text of rest up to its first sep (all of it if none), which rest
+// loses with the separator: one step of splitting a line or a record.
+inline std::string_view take_field(std::string_view &rest, char sep) noexcept {
+    const std::size_t at = rest.find(sep);
+    const std::string_view field = rest.substr(0, at);
+    rest = at == std::string_view::npos ? std::string_view{} : rest.substr(at + 1);
+    return field;
+}
+
 } // namespace nicoff::detail
 
 #endif // NICOFF_SRC_COMMON_HPP

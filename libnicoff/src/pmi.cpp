@@ -27,9 +27,7 @@ std::map<std::string, std::string, std::less<>> pmi_parse(std::string_view line)
     std::map<std::string, std::string, std::less<>> out;
     bool first = true;
     while (!line.empty()) {
-        const std::size_t sp = line.find(' ');
-        const std::string_view field = line.substr(0, sp);
-        line = sp == std::string_view::npos ? std::string_view{} : line.substr(sp + 1);
+        const std::string_view field = take_field(line, ' ');
         if (field.empty())
             continue;
         const std::size_t eq = field.find('=');

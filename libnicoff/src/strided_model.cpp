@@ -107,9 +107,7 @@ std::optional<StridedModel> StridedModel::from_text(std::string_view text) {
     StridedModel m;
     std::array<bool, params.size()> seen{};
     while (!text.empty()) {
-        const std::size_t nl = text.find('\n');
-        const std::string_view line = text.substr(0, nl);
-        text = nl == std::string_view::npos ? std::string_view{} : text.substr(nl + 1);
+        const std::string_view line = detail::take_field(text, '\n');
         if (line.empty())
             continue;
         const std::size_t sp = line.find(' ');
