@@ -704,7 +704,8 @@ static void fw_ack_epoch(struct fw_card *card, struct fw_peer *peer, const struc
 	struct fw_list *n;
 	bool later = false;
 
-	if (!h->epoch || !fw_peer_owed(peer))
+	/* Only after a probe: every other ACK stays off the pending list. */
+	if (!peer->mute_rounds || !h->epoch || !fw_peer_owed(peer))
 		return;
 	if (peer->rx_epoch && fw_seq_before(peer->rx_epoch, h->epoch) &&
 	    !fw_list_empty(&peer->rx_msgs)) {
