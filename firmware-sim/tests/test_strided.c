@@ -101,37 +101,62 @@ static struct nicoff_cqe s_op(struct s_env *e, u8 opcode, u32 dst, u32 dport, u3
 	return q;
 }
 
+/* A put or an accumulate (a to b), not a get (b to a). */
+static bool s_is_put(u8 opcode)
+{
+	return opcode == NICOFF_OP_PUT_STRIDED || opcode == NICOFF_OP_PUT_VECTOR ||
+	       opcode == NICOFF_OP_ACC_STRIDED;
+}
+
+/* The reference's copy of a destination buffer, written by s_want(). */
+static u8 s_ref[S_BIG];
+
 /*
- * A put (a to b) or get (b to a) of the shape in e->desc, or of the first
- * @levels segments of e->segs, checked against the reference over the
- * whole destination buffer.
+ * The reference: what @opcode of the shape in e->desc, or of the first
+ * @levels segments of e->segs, between @local at @off and @remote at
+ * @roff leaves in its destination (@remote for a put, @local for a get),
+ * written to s_ref.  Returns the bytes it moves.
+ */
+static u64 s_want(const struct s_env *e, u8 opcode, u32 levels, const u8 *local, u64 off,
+		  const u8 *remote, u64 roff)
+{
+	const struct nicoff_strided_desc *d = e->desc;
+	bool put = s_is_put(opcode);
+
+	memcpy(s_ref, put ? remote : local, S_BIG);
+	if (s_is_vector(opcode)) {
+		vref_copy(e->segs, levels, put, put ? local : remote, put ? off : roff, s_ref,
+			  put ? roff : off);
+		return vref_len(e->segs, levels);
+	}
+	if (opcode == NICOFF_OP_ACC_STRIDED)
+		sref_acc(d, levels, local, off, d->local_stride, s_ref, roff, d->remote_stride);
+	else if (put)
+		sref_copy(d, levels, local, off, d->local_stride, s_ref, roff, d->remote_stride);
+	else
+		sref_copy(d, levels, remote, roff, d->remote_stride, s_ref, off, d->local_stride);
+	return sref_len(d, levels);
+}
+
+/*
+ * A put or accumulate (a to b) or get (b to a) of the shape in e->desc, or
+ * of the first @levels segments of e->segs, checked against the reference
+ * over the whole destination buffer.
  */
 static void s_checked_op(struct s_env *e, u8 opcode, u32 levels, u64 off, u64 roff, u32 seed)
 {
-	static u8 want[S_BIG];
-	const struct nicoff_strided_desc *d = e->desc;
-	bool put = opcode == NICOFF_OP_PUT_STRIDED || opcode == NICOFF_OP_PUT_VECTOR;
+	bool put = s_is_put(opcode);
 	u8 *src = put ? e->a : e->b, *dst = put ? e->b : e->a;
 	struct nicoff_cqe q;
 	u64 len;
 
 	t_fill(src, S_BIG, seed);
 	t_fill(dst, S_BIG, seed + 1);
-	memcpy(want, dst, S_BIG);
-	if (s_is_vector(opcode)) {
-		vref_copy(e->segs, levels, put, src, put ? off : roff, want, put ? roff : off);
-		len = vref_len(e->segs, levels);
-	} else if (put) {
-		sref_copy(d, levels, src, off, d->local_stride, want, roff, d->remote_stride);
-		len = sref_len(d, levels);
-	} else {
-		sref_copy(d, levels, src, roff, d->remote_stride, want, off, d->local_stride);
-		len = sref_len(d, levels);
-	}
+	len = s_want(e, opcode, levels, e->a, off, e->b, roff);
 	q = s_op(e, opcode, 1, 2, e->rkey, roff, off, levels);
 	assert_int_equal(q.status, 0);
 	assert_int_equal(q.result, len);
-	assert_memory_equal(dst, want, S_BIG);
+	assert_memory_equal(dst, s_ref, S_BIG);
 }
 
 /* One random put and one random get of a random shape. */
@@ -194,7 +219,6 @@ static void s_shape(struct s_env *e, u32 levels, u64 chunk, u64 c, u64 st)
 /* Zero counts, one-byte chunks, a region ending at the shape's last byte. */
 static void test_edges(void **state)
 {
-	static u8 want[S_BIG];
 	u32 exact, exact_rkey, opcode;
 	struct nicoff_cqe q;
 	struct s_env e;
@@ -227,17 +251,15 @@ static void test_edges(void **state)
 			  &exact_rkey);
 	t_fill(e.a, S_BIG, 7);
 	t_fill(e.b, S_BIG, 17);
-	memcpy(want, e.b, S_BIG);
-	sref_copy(e.desc, 2, e.a, 0, e.desc->local_stride, want, 4000, e.desc->remote_stride);
+	s_want(&e, NICOFF_OP_PUT_STRIDED, 2, e.a, 0, e.b, 4000);
 	q = s_op(&e, NICOFF_OP_PUT_STRIDED, 1, 2, exact_rkey, 0, 0, 2);
 	assert_int_equal(q.status, 0);
 	assert_int_equal(q.result, 70 * 70);
-	assert_memory_equal(e.b, want, S_BIG);
-	memcpy(want, e.a, S_BIG);
-	sref_copy(e.desc, 2, e.b, 4000, e.desc->remote_stride, want, 50, e.desc->local_stride);
+	assert_memory_equal(e.b, s_ref, S_BIG);
+	s_want(&e, NICOFF_OP_GET_STRIDED, 2, e.a, 50, e.b, 4000);
 	q = s_op(&e, NICOFF_OP_GET_STRIDED, 1, 2, exact_rkey, 0, 50, 2);
 	assert_int_equal(q.status, 0);
-	assert_memory_equal(e.a, want, S_BIG);
+	assert_memory_equal(e.a, s_ref, S_BIG);
 	/* One byte further is outside it: refused, nothing written. */
 	t_fill(e.b, S_BIG, 8);
 	q = s_op(&e, NICOFF_OP_PUT_STRIDED, 1, 2, exact_rkey, 1, 0, 2);
@@ -250,24 +272,21 @@ static void test_edges(void **state)
 /* Both sides in one region of one card: chunks interleaved, none overlapping. */
 static void test_same_region(void **state)
 {
-	static u8 want[S_BIG];
-	struct nicoff_cqe q;
 	struct s_env e;
+	u32 k;
 
 	(void)state;
 	s_setup(&e, NULL);
 	s_shape(&e, 1, 100, 500, 200);
 	t_fill(e.a, S_BIG, 9);
-	memcpy(want, e.a, S_BIG);
-	sref_copy(e.desc, 1, e.a, 0, e.desc->local_stride, want, 100, e.desc->remote_stride);
-	q = s_op(&e, NICOFF_OP_PUT_STRIDED, 0, 1, e.ma_rkey, 100, 0, 1);
-	assert_int_equal(q.status, 0);
-	assert_memory_equal(e.a, want, S_BIG);
-	memcpy(want, e.a, S_BIG);
-	sref_copy(e.desc, 1, e.a, 100, e.desc->remote_stride, want, 0, e.desc->local_stride);
-	q = s_op(&e, NICOFF_OP_GET_STRIDED, 0, 1, e.ma_rkey, 100, 0, 1);
-	assert_int_equal(q.status, 0);
-	assert_memory_equal(e.a, want, S_BIG);
+	/* A put from 0 to 100, then a get from 100 to 0 of what it left. */
+	for (k = 0; k < 2; k++) {
+		u8 opcode = k ? NICOFF_OP_GET_STRIDED : NICOFF_OP_PUT_STRIDED;
+
+		s_want(&e, opcode, 1, e.a, 0, e.a, 100);
+		assert_int_equal(s_op(&e, opcode, 0, 1, e.ma_rkey, 100, 0, 1).status, 0);
+		assert_memory_equal(e.a, s_ref, S_BIG);
+	}
 	s_teardown(&e);
 }
 
@@ -323,7 +342,7 @@ static void s_overlap_round(struct s_env *e, u64 *seed, u32 r)
  */
 static void test_overlap(void **state)
 {
-	static u8 before[S_BIG], want[S_BIG];
+	static u8 before[S_BIG];
 	struct nicoff_strided_desc *d;
 	struct s_env e;
 	u32 k;
@@ -336,10 +355,9 @@ static void test_overlap(void **state)
 		s_shape(&e, 1, 16, 4, 16);
 		(k ? d->local_stride : d->remote_stride)[0] = 24;
 		assert_int_equal(s_in_a(&e, !k, 1, 4000, 4008, before, 600 + k), 64);
-		memcpy(want, before, S_BIG);
-		sref_copy(d, 1, before, 4000, k ? d->remote_stride : d->local_stride, want, 4008,
-			  k ? d->local_stride : d->remote_stride);
-		assert_memory_equal(e.a, want, S_BIG);
+		s_want(&e, k ? NICOFF_OP_GET_STRIDED : NICOFF_OP_PUT_STRIDED, 1, before,
+		       k ? 4008 : 4000, before, k ? 4000 : 4008);
+		assert_memory_equal(e.a, s_ref, S_BIG);
 	}
 	s_teardown(&e);
 	s_rounds(NULL, 60, 99, s_overlap_round);
@@ -369,7 +387,6 @@ static void s_post_started(struct s_env *e, u8 opcode, u32 levels)
 /* The card copied the descriptor when it took the command: rewriting it later changes nothing. */
 static void test_descriptor_rewritten(void **state)
 {
-	static u8 want[S_BIG];
 	struct nicoff_cqe q;
 	struct s_env e;
 
@@ -378,15 +395,14 @@ static void test_descriptor_rewritten(void **state)
 	s_shape(&e, 2, 500, 30, 1000);
 	t_fill(e.a, S_BIG, 10);
 	t_fill(e.b, S_BIG, 11);
-	memcpy(want, e.b, S_BIG);
-	sref_copy(e.desc, 2, e.a, 0, e.desc->local_stride, want, 0, e.desc->remote_stride);
+	s_want(&e, NICOFF_OP_PUT_STRIDED, 2, e.a, 0, e.b, 0);
 	/* Some of it on the wire, then a shape that would run past the region. */
 	s_post_started(&e, NICOFF_OP_PUT_STRIDED, 2);
 	s_shape(&e, 2, 4096, 4096, 1ull << 40);
 	q = t_cqe(e.s, 0, 1, sim_now(e.s) + 10 * T_SEC);
 	assert_int_equal(q.status, 0);
 	assert_int_equal(q.result, 500 * 30 * 30);
-	assert_memory_equal(e.b, want, S_BIG);
+	assert_memory_equal(e.b, s_ref, S_BIG);
 	s_teardown(&e);
 }
 
@@ -539,20 +555,9 @@ static void test_malformed_pieces(void **state)
 static void s_checked_acc(struct s_env *e, u32 acc, s64 scale, u32 levels, u64 off, u64 roff,
 			  u32 seed)
 {
-	static u8 want[S_BIG];
-	struct nicoff_strided_desc *d = e->desc;
-	struct nicoff_cqe q;
-
-	d->acc = acc;
-	d->scale = scale;
-	t_fill(e->a, S_BIG, seed);
-	t_fill(e->b, S_BIG, seed + 1);
-	memcpy(want, e->b, S_BIG);
-	sref_acc(d, levels, e->a, off, d->local_stride, want, roff, d->remote_stride);
-	q = s_op(e, NICOFF_OP_ACC_STRIDED, 1, 2, e->rkey, roff, off, levels);
-	assert_int_equal(q.status, 0);
-	assert_int_equal(q.result, sref_len(d, levels));
-	assert_memory_equal(e->b, want, S_BIG);
+	e->desc->acc = acc;
+	e->desc->scale = scale;
+	s_checked_op(e, NICOFF_OP_ACC_STRIDED, levels, off, roff, seed);
 }
 
 /* A random shape of whole elements accumulated; under faults, a doubled piece would show. */
@@ -699,7 +704,6 @@ static void test_vector_edges(void **state)
 /* The card copied the list when it took the command: rewriting it later changes nothing. */
 static void test_vector_rewritten(void **state)
 {
-	static u8 want[S_BIG];
 	struct nicoff_cqe q;
 	const u32 n = NICOFF_VECTOR_MAX_SEGS;
 	struct s_env e;
@@ -711,8 +715,7 @@ static void test_vector_rewritten(void **state)
 		e.segs[i] = (struct nicoff_vector_seg){ 3000 * i, 2000 * (n - 1 - i), 1500 };
 	t_fill(e.a, S_BIG, 12);
 	t_fill(e.b, S_BIG, 13);
-	memcpy(want, e.b, S_BIG);
-	vref_copy(e.segs, n, true, e.a, 0, want, 0);
+	s_want(&e, NICOFF_OP_PUT_VECTOR, n, e.a, 0, e.b, 0);
 	/* Some of it on the wire, then segments that would run past the region. */
 	s_post_started(&e, NICOFF_OP_PUT_VECTOR, n);
 	for (i = 0; i < n; i++)
@@ -720,7 +723,7 @@ static void test_vector_rewritten(void **state)
 	q = t_cqe(e.s, 0, 1, sim_now(e.s) + 10 * T_SEC);
 	assert_int_equal(q.status, 0);
 	assert_int_equal(q.result, n * 1500);
-	assert_memory_equal(e.b, want, S_BIG);
+	assert_memory_equal(e.b, s_ref, S_BIG);
 	s_teardown(&e);
 }
 
