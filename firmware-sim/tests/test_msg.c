@@ -12,6 +12,38 @@ static struct sim *mk(u32 nodes, u32 mtu)
 	return t_sim(nodes, mtu, 0, NULL);
 }
 
+/*
+ * Two cards with @mtu: @a registered on card 0 port 0 (*ma, read only),
+ * @b on card 1 port 0 (*mb, for receives).
+ */
+static struct sim *mk_pair(u32 mtu, void *a, u64 alen, u32 *ma, void *b, u64 blen, u32 *mb)
+{
+	struct sim *s = mk(2, mtu);
+
+	*ma = t_port_mr(s, 0, 0, a, alen, 0, NULL);
+	*mb = t_port_mr(s, 1, 0, b, blen, NICOFF_ACCESS_LOCAL_WRITE, NULL);
+	return s;
+}
+
+/* @recv posted on card 1 port 0, then @send on card 0 port 0: the receive's completion. */
+static struct nicoff_cqe xfer(struct sim *s, struct nicoff_cmd recv, struct nicoff_cmd send,
+			      u64 limit)
+{
+	t_post(s, 1, 0, recv);
+	t_post(s, 0, 0, send);
+	return t_cqe(s, 1, 0, limit);
+}
+
+/* Unexpected: @send completed on card 0 port 0, then @recv posted on card 1 port 0. */
+static struct nicoff_cqe xfer_late(struct sim *s, struct nicoff_cmd send, struct nicoff_cmd recv,
+				   u64 limit)
+{
+	t_post(s, 0, 0, send);
+	assert_int_equal(t_cqe(s, 0, 0, T_SEC).status, 0);
+	t_post(s, 1, 0, recv);
+	return t_cqe(s, 1, 0, limit);
+}
+
 static void test_basic(void **state)
 {
 	struct sim *s = mk(2, 4096);
@@ -58,9 +90,8 @@ static void test_reassembly(void **state)
 		u32 mtu = mtus[i];
 		const u64 sizes[] = { 1, 2, mtu - 1, mtu, mtu + 1, 2 * mtu, 3 * mtu + 7, 65536,
 				      1 << 20, max };
-		struct sim *s = mk(2, mtu);
-		u32 ma = t_port_mr(s, 0, 0, a, max + 64, 0, NULL);
-		u32 mb = t_port_mr(s, 1, 0, b, max + 64, NICOFF_ACCESS_LOCAL_WRITE, NULL);
+		u32 ma, mb;
+		struct sim *s = mk_pair(mtu, a, max + 64, &ma, b, max + 64, &mb);
 
 		for (j = 0; j < T_ARRAY_SIZE(sizes); j++) {
 			u64 len = sizes[j];
@@ -68,9 +99,8 @@ static void test_reassembly(void **state)
 
 			/* Odd offsets on both sides; canaries around the message. */
 			memset(b, 0xee, max + 64);
-			t_post(s, 1, 0, t_recv(j, mb, 3, len + 32, 0, 0, 0, 0));
-			t_post(s, 0, 0, t_send(100 + j, 1, 0, ma, 1, len, j));
-			q = t_cqe(s, 1, 0, sim_now(s) + 10 * T_SEC);
+			q = xfer(s, t_recv(j, mb, 3, len + 32, 0, 0, 0, 0),
+				 t_send(100 + j, 1, 0, ma, 1, len, j), sim_now(s) + 10 * T_SEC);
 			assert_int_equal(q.status, 0);
 			assert_int_equal(q.result, len);
 			assert_int_equal(q.msg_tag, j);
@@ -90,24 +120,20 @@ static void test_reassembly(void **state)
 
 static void test_zero_length(void **state)
 {
-	struct sim *s = mk(2, 4096);
 	static u8 a[16], b[16];
-	u32 ma = t_port_mr(s, 0, 0, a, sizeof(a), 0, NULL);
-	u32 mb = t_port_mr(s, 1, 0, b, sizeof(b), NICOFF_ACCESS_LOCAL_WRITE, NULL);
+	u32 ma, mb;
+	struct sim *s = mk_pair(4096, a, sizeof(a), &ma, b, sizeof(b), &mb);
 	struct nicoff_cqe q;
 
 	(void)state;
 	/* Unexpected first, then expected. */
-	t_post(s, 0, 0, t_send(1, 1, 0, ma, 0, 0, 5));
-	assert_int_equal(t_cqe(s, 0, 0, T_SEC).status, 0);
-	t_post(s, 1, 0, t_recv(2, mb, 0, 0, NICOFF_ANY, NICOFF_ANY, 5, ~0ull));
-	q = t_cqe(s, 1, 0, T_SEC);
+	q = xfer_late(s, t_send(1, 1, 0, ma, 0, 0, 5),
+		      t_recv(2, mb, 0, 0, NICOFF_ANY, NICOFF_ANY, 5, ~0ull), T_SEC);
 	assert_int_equal(q.status, 0);
 	assert_int_equal(q.result, 0);
 	assert_int_equal(q.msg_tag, 5);
-	t_post(s, 1, 0, t_recv(3, mb, 16, 0, NICOFF_ANY, NICOFF_ANY, 0, 0));
-	t_post(s, 0, 0, t_send(4, 1, 0, ma, 16, 0, 6));
-	q = t_cqe(s, 1, 0, T_SEC);
+	q = xfer(s, t_recv(3, mb, 16, 0, NICOFF_ANY, NICOFF_ANY, 0, 0),
+		 t_send(4, 1, 0, ma, 16, 0, 6), T_SEC);
 	assert_int_equal(q.status, 0);
 	assert_int_equal(q.tag, 3);
 	assert_int_equal(q.msg_tag, 6);
@@ -241,18 +267,16 @@ static void test_tag_matching(void **state)
 /* A message longer than its buffer: -EMSGSIZE, the length, no overrun. */
 static void test_truncation(void **state)
 {
-	struct sim *s = mk(2, 512);
 	static u8 a[5000], b[6000];
-	u32 ma = t_port_mr(s, 0, 0, a, sizeof(a), 0, NULL);
-	u32 mb = t_port_mr(s, 1, 0, b, sizeof(b), NICOFF_ACCESS_LOCAL_WRITE, NULL);
+	u32 ma, mb;
+	struct sim *s = mk_pair(512, a, sizeof(a), &ma, b, sizeof(b), &mb);
 	struct nicoff_cqe q;
 
 	(void)state;
 	t_fill(a, sizeof(a), 9);
 	memset(b, 0, sizeof(b));
-	t_post(s, 1, 0, t_recv(1, mb, 100, 1234, NICOFF_ANY, NICOFF_ANY, 0, 0));
-	t_post(s, 0, 0, t_send(2, 1, 0, ma, 0, 5000, 0));
-	q = t_cqe(s, 1, 0, T_SEC);
+	q = xfer(s, t_recv(1, mb, 100, 1234, NICOFF_ANY, NICOFF_ANY, 0, 0),
+		 t_send(2, 1, 0, ma, 0, 5000, 0), T_SEC);
 	assert_int_equal(q.status, -EMSGSIZE);
 	assert_int_equal(q.result, 5000);
 	assert_memory_equal(b + 100, a, 1234);
@@ -262,10 +286,8 @@ static void test_truncation(void **state)
 
 	/* The same through the unexpected path. */
 	memset(b, 0, sizeof(b));
-	t_post(s, 0, 0, t_send(3, 1, 0, ma, 0, 5000, 0));
-	assert_int_equal(t_cqe(s, 0, 0, T_SEC).status, 0);
-	t_post(s, 1, 0, t_recv(4, mb, 0, 999, NICOFF_ANY, NICOFF_ANY, 0, 0));
-	q = t_cqe(s, 1, 0, sim_now(s));
+	q = xfer_late(s, t_send(3, 1, 0, ma, 0, 5000, 0),
+		      t_recv(4, mb, 0, 999, NICOFF_ANY, NICOFF_ANY, 0, 0), sim_now(s));
 	assert_int_equal(q.status, -EMSGSIZE);
 	assert_int_equal(q.result, 5000);
 	assert_memory_equal(b, a, 999);
