@@ -365,6 +365,21 @@ static void test_timeout(void **state)
 	t_finish(e.s);
 }
 
+/*
+ * A message (tag @tag) of @len bytes from card @from's region to offset 0
+ * of the other card's, into a receive of @cap bytes posted first on the
+ * other card, from @from: the receive, then the send, complete by @limit.
+ */
+static void tr_msg(struct tr_env *e, u32 from, u64 tag, u64 len, u64 cap, u64 limit)
+{
+	u32 to = !from;
+
+	t_post(e->s, to, 0, t_recv(tag, to ? e->mb : e->ma, 0, cap, from, 0, 0, 0));
+	t_post(e->s, from, 0, t_send(tag, to, 0, from ? e->mb : e->ma, 0, len, 0));
+	assert_int_equal(t_cqe(e->s, to, 0, limit).status, 0);
+	assert_int_equal(t_cqe(e->s, from, 0, limit).status, 0);
+}
+
 /* A card restarts: its peer's first operation may fail, the next work. */
 static void test_restart(void **state)
 {
@@ -379,23 +394,14 @@ static void test_restart(void **state)
 	tr_start(&e, a, sizeof(a), NICOFF_ACCESS_LOCAL_WRITE, b, sizeof(b),
 		 NICOFF_ACCESS_LOCAL_WRITE);
 	for (i = 0; i < 2; i++) {
-		t_post(e.s, 1, 0, t_recv(i, e.mb, 0, sizeof(b), 0, 0, 0, 0));
-		t_post(e.s, 0, 0, t_send(i, 1, 0, e.ma, 0, 5000, 0));
-		assert_int_equal(t_cqe(e.s, 1, 0, T_SEC).status, 0);
-		assert_int_equal(t_cqe(e.s, 0, 0, T_SEC).status, 0);
-		t_post(e.s, 0, 0, t_recv(i, e.ma, 0, sizeof(a), 1, 0, 0, 0));
-		t_post(e.s, 1, 0, t_send(i, 0, 0, e.mb, 0, 5000, 0));
-		assert_int_equal(t_cqe(e.s, 0, 0, T_SEC).status, 0);
-		assert_int_equal(t_cqe(e.s, 1, 0, T_SEC).status, 0);
+		tr_msg(&e, 0, i, 5000, sizeof(b), T_SEC);
+		tr_msg(&e, 1, i, 5000, sizeof(a), T_SEC);
 	}
 	assert_int_equal(sim_restart(e.s, 1, 1000), 0);
 	e.mb = t_port_mr(e.s, 1, 0, b, sizeof(b), NICOFF_ACCESS_LOCAL_WRITE, NULL);
 
 	/* Restarted -> old peer: a new epoch from the start, accepted at once. */
-	t_post(e.s, 0, 0, t_recv(9, e.ma, 0, sizeof(a), 1, 0, 0, 0));
-	t_post(e.s, 1, 0, t_send(9, 0, 0, e.mb, 0, 4000, 0));
-	assert_int_equal(t_cqe(e.s, 0, 0, sim_now(e.s) + T_SEC).status, 0);
-	assert_int_equal(t_cqe(e.s, 1, 0, sim_now(e.s) + T_SEC).status, 0);
+	tr_msg(&e, 1, 9, 4000, sizeof(a), sim_now(e.s) + T_SEC);
 
 	/* Old peer -> restarted: its stream is unknown there, so it fails once. */
 	for (i = 0; i < 2; i++)
