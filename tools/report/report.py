@@ -253,6 +253,12 @@ def ratio_at(res, suite, num, den, axis, x, **want):
     return a / b if a and b else None
 
 
+def common_points(res, suite, axis, methods, **want):
+    """The x values at which every one of methods has a point, and each one's {x: value}."""
+    by_method = [dict(res.xy(suite, axis, method=m, **want)) for m in methods]
+    return sorted(set.intersection(*(set(d) for d in by_method))), by_method
+
+
 # ---------------------------------------------------------------- simulator --
 
 class Sim:
@@ -469,9 +475,8 @@ def seed001_fig5(res, sim):
 
 def seed001_fig6(res, sim):
     res.need("atomic")
-    card = dict(res.xy("atomic", "nodes", case_="lock", method="card-mcs", metric="latency_us"))
-    host = dict(res.xy("atomic", "nodes", case_="lock", method="host-mcs", metric="latency_us"))
-    ns = sorted(set(card) & set(host))
+    ns, (card, host) = common_points(res, "atomic", "nodes", ("card-mcs", "host-mcs"),
+                                     case_="lock", metric="latency_us")
     imp = [100 * (host[n] - card[n]) / host[n] for n in ns]
     p = Panel("(host MCS - card MCS) / host MCS", "contenders", "improvement (%)",
               [Series("card MCS over host MCS", ns, imp)])
@@ -759,9 +764,8 @@ def seed004_fig6(res, sim):
 
 def seed004_fig7(res, sim):
     res.need("strided")
-    nic = dict(res.xy("strided", "chunk", case_="square2d", method="nic", metric="mb_per_s"))
-    naive = dict(res.xy("strided", "chunk", case_="square2d", method="naive", metric="mb_per_s"))
-    ch = sorted(set(nic) & set(naive))
+    ch, (nic, naive) = common_points(res, "strided", "chunk", ("nic", "naive"),
+                                     case_="square2d", metric="mb_per_s")
     p = Panel("(left) the card walking the shape against a PUT per chunk",
               "contiguous chunk (bytes)", "bandwidth (MB/s)",
               [Series("nic", ch, [nic[c] for c in ch]),

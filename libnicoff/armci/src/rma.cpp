@@ -148,6 +148,11 @@ void strided_blocking(Dir dir, void *src, int *src_stride, void *dst, int *dst_s
     finish(strided_call(dir, src, src_stride, dst, dst_stride, count, levels, proc));
 }
 
+void strided_nb(Dir dir, void *src, int *src_stride, void *dst, int *dst_stride, int *count,
+                int levels, int proc, armci_hdl_t *hdl) {
+    to_handle(hdl, proc, strided_call(dir, src, src_stride, dst, dst_stride, count, levels, proc));
+}
+
 std::vector<Seg> giov_segments(const armci_giov_t *iov, int len) {
     if (len < 0 || (len > 0 && !iov))
         fail(EINVAL, "a bad vector list (" + std::to_string(len) + " descriptors)");
@@ -266,18 +271,16 @@ int PARMCI_GetS(void *src_ptr, int src_stride_ar[], void *dst_ptr, int dst_strid
 int PARMCI_NbPutS(void *src_ptr, int src_stride_ar[], void *dst_ptr, int dst_stride_ar[],
                   int count[], int stride_levels, int proc, armci_hdl_t *hdl) {
     return guarded("ARMCI_NbPutS", [&] {
-        to_handle(hdl, proc,
-                  strided_call(Dir::put, src_ptr, src_stride_ar, dst_ptr, dst_stride_ar, count,
-                               stride_levels, proc));
+        strided_nb(Dir::put, src_ptr, src_stride_ar, dst_ptr, dst_stride_ar, count, stride_levels,
+                   proc, hdl);
     });
 }
 
 int PARMCI_NbGetS(void *src_ptr, int src_stride_ar[], void *dst_ptr, int dst_stride_ar[],
                   int count[], int stride_levels, int proc, armci_hdl_t *hdl) {
     return guarded("ARMCI_NbGetS", [&] {
-        to_handle(hdl, proc,
-                  strided_call(Dir::get, src_ptr, src_stride_ar, dst_ptr, dst_stride_ar, count,
-                               stride_levels, proc));
+        strided_nb(Dir::get, src_ptr, src_stride_ar, dst_ptr, dst_stride_ar, count, stride_levels,
+                   proc, hdl);
     });
 }
 

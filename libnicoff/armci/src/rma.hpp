@@ -29,6 +29,9 @@ std::uint64_t strided_call(Dir dir, void *src, int *src_stride, void *dst, int *
 // completion's errno.
 void strided_blocking(Dir dir, void *src, int *src_stride, void *dst, int *dst_stride, int *count,
                       int levels, int proc);
+// Non-blocking form: the request goes to hdl (to_handle below).
+void strided_nb(Dir dir, void *src, int *src_stride, void *dst, int *dst_stride, int *count,
+                int levels, int proc, armci_hdl_t *hdl);
 // Waits for request id (0: nothing) and throws its error.
 void finish(std::uint64_t id);
 // What a handle covers (null for a handle with nothing recorded); EINVAL

@@ -10,7 +10,10 @@
 
 #include <armci.h>
 
-/* mt_fail (the job down, this rank named) and mt_arg (a positive argument). */
+/*
+ * mt_fail (the job down, this rank named), mt_arg (a positive argument) and
+ * mt_mpi_init.
+ */
 #include "../../mpi/tests/mpi_test.h"
 
 /* ARMCI's limit on stride levels is 8; the tests go to 7 dimensions. */
@@ -32,11 +35,7 @@ static int at_nproc;
  * rely on it), this rank for mt_fail's messages.
  */
 static inline void at_mpi_init(int *argc, char ***argv, const char *prog) {
-    mt_prog = prog;
-    if (MPI_Init(argc, argv) != MPI_SUCCESS) {
-        fprintf(stderr, "%s: MPI_Init failed\n", prog);
-        exit(1);
-    }
+    mt_mpi_init(argc, argv, prog);
     MPI_Comm_rank(MPI_COMM_WORLD, &at_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &at_nproc);
     mt_world_rank = at_rank;

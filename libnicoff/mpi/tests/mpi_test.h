@@ -49,12 +49,17 @@ static inline void __attribute__((format(printf, 1, 2), noreturn)) mt_fail(const
         }                                                                                          \
     } while (0)
 
-static inline void mt_init(int *argc, char ***argv, const char *prog) {
+/* MPI_Init for program prog (mt_fail's name for it); exits if it fails. */
+static inline void mt_mpi_init(int *argc, char ***argv, const char *prog) {
     mt_prog = prog;
     if (MPI_Init(argc, argv) != MPI_SUCCESS) {
         fprintf(stderr, "%s: MPI_Init failed\n", prog);
         exit(1);
     }
+}
+
+static inline void mt_init(int *argc, char ***argv, const char *prog) {
+    mt_mpi_init(argc, argv, prog);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     MT_CK(MPI_Comm_rank(MPI_COMM_WORLD, &mt_world_rank));
 }

@@ -158,6 +158,24 @@ const nicoff::detail::PortHolder no_hold = [](const nicoff::Placement &) {
     return std::unique_ptr<nicoff::detail::FileDesc>();
 };
 
+// The job's id, number of cards and port base.
+void assert_job(const PmiJob &job, const std::string &id, std::uint32_t nics,
+                std::uint32_t port_base) {
+    assert_string_equal(job.id.c_str(), id.c_str());
+    assert_int_equal(job.nics, nics);
+    assert_int_equal(job.port_base, port_base);
+}
+
+// pmi_agree() as rank `rank` of size over a client of its own talking to
+// peer.  The client is gone when it returns or throws: peer.verdict() may
+// follow.
+PmiJob agree(const Peer &peer, std::uint32_t rank, std::uint32_t size,
+             const std::function<PmiJob(const std::string &)> &decide,
+             const nicoff::detail::PortHolder &hold = no_hold) {
+    PmiClient pmi(peer.fd(), 10s);
+    return nicoff::detail::pmi_agree(pmi, rank, size, decide, hold, held);
+}
+
 // --- the protocol --------------------------------------------------------------
 
 void test_parse(void **) {
@@ -273,9 +291,7 @@ void test_encoding(void **) {
     const std::string v = nicoff::detail::pmi_job_encode(j);
     assert_null(std::strpbrk(v.c_str(), " ="));
     const PmiJob back = nicoff::detail::pmi_job_decode(v);
-    assert_string_equal(back.id.c_str(), j.id.c_str());
-    assert_int_equal(back.nics, 3);
-    assert_int_equal(back.port_base, 40);
+    assert_job(back, j.id, 3, 40);
     assert_int_equal(back.max_ports, 0);
     assert_string_equal(nicoff::detail::pmi_job_decode("v1:1:0:0:").id.c_str(), "");
     assert_int_equal(nicoff::detail::pmi_job_decode("v1:1:16:64:").max_ports, 64);
@@ -302,21 +318,13 @@ void test_agree_rank0(void **) {
                {put, "cmd=put_result rc=0 msg=success\n"},
                barrier_ok,
                {"cmd=get kvsname=kvs_7_0 key=nicoff-job", "@put"}});
-    {
-        PmiClient pmi(peer.fd(), 10s);
-        std::string seen;
-        const PmiJob got = nicoff::detail::pmi_agree(
-            pmi, 0, 2,
-            [&](const std::string &kvs) {
-                seen = kvs;
-                return mine;
-            },
-            no_hold, held);
-        assert_string_equal(seen.c_str(), "kvs_7_0");
-        assert_string_equal(got.id.c_str(), mine.id.c_str());
-        assert_int_equal(got.nics, 4);
-        assert_int_equal(got.port_base, 20);
-    }
+    std::string seen;
+    const PmiJob got = agree(peer, 0, 2, [&](const std::string &kvs) {
+        seen = kvs;
+        return mine;
+    });
+    assert_string_equal(seen.c_str(), "kvs_7_0");
+    assert_job(got, mine.id, 4, 20);
     assert_int_equal(peer.verdict(), 0);
 }
 
@@ -328,17 +336,11 @@ void test_agree_rank0_fails(void **) {
                 "cmd=put_result rc=0 msg=success\n"},
                barrier_ok,
                {"cmd=get kvsname=kvs_7_0 key=nicoff-job", "@put"}});
-    {
-        PmiClient pmi(peer.fd(), 10s);
-        expect_error(ENODEV, "could not set it up: nicoff: no card", [&] {
-            (void)nicoff::detail::pmi_agree(
-                pmi, 0, 2,
-                [](const std::string &) -> PmiJob {
-                    throw std::system_error(ENODEV, std::generic_category(), "nicoff: no card");
-                },
-                no_hold, held);
+    expect_error(ENODEV, "could not set it up: nicoff: no card", [&] {
+        (void)agree(peer, 0, 2, [](const std::string &) -> PmiJob {
+            throw std::system_error(ENODEV, std::generic_category(), "nicoff: no card");
         });
-    }
+    });
     assert_int_equal(peer.verdict(), 0);
 }
 
@@ -349,21 +351,13 @@ void test_agree_other_rank(void **) {
                kvs_ok,
                barrier_ok,
                {get, "cmd=get_result rc=0 msg=success value=" + value + "\n"}});
-    {
-        PmiClient pmi(peer.fd(), 10s);
-        bool asked = false;
-        const PmiJob got = nicoff::detail::pmi_agree(
-            pmi, 1, 2,
-            [&](const std::string &) {
-                asked = true;
-                return PmiJob{};
-            },
-            no_hold, held);
-        assert_false(asked); // only rank 0 decides
-        assert_string_equal(got.id.c_str(), "j");
-        assert_int_equal(got.nics, 2);
-        assert_int_equal(got.port_base, 33);
-    }
+    bool asked = false;
+    const PmiJob got = agree(peer, 1, 2, [&](const std::string &) {
+        asked = true;
+        return PmiJob{};
+    });
+    assert_false(asked); // only rank 0 decides
+    assert_job(got, "j", 2, 33);
     assert_int_equal(peer.verdict(), 0);
 }
 
@@ -374,11 +368,7 @@ void test_agree_nothing_published(void **) {
                barrier_ok,
                {"cmd=get kvsname=kvs_7_0 key=nicoff-job",
                 "cmd=get_result rc=-1 msg=key_nicoff-job_not_found value=unknown\n"}});
-    {
-        PmiClient pmi(peer.fd(), 10s);
-        expect_error(EPROTO, "published no nicoff-job",
-                     [&] { (void)nicoff::detail::pmi_agree(pmi, 1, 2, nullptr, no_hold, held); });
-    }
+    expect_error(EPROTO, "published no nicoff-job", [&] { (void)agree(peer, 1, 2, nullptr); });
     assert_int_equal(peer.verdict(), 0);
 }
 
@@ -407,14 +397,11 @@ void test_port_search(void **) {
         tried.push_back(p);
         return tried.size() == 1 ? nullptr : std::make_unique<nicoff::detail::FileDesc>(::dup(2));
     };
-    {
-        PmiClient pmi(peer.fd(), 10s);
-        const PmiJob got = nicoff::detail::pmi_agree(pmi, 1, 3, nullptr, hold, held);
-        assert_int_equal(got.port_base, base1);
-        assert_int_equal(got.max_ports, 0);
-        assert_non_null(held.get()); // kept for open_port()
-        held.reset();
-    }
+    const PmiJob got = agree(peer, 1, 3, nullptr, hold);
+    assert_int_equal(got.port_base, base1);
+    assert_int_equal(got.max_ports, 0);
+    assert_non_null(held.get()); // kept for open_port()
+    held.reset();
     assert_int_equal(tried.size(), 2);
     assert_true(tried[0] == (nicoff::Placement{1, base0}));
     assert_true(tried[1] == (nicoff::Placement{1, base1}));
@@ -438,11 +425,7 @@ void test_port_search_error(void **) {
         [](const nicoff::Placement &) -> std::unique_ptr<nicoff::detail::FileDesc> {
         throw std::system_error(ENODEV, std::generic_category(), "nicoff: no card 1");
     };
-    {
-        PmiClient pmi(peer.fd(), 10s);
-        expect_error(ENODEV, "no card 1",
-                     [&] { (void)nicoff::detail::pmi_agree(pmi, 1, 2, nullptr, hold, held); });
-    }
+    expect_error(ENODEV, "no card 1", [&] { (void)agree(peer, 1, 2, nullptr, hold); });
     assert_int_equal(peer.verdict(), 0);
 }
 
