@@ -407,13 +407,18 @@ struct AppParams {
     std::uint64_t srumma_n = 0, srumma_strips = 0, halo_n = 0, halo_iters = 0;
 };
 
+// The side p of srumma's p x p grid: the smallest with p * p >= ranks
+// (check_params refuses a count that is no square).
+std::uint32_t srumma_side(std::uint32_t ranks) {
+    std::uint32_t p = 1;
+    while (p * p < ranks)
+        p++;
+    return p;
+}
+
 std::unique_ptr<Kernel> make_kernel(const AppParams &ap, std::uint32_t rank) {
-    if (ap.app == "srumma") {
-        std::uint32_t p = 1;
-        while (p * p < ap.ranks)
-            p++;
-        return std::make_unique<Srumma>(rank, p, ap.srumma_n, ap.srumma_strips);
-    }
+    if (ap.app == "srumma")
+        return std::make_unique<Srumma>(rank, srumma_side(ap.ranks), ap.srumma_n, ap.srumma_strips);
     return std::make_unique<Halo>(rank, ap.ranks, ap.halo_n, ap.halo_iters);
 }
 
@@ -466,9 +471,7 @@ void check_params(const AppParams &ap) {
                                     std::to_string(max_app_runs) +
                                     " runs of all --app-methods together");
     if (ap.app == "srumma") {
-        std::uint32_t p = 1;
-        while (p * p < ap.ranks)
-            p++;
+        const std::uint32_t p = srumma_side(ap.ranks);
         if (p * p != ap.ranks)
             throw std::invalid_argument("srumma: --app-ranks must be a square (p x p grid)");
         if (ap.srumma_strips == 0 || ap.srumma_n == 0 || ap.srumma_n % (p * ap.srumma_strips))

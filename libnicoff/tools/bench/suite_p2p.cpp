@@ -436,13 +436,6 @@ void run(Context &ctx) {
         fail(errno, "bandwidth_drop needs to write " + drop_param +
                         " (run as root, or --drop-ppm 0 to leave the case out)");
 
-    auto wait_mode = [&](const char *name) {
-        const std::string &w = o.str(name);
-        if (w != "sleep" && w != "spin")
-            throw std::invalid_argument(std::string("--") + name + " must be sleep or spin");
-        return w == "sleep";
-    };
-
     // The NOP round trip of the same boot, a tenth of the runs as warm-up.
     const NopRtt nop = nop_rtt(da, nop_runs / 10, nop_runs);
     const Fields nop_fields{.nodes = 1, .runs = static_cast<std::int64_t>(nop_runs)};
@@ -450,13 +443,13 @@ void run(Context &ctx) {
     ctx.add("nop", "batch1", "rtt_us_median", nop.us.median, "us", nop_fields);
 
     // Ping-pong.
-    const Summary pp = summarize(pingpong(da, db, warmup, runs, wait_mode("pp-wait")));
+    const Summary pp = summarize(pingpong(da, db, warmup, runs, wait_sleeps(o, "pp-wait")));
     ctx.add("pingpong", "send_recv", "latency_us", pp.mean, "us", two(small_msg, runs));
     ctx.add("pingpong", "send_recv", "latency_us_median", pp.median, "us", two(small_msg, runs));
     ctx.add("pingpong", "send_recv", "latency_us_p99", pp.p99, "us", two(small_msg, runs));
 
     // Bandwidth.
-    bw.sleep = wait_mode("bw-wait");
+    bw.sleep = wait_sleeps(o, "bw-wait");
     constexpr std::array all = {Method::memcpy, Method::send_recv, Method::put, Method::get};
     bandwidth_case(ctx, "bandwidth", all, da, db, bw);
 

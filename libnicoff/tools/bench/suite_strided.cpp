@@ -395,11 +395,9 @@ void run_squares(Context &ctx) {
                                     std::to_string(max_size / dbl));
     const TwoCards cards(o);
 
-    const std::string &w = o.str("wait");
-    if (w != "sleep" && w != "spin")
-        throw std::invalid_argument("--wait must be sleep or spin");
+    const bool sleep = wait_sleeps(o, "wait");
     End a(cards.a), b(cards.b);
-    a.sleep = w == "sleep";
+    a.sleep = sleep;
     Strided strided(a.port);
     Engines engines(cards, o.u64("piece"));
     for (const std::uint64_t side : sides) {

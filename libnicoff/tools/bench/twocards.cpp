@@ -52,4 +52,11 @@ void sleep_for_completion(std::initializer_list<const Port *> ports) {
         fail(errno, "poll");
 }
 
+bool wait_sleeps(const Options &o, const std::string &name) {
+    const std::string &w = o.str(name);
+    if (w != "sleep" && w != "spin")
+        throw std::invalid_argument("--" + name + " must be sleep or spin");
+    return w == "sleep";
+}
+
 } // namespace nicoff::bench

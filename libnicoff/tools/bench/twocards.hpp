@@ -1,6 +1,6 @@
 // What the suites that drive two cards from one process (p2p, strided)
 // share: the --peer option and the two devices, taking completions and
-// sleeping until there are some.
+// sleeping until there are some (or spinning: their sleep-or-spin options).
 #ifndef NICOFF_BENCH_TWOCARDS_HPP
 #define NICOFF_BENCH_TWOCARDS_HPP
 
@@ -10,6 +10,7 @@
 
 #include <initializer_list>
 #include <span>
+#include <string>
 
 namespace nicoff::bench {
 
@@ -31,6 +32,10 @@ std::span<const nicoff_cqe> take_completions(Port &port, std::span<nicoff_cqe> b
 // Sleeps in poll(2) until one of ports has a completion (or 10 ms pass): on
 // two vCPUs a spinning process takes the CPU the card threads need.
 void sleep_for_completion(std::initializer_list<const Port *> ports);
+
+// A sleep-or-spin option's value (such as --wait): true for sleep (in
+// sleep_for_completion), false for spin; std::invalid_argument otherwise.
+bool wait_sleeps(const Options &o, const std::string &name);
 
 } // namespace nicoff::bench
 
