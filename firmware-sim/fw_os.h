@@ -66,6 +66,22 @@ int fwos_mem_write(struct fw_host *h, u32 port, u32 key, u32 flags, u64 off, con
 		   u32 len);
 
 /*
+ * The same for @n pieces of one region, @seg[i].len bytes at @seg[i].off,
+ * packed back to back in @dst (gather) or @src (scatter): what a strided
+ * transfer moves per packet.  The region is looked up once and every piece
+ * checked before the first byte is copied, so an error copies nothing.
+ */
+struct fwos_seg {
+	u64 off;
+	u64 len;
+};
+
+int fwos_mem_gather(struct fw_host *h, u32 port, u32 key, u32 flags,
+		    const struct fwos_seg *seg, u32 n, void *dst);
+int fwos_mem_scatter(struct fw_host *h, u32 port, u32 key, u32 flags,
+		     const struct fwos_seg *seg, u32 n, const void *src);
+
+/*
  * A remote atomic on the naturally aligned @width-byte word (4 or 8) at
  * @off of region @rkey of @port: @op NICOFF_OP_FETCH_ADD adds @operand,
  * NICOFF_OP_FETCH_WRITE stores it, NICOFF_OP_COMPARE_SWAP stores it if the

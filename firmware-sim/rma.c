@@ -76,25 +76,35 @@ void fw_rma_refuse(struct fw_card *card, struct fw_peer *peer, struct fw_port *p
 	fw_reply_err(card, peer, h, err);
 }
 
+/* Region pieces moved per fwos_mem_gather() or _scatter(): a small stack buffer. */
+#define FW_RMA_SEGS	16
+
 /*
  * Move message bytes [@pos, @pos + @len) of @cur between @buf and region
- * @key, piece by piece as the cursor's layout has them: into the region
- * with @to_region, out of it otherwise.  The caller checked the range.
+ * @key, piece by piece as the cursor's layout has them (a batch of pieces
+ * per look at the region): into the region with @to_region, out of it
+ * otherwise.  The caller checked the range.
  */
 static int fw_rma_pieces(struct fw_card *card, u32 port, u32 key, u32 flags,
 			 const struct fw_cursor *cur, u64 pos, u8 *buf, u32 len, bool to_region)
 {
-	while (len) {
-		u64 at;
-		u32 n = (u32)fw_cursor_piece(cur, pos, len, &at);
-		int ret = to_region ? fwos_mem_write(card->host, port, key, flags, at, buf, n) :
-				      fwos_mem_read(card->host, port, key, flags, at, buf, n);
+	struct fwos_seg seg[FW_RMA_SEGS];
 
+	while (len) {
+		u32 n, bytes = 0;
+		int ret;
+
+		for (n = 0; n < FW_RMA_SEGS && bytes < len; n++) {
+			seg[n].len = fw_cursor_piece(cur, pos + bytes, len - bytes, &seg[n].off);
+			bytes += (u32)seg[n].len;
+		}
+		ret = to_region ? fwos_mem_scatter(card->host, port, key, flags, seg, n, buf) :
+				  fwos_mem_gather(card->host, port, key, flags, seg, n, buf);
 		if (ret)
 			return ret;
-		pos += n;
-		buf += n;
-		len -= n;
+		pos += bytes;
+		buf += bytes;
+		len -= bytes;
 	}
 	return 0;
 }

@@ -29,10 +29,11 @@
 
 /*
  * A PUT_STRIDED packet's payload: this head, a table of where each piece
- * goes and how long it is, then their bytes one after the other.  A piece
- * is contiguous on both sides (the counts are shared, so a chunk is
- * count[0] bytes on each), so the target writes each where it says
- * without knowing the shape.
+ * goes and how long it is (struct fwos_seg: region offset and length, so
+ * the target hands the table to fwos_mem_scatter() as it stands), then
+ * their bytes one after the other.  A piece is contiguous on both sides
+ * (the counts are shared, so a chunk is count[0] bytes on each), so the
+ * target writes each where it says without knowing the shape.
  */
 struct fw_sput_head {
 	u32 pieces;
@@ -47,10 +48,8 @@ struct fw_desc_acc {
 	s64 scale;
 };
 
-struct fw_sput_piece {
-	u64 roff;
-	u64 len;
-};
+/* Local pieces gathered per fwos_mem_gather(): a small stack buffer. */
+#define FW_SPUT_GATHER	16
 
 #define FW_SPUT_PIECES_OFF	((u32)sizeof(struct fw_sput_head))
 
@@ -66,19 +65,38 @@ static u32 fw_shape_wire_len(u32 levels)
 	return 8 * (2 + 2 * levels);
 }
 
+/* The descriptor after its counts and local strides: read in one piece. */
+struct fw_desc_tail {
+	u64 remote_stride[NICOFF_STRIDED_MAX_LEVELS];
+	struct fw_desc_acc acc;
+};
+
+/* Counts then local strides, back to back in both: the shape reads them in one piece. */
+#define FW_DESC_AT(f)	offsetof(struct nicoff_strided_desc, f)
+#define FW_COUNTS	(8 * (NICOFF_STRIDED_MAX_LEVELS + 1))
+FW_STATIC_ASSERT(offsetof(struct fw_shape, stride) == offsetof(struct fw_shape, count) + FW_COUNTS,
+		 "a shape's strides follow its counts");
+FW_STATIC_ASSERT(FW_DESC_AT(local_stride) == FW_DESC_AT(count) + FW_COUNTS &&
+		 FW_DESC_AT(remote_stride) == FW_DESC_AT(local_stride) +
+		 8 * NICOFF_STRIDED_MAX_LEVELS &&
+		 sizeof(struct fw_desc_tail) ==
+		 sizeof(struct nicoff_strided_desc) - FW_DESC_AT(remote_stride),
+		 "the descriptor's layout as the reads below take it");
+
 /*
  * Copy the shapes of strided command @d from its descriptor (struct
  * nicoff_strided_desc) into @local and @remote, and check them.  Copied
  * once and checked after: the process may rewrite its descriptor at will.
+ * Two reads, each one look at the region: the counts with the local
+ * strides, then the rest.
  */
 static int fw_strided_shapes(struct fw_card *card, struct fw_port *port,
 			     const struct nicoff_op_strided *d, struct fw_shape *local,
 			     struct fw_shape *remote, struct fw_desc_acc *acc)
 {
 	const u32 n = NICOFF_STRIDED_MAX_LEVELS;
-	const u64 lst = offsetof(struct nicoff_strided_desc, local_stride);
-	const u64 rst = offsetof(struct nicoff_strided_desc, remote_stride);
-	const u64 ast = offsetof(struct nicoff_strided_desc, acc);
+	const u64 rst = FW_DESC_AT(remote_stride);
+	struct fw_desc_tail tail;
 	u64 end;
 	int ret;
 
@@ -86,19 +104,15 @@ static int fw_strided_shapes(struct fw_card *card, struct fw_port *port,
 		return -ERANGE;
 	memset(local, 0, sizeof(*local));
 	ret = fwos_mem_read(card->host, port->id, d->desc_mr, 0, d->desc_off, local->count,
-			    8 * (n + 1));
+			    FW_COUNTS + 8 * n);
 	if (!ret)
-		ret = fwos_mem_read(card->host, port->id, d->desc_mr, 0,
-				    d->desc_off + lst, local->stride, 8 * n);
-	*remote = *local;
-	if (!ret)
-		ret = fwos_mem_read(card->host, port->id, d->desc_mr, 0,
-				    d->desc_off + rst, remote->stride, 8 * n);
-	if (!ret)
-		ret = fwos_mem_read(card->host, port->id, d->desc_mr, 0, d->desc_off + ast, acc,
-				    sizeof(*acc));
+		ret = fwos_mem_read(card->host, port->id, d->desc_mr, 0, d->desc_off + rst, &tail,
+				    sizeof(tail));
 	if (ret)
 		return ret;
+	*remote = *local;
+	memcpy(remote->stride, tail.remote_stride, sizeof(tail.remote_stride));
+	*acc = tail.acc;
 	local->levels = d->levels;
 	remote->levels = d->levels;
 	ret = fw_shape_init(local);
@@ -175,16 +189,16 @@ static u32 fw_sput_fit(const struct fw_strided_op *s, u32 mtu, u64 *data)
 	u32 n = 0;
 
 	*data = 0;
-	while (room >= sizeof(struct fw_sput_piece) + w) {
+	while (room >= sizeof(struct fwos_seg) + w) {
 		/* Whole elements: chunks are, and so is every cut of one. */
-		u64 m = fw_cursor_piece(c, pos, room - sizeof(struct fw_sput_piece), &at) / w * w;
+		u64 m = fw_cursor_piece(c, pos, room - sizeof(struct fwos_seg), &at) / w * w;
 
 		if (!m)
 			break;
 		n++;
 		*data += m;
 		pos += m;
-		room -= sizeof(struct fw_sput_piece) + m;
+		room -= sizeof(struct fwos_seg) + m;
 	}
 	return n;
 }
@@ -195,12 +209,12 @@ static int fw_strided_build_put(struct fw_card *card, struct fw_peer *peer, stru
 {
 	struct fw_strided_op *s = fw_strided_op(op);
 	struct fw_xfer_op *x = &s->x;
-	u64 data, at, first, span_end;
-	u32 n = fw_sput_fit(s, card->cfg.mtu, &data), i;
-	u32 table = FW_SPUT_PIECES_OFF + n * (u32)sizeof(struct fw_sput_piece);
+	u64 data, first, span_end;
+	u32 n = fw_sput_fit(s, card->cfg.mtu, &data), i, k;
+	u32 table = FW_SPUT_PIECES_OFF + n * (u32)sizeof(struct fwos_seg);
 	struct fw_pkt *pkt = fw_pkt_new(card, peer, FW_PKT_PUT_STRIDED, op->lport, op->dst_port,
 					table + (u32)data);
-	struct fw_sput_piece *piece;
+	struct fwos_seg *piece;
 	u8 *to;
 	int ret = 0;
 
@@ -216,17 +230,25 @@ static int fw_strided_build_put(struct fw_card *card, struct fw_peer *peer, stru
 	pkt->hdr.rkey = x->rkey;
 	*(struct fw_sput_head *)pkt->payload =
 		(struct fw_sput_head){ .pieces = n, .acc = s->acc, .scale = s->scale };
-	piece = (struct fw_sput_piece *)(pkt->payload + FW_SPUT_PIECES_OFF);
+	piece = (struct fwos_seg *)(pkt->payload + FW_SPUT_PIECES_OFF);
 	to = pkt->payload + table;
-	for (i = 0; i < n && !ret; i++) {
-		u64 m = fw_cursor_next(&x->cur, data, &at);
+	/* The local pieces a batch at a time, each batch one gather. */
+	for (i = 0; i < n && !ret; i += k) {
+		struct fwos_seg seg[FW_SPUT_GATHER];
+		u64 bytes = 0;
 
-		fw_cursor_piece(&s->rcur, x->cur.pos, m, &piece[i].roff);
-		piece[i].len = m;
-		ret = fwos_mem_read(card->host, op->lport, x->key, 0, at, to, (u32)m);
-		fw_cursor_advance(&x->cur, m);
-		to += m;
-		data -= m;
+		for (k = 0; k < FW_SPUT_GATHER && i + k < n; k++) {
+			u64 m = fw_cursor_next(&x->cur, data, &seg[k].off);
+
+			fw_cursor_piece(&s->rcur, x->cur.pos, m, &piece[i + k].off);
+			piece[i + k].len = m;
+			seg[k].len = m;
+			fw_cursor_advance(&x->cur, m);
+			bytes += m;
+			data -= m;
+		}
+		ret = fwos_mem_gather(card->host, op->lport, x->key, 0, seg, k, to);
+		to += bytes;
 	}
 	if (ret) {
 		fwos_pkt_free(card->host, pkt);
@@ -272,7 +294,7 @@ static bool fw_sput_pieces(const struct fw_pkt *pkt, u32 *n, u64 *data)
 {
 	const struct fw_pkt_hdr *h = &pkt->hdr;
 	const struct fw_sput_head *head = (const struct fw_sput_head *)pkt->payload;
-	const struct fw_sput_piece *piece;
+	const struct fwos_seg *piece;
 	u64 sum = 0;
 	u32 i, w;
 
@@ -283,11 +305,11 @@ static bool fw_sput_pieces(const struct fw_pkt *pkt, u32 *n, u64 *data)
 		return false;
 	*n = head->pieces;
 	*data = h->len - FW_SPUT_PIECES_OFF - *n * sizeof(*piece);
-	piece = (const struct fw_sput_piece *)(pkt->payload + FW_SPUT_PIECES_OFF);
+	piece = (const struct fwos_seg *)(pkt->payload + FW_SPUT_PIECES_OFF);
 	for (i = 0; i < *n; i++) {
 		/* Inside the span the message announced (checked whole at its start). */
 		if (piece[i].len > *data - sum || piece[i].len % w ||
-		    piece[i].roff > h->span_end || piece[i].len > h->span_end - piece[i].roff)
+		    piece[i].off > h->span_end || piece[i].len > h->span_end - piece[i].off)
 			return false;
 		sum += piece[i].len;
 	}
@@ -342,7 +364,7 @@ int fw_strided_rx_put(struct fw_card *card, struct fw_peer *peer, struct fw_pkt 
 	const struct fw_pkt_hdr *h = &pkt->hdr;
 	struct fw_port *port = fw_port_find(card, h->dst_port);
 	const struct fw_sput_head *head = (const struct fw_sput_head *)pkt->payload;
-	const struct fw_sput_piece *piece;
+	const struct fwos_seg *piece;
 	const u8 *from;
 	u64 data;
 	int err = 0;
@@ -358,15 +380,13 @@ int fw_strided_rx_put(struct fw_card *card, struct fw_peer *peer, struct fw_pkt 
 		err = -ERANGE;
 	else if (!h->offset)	/* the whole span, before the first byte */
 		err = fwos_mem_write(card->host, port->id, h->rkey, flags, h->span_end, NULL, 0);
-	piece = (const struct fw_sput_piece *)(pkt->payload + FW_SPUT_PIECES_OFF);
+	piece = (const struct fwos_seg *)(pkt->payload + FW_SPUT_PIECES_OFF);
 	from = (const u8 *)(piece + n);
-	for (i = 0; i < n && !err; i++) {
-		if (head->acc)
-			err = fw_strided_add(card, port->id, h->rkey, piece[i].roff, from,
-					     piece[i].len, head);
-		else
-			err = fwos_mem_write(card->host, port->id, h->rkey, flags, piece[i].roff,
-					     from, (u32)piece[i].len);
+	if (!err && !head->acc)		/* the table is a scatter list as it stands */
+		err = fwos_mem_scatter(card->host, port->id, h->rkey, flags, piece, n, from);
+	for (i = 0; i < n && !err && head->acc; i++) {
+		err = fw_strided_add(card, port->id, h->rkey, piece[i].off, from, piece[i].len,
+				     head);
 		from += piece[i].len;
 	}
 	if (err)

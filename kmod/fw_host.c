@@ -99,6 +99,42 @@ int fwos_mem_write(struct fw_host *h, u32 port, u32 key, u32 flags, u64 off, con
 	return nicoff_host_rw(h, port, key, flags, off, (void *)src, len, true);
 }
 
+/* Several pieces of one region: one lookup, every piece checked before any copy. */
+static int nicoff_host_rwv(struct fw_host *h, u32 port, u32 key, u32 flags,
+			   const struct fwos_seg *seg, u32 n, u8 *buf, bool to_mr)
+{
+	struct nicoff_mr *mr;
+	int err;
+	u32 i;
+
+	mr = nicoff_host_mr(h, port, key, flags, 0, 0, &err);
+	for (i = 0; mr && i < n; i++) {
+		err = nicoff_mr_check(mr, seg[i].off, seg[i].len, flags & NICOFF_ACCESS_ALL);
+		if (err)
+			return err;
+	}
+	if (!mr)
+		return err;
+	for (i = 0; i < n; i++) {
+		nicoff_mr_rw(mr, seg[i].off, buf, seg[i].len, to_mr);
+		buf += seg[i].len;
+	}
+	return 0;
+}
+
+int fwos_mem_gather(struct fw_host *h, u32 port, u32 key, u32 flags,
+		    const struct fwos_seg *seg, u32 n, void *dst)
+{
+	return nicoff_host_rwv(h, port, key, flags, seg, n, dst, false);
+}
+
+int fwos_mem_scatter(struct fw_host *h, u32 port, u32 key, u32 flags,
+		     const struct fwos_seg *seg, u32 n, const void *src)
+{
+	/* @src is only read: the copies go into the region. */
+	return nicoff_host_rwv(h, port, key, flags, seg, n, (void *)src, true);
+}
+
 int fwos_mem_atomic(struct fw_host *h, u32 port, u32 rkey, u64 off, u32 width, u32 op,
 		    u64 operand, u64 compare, u64 *old)
 {

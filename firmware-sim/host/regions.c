@@ -30,7 +30,7 @@ static struct sim_mr *sim_mr_find(struct fw_host *h, u32 port, u32 key, bool rem
 }
 
 /* The module's checks: region of this port, rights, then bounds. */
-static int sim_mr_check(struct fw_host *h, u32 port, u32 key, u32 flags, u64 off, u32 len,
+static int sim_mr_check(struct fw_host *h, u32 port, u32 key, u32 flags, u64 off, u64 len,
 			struct sim_mr **out)
 {
 	u32 need = flags & NICOFF_ACCESS_ALL;
@@ -69,6 +69,40 @@ int fwos_mem_write(struct fw_host *h, u32 port, u32 key, u32 flags, u64 off, con
 	if (!ret && len)
 		memcpy(mr->buf + off, src, len);
 	return ret;
+}
+
+/* Several pieces of one region: every one checked before the first copy. */
+static int sim_mr_rwv(struct fw_host *h, u32 port, u32 key, u32 flags,
+		      const struct fwos_seg *seg, u32 n, u8 *buf, bool to_mr)
+{
+	struct sim_mr *mr;
+	u32 i;
+	int ret = sim_mr_check(h, port, key, flags, 0, 0, &mr);
+
+	for (i = 0; !ret && i < n; i++)
+		ret = sim_mr_check(h, port, key, flags, seg[i].off, seg[i].len, &mr);
+	if (ret)
+		return ret;
+	for (i = 0; i < n; i++) {
+		if (to_mr)
+			memcpy(mr->buf + seg[i].off, buf, seg[i].len);
+		else
+			memcpy(buf, mr->buf + seg[i].off, seg[i].len);
+		buf += seg[i].len;
+	}
+	return 0;
+}
+
+int fwos_mem_gather(struct fw_host *h, u32 port, u32 key, u32 flags,
+		    const struct fwos_seg *seg, u32 n, void *dst)
+{
+	return sim_mr_rwv(h, port, key, flags, seg, n, dst, false);
+}
+
+int fwos_mem_scatter(struct fw_host *h, u32 port, u32 key, u32 flags,
+		     const struct fwos_seg *seg, u32 n, const void *src)
+{
+	return sim_mr_rwv(h, port, key, flags, seg, n, (u8 *)src, true);
 }
 
 /* The module's checks, then the atomic. */
