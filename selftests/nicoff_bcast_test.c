@@ -967,6 +967,40 @@ TEST_F_TIMEOUT(bcast, bad_input, 120)
 }
 
 /*
+ * Member @rank of the two-member group @gid of @tab: open the port @tab
+ * gives it (*p zeroed first), register the table and create the group.
+ * 0, or 1 with the failed check reported.
+ */
+static int pair_join(struct nt_port *p, const struct nicoff_member *tab, uint32_t rank,
+		     uint32_t gid)
+{
+	struct nicoff_cmd c;
+	struct nicoff_cqe q;
+	uint32_t mt;
+
+	memset(p, 0, sizeof(*p));
+	NT_CK(!nt_port_open(p, tab[rank].card, tab[rank].port, RING, RING));
+	NT_CK(!nt_reg_mr(p->fd, tab, 2 * sizeof(*tab), 0, &mt));
+	prep_create(&c, gid, rank, 2, mt, 0, 0, 1);
+	NT_CK(!run_one(p, &c, &q));
+	return 0;
+}
+
+/*
+ * Then: broadcast @len bytes of region @mb from rank 0, check that @buf
+ * holds @want, destroy the group and close the port.
+ */
+static int pair_bcast_leave(struct nt_port *p, uint32_t gid, uint32_t mb, const void *buf,
+			    const void *want, size_t len)
+{
+	NT_CK(!bcast_status(p, gid, 0, mb, 0, len));
+	NT_CK(!memcmp(buf, want, len));
+	NT_CK(!destroy_status(p, gid));
+	nt_port_close(p);
+	return 0;
+}
+
+/*
  * A receiver's region without LOCAL_WRITE is refused with -EACCES, and
  * the refusal does not count: the same broadcast then succeeds.
  */
@@ -974,20 +1008,14 @@ static int noaccess_member(int rank)
 {
 	struct nicoff_member tab[2] = { { 0, 41 }, { 1, 41 } };
 	unsigned char *buf, want[256];
-	uint32_t mt, mb, mro;
-	struct nicoff_cmd c;
-	struct nicoff_cqe q;
 	struct nt_port p;
+	uint32_t mb, mro;
 
-	memset(&p, 0, sizeof(p));
 	buf = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	NT_CK(buf != MAP_FAILED);
-	NT_CK(!nt_port_open(&p, rank, 41, RING, RING));
-	NT_CK(!nt_reg_mr(p.fd, tab, sizeof(tab), 0, &mt));
+	NT_CK(!pair_join(&p, tab, rank, 77));
 	NT_CK(!nt_reg_mr(p.fd, buf, 4096, NICOFF_ACCESS_LOCAL_WRITE, &mb));
 	NT_CK(!nt_reg_mr(p.fd, buf + 4096, 4096, 0, &mro));
-	prep_create(&c, 77, rank, 2, mt, 0, 0, 1);
-	NT_CK(!run_one(&p, &c, &q));
 	nt_fill_pattern(want, sizeof(want), 1234);
 	if (rank == 0) {
 		memcpy(buf, want, sizeof(want));
@@ -995,27 +1023,12 @@ static int noaccess_member(int rank)
 		memset(buf, POISON, 8192);
 		NT_CK(bcast_status(&p, 77, 0, mro, 0, sizeof(want)) == -EACCES);
 	}
-	NT_CK(!bcast_status(&p, 77, 0, mb, 0, sizeof(want)));
-	NT_CK(!memcmp(buf, want, sizeof(want)));
-	nicoff_prep_group_destroy(&c, 77, 2);
-	NT_CK(!run_one(&p, &c, &q));
-	nt_port_close(&p);
-	return 0;
-}
-
-static int noaccess_root(void)
-{
-	return noaccess_member(0);
-}
-
-static int noaccess_receiver(void)
-{
-	return noaccess_member(1);
+	return pair_bcast_leave(&p, 77, mb, buf, want, sizeof(want));
 }
 
 TEST_F_TIMEOUT(bcast, receiver_without_write, 120)
 {
-	EXPECT_EQ(0, nt_run_pair(noaccess_root, noaccess_receiver));
+	EXPECT_EQ(0, nt_run_pair(noaccess_member));
 }
 
 /* Member @rank of a two-member group; the root posts its broadcast after 2 s. */
@@ -1023,44 +1036,23 @@ static int late_member(int rank)
 {
 	struct nicoff_member tab[2] = { { 2, 42 }, { 3, 42 } };
 	unsigned char buf[512], want[512];
-	struct nicoff_cmd c;
-	struct nicoff_cqe q;
 	struct nt_port p;
-	uint32_t mt, mb;
+	uint32_t mb;
 
-	memset(&p, 0, sizeof(p));
-	NT_CK(!nt_port_open(&p, tab[rank].card, 42, RING, RING));
-	NT_CK(!nt_reg_mr(p.fd, tab, sizeof(tab), 0, &mt));
+	NT_CK(!pair_join(&p, tab, rank, 78));
 	NT_CK(!nt_reg_mr(p.fd, buf, sizeof(buf), NICOFF_ACCESS_LOCAL_WRITE, &mb));
-	prep_create(&c, 78, rank, 2, mt, 0, 0, 1);
-	NT_CK(!run_one(&p, &c, &q));
 	nt_fill_pattern(want, sizeof(want), 99);
 	memcpy(buf, want, sizeof(want));
 	if (rank == 0)
 		nt_sleep_ms(2000);
 	else
 		memset(buf, POISON, sizeof(buf));
-	NT_CK(!bcast_status(&p, 78, 0, mb, 0, sizeof(buf)));
-	NT_CK(!memcmp(buf, want, sizeof(want)));
-	nicoff_prep_group_destroy(&c, 78, 2);
-	NT_CK(!run_one(&p, &c, &q));
-	nt_port_close(&p);
-	return 0;
-}
-
-static int late_root_fn(void)
-{
-	return late_member(0);
-}
-
-static int early_receiver_fn(void)
-{
-	return late_member(1);
+	return pair_bcast_leave(&p, 78, mb, buf, want, sizeof(want));
 }
 
 TEST_F_TIMEOUT(bcast, late_root, 120)
 {
-	EXPECT_EQ(0, nt_run_pair(late_root_fn, early_receiver_fn));
+	EXPECT_EQ(0, nt_run_pair(late_member));
 }
 
 TEST_HARNESS_MAIN

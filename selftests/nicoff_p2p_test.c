@@ -224,9 +224,7 @@ static int from_child(struct chan *ch, void *b, size_t n, int ms)
 
 static int token_to_child(struct chan *ch)
 {
-	char c = 't';
-
-	return to_child(ch, &c, 1);
+	return to_child(ch, "t", 1);
 }
 
 static int token_from_parent(struct chan *ch, int ms)
@@ -238,9 +236,7 @@ static int token_from_parent(struct chan *ch, int ms)
 
 static int token_to_parent(struct chan *ch)
 {
-	char c = 't';
-
-	return to_parent(ch, &c, 1);
+	return to_parent(ch, "t", 1);
 }
 
 static int token_from_child(struct chan *ch, int ms)
@@ -308,11 +304,14 @@ static int end_child(struct chan *ch)
 	return st;
 }
 
-/* Checks in a child: report and return a non-zero exit status. */
+/*
+ * Checks in a child, or in a helper both sides use: report on stderr (the
+ * parent's TAP shows it) and return 1, the child's exit status.
+ */
 #define CK(cond)                                                                       \
 	do {                                                                           \
 		if (!(cond)) {                                                         \
-			fprintf(stderr, "# child %s:%d: check failed: %s\n", __func__,  \
+			fprintf(stderr, "# %s:%d: check failed: %s\n", __func__,        \
 				__LINE__, #cond);                                      \
 			return 1;                                                      \
 		}                                                                      \
@@ -322,7 +321,7 @@ static int end_child(struct chan *ch)
 	do {                                                                           \
 		long long _w = (long long)(want), _g = (long long)(got);               \
 		if (_w != _g) {                                                        \
-			fprintf(stderr, "# child %s:%d: %s == %s: want %lld, got %lld\n", \
+			fprintf(stderr, "# %s:%d: %s == %s: want %lld, got %lld\n",       \
 				__func__, __LINE__, #want, #got, _w, _g);              \
 			return 1;                                                      \
 		}                                                                      \
@@ -346,6 +345,44 @@ static int wait_consumed(struct nt_port *p, int ms)
 		nt_sleep_ms(1);
 	}
 	return 0;
+}
+
+/* A child's port on card B (rings of @entries) and a region @r on it. */
+static int child_port(struct nt_port *p, uint32_t entries, struct nt_region *r, size_t len,
+		      uint32_t access, int fill)
+{
+	CKEQ(0, nt_port_open(p, CARD_B, NICOFF_PORT_ANY, entries, entries));
+	CKEQ(0, nt_region_new(p, r, len, access, fill));
+	return 0;
+}
+
+/* Tell the parent where the child's port on card B is, and @rkey. */
+static int tell_port(struct chan *ch, const struct nt_port *p, uint32_t rkey)
+{
+	struct hello me = { .card = CARD_B, .port = p->po.port, .rkey = { rkey } };
+
+	return to_parent(ch, &me, sizeof(me));
+}
+
+/*
+ * The parent's start: @fn(@arg) running in a child, a port on card A (rings
+ * of @entries) and a region @s on it to send from.
+ */
+static void parent_port(struct __test_metadata *_metadata, struct chan *ch,
+			int (*fn)(struct chan *, void *), void *arg, struct nt_port *p,
+			uint32_t entries, struct nt_region *s, size_t len)
+{
+	ASSERT_LT(0, spawn(ch, fn, arg));
+	ASSERT_EQ(0, nt_port_open(p, CARD_A, NICOFF_PORT_ANY, entries, entries));
+	ASSERT_EQ(0, nt_region_new(p, s, len, 0, 0));
+}
+
+/* Run @c on @p: it completes within TMO (else the test stops here), successfully. */
+static void run_ok(struct __test_metadata *_metadata, struct nt_port *p, const struct nicoff_cmd *c,
+		   struct nicoff_cqe *cqe)
+{
+	ASSERT_EQ(0, nt_run_one(p, c, cqe, TMO));
+	EXPECT_EQ(0, cqe->status);
 }
 
 /* No completion shows up within ms. */
@@ -443,20 +480,44 @@ static int faults_on(void)
 
 /* ---------------------------------------------- send/recv, every size -- */
 
+/*
+ * One side's NSIZES receive completions, in any order: command tags tag0 +
+ * k, each k once, size k from (@card, @port) with message tag mtag0 + k.
+ * 0, or 1 with the first mismatch reported (CK).
+ */
+static int check_size_recvs(const struct sizes *s, const struct nicoff_cqe *cqe, int tag0,
+			    uint32_t card, uint32_t port, uint64_t mtag0)
+{
+	unsigned int seen = 0;
+	int i;
+
+	for (i = 0; i < NSIZES; i++) {
+		int k = (int)cqe[i].tag - tag0;
+
+		CK(k >= 0 && k < NSIZES && !(seen & (1u << k)));
+		seen |= 1u << k;
+		CKEQ(NICOFF_OP_RECV, cqe[i].opcode);
+		CKEQ(0, cqe[i].status);
+		CKEQ(s->size[k], cqe[i].result);
+		CKEQ(card, cqe[i].src_card);
+		CKEQ(port, cqe[i].src_port);
+		CKEQ(mtag0 + k, cqe[i].msg_tag);
+	}
+	return 0;
+}
+
 static int child_sizes(struct chan *ch, void *arg)
 {
 	FIXTURE_DATA(p2p) *self = arg;
 	const struct sizes *s = &self->sz;
 	struct nicoff_cqe cqe[NSIZES];
-	struct hello me = { .card = CARD_B }, pa;
+	struct hello pa;
 	struct nt_port p;
 	struct nt_region r;
-	unsigned int seen = 0;
 	int i;
 
 	CK(from_parent(ch, &pa, sizeof(pa), TMO) == 0);
-	CKEQ(0, nt_port_open(&p, CARD_B, NICOFF_PORT_ANY, 64, 64));
-	CKEQ(0, nt_region_new(&p, &r, s->total, NICOFF_ACCESS_LOCAL_WRITE, GUARD));
+	CKEQ(0, child_port(&p, 64, &r, s->total, NICOFF_ACCESS_LOCAL_WRITE, GUARD));
 	/* Receives posted ahead, one per size, matched by exact tag. */
 	for (i = 0; i < NSIZES; i++) {
 		struct nicoff_cmd c = NT_CMD(recv, r.handle, s->off[i], s->size[i], CARD_A, pa.port,
@@ -465,22 +526,10 @@ static int child_sizes(struct chan *ch, void *arg)
 		CKEQ(0, nt_submit(&p, &c, 1));
 	}
 	CKEQ(0, wait_consumed(&p, TMO));
-	me.port = p.po.port;
-	CK(to_parent(ch, &me, sizeof(me)) == 0);
+	CK(tell_port(ch, &p, 0) == 0);
 
 	CKEQ(NSIZES, nt_wait_cqes(&p, cqe, NSIZES, CHILD_TMO));
-	for (i = 0; i < NSIZES; i++) {
-		int k = (int)cqe[i].tag - 100;
-
-		CK(k >= 0 && k < NSIZES && !(seen & (1u << k)));
-		seen |= 1u << k;
-		CKEQ(NICOFF_OP_RECV, cqe[i].opcode);
-		CKEQ(0, cqe[i].status);
-		CKEQ(s->size[k], cqe[i].result);
-		CKEQ(CARD_A, cqe[i].src_card);
-		CKEQ(pa.port, cqe[i].src_port);
-		CKEQ(k, cqe[i].msg_tag);
-	}
+	CKEQ(0, check_size_recvs(s, cqe, 100, CARD_A, pa.port, 0));
 	for (i = 0; i < NSIZES; i++) {
 		size_t slot = round_page(s->size[i]) + 4096;
 
@@ -511,14 +560,11 @@ static void sizes_test(struct __test_metadata *_metadata, FIXTURE_DATA(p2p) *sel
 	struct hello me = { .card = CARD_A }, ch_info;
 	struct nicoff_cqe cqe[NSIZES];
 	struct nt_region src, dst;
-	unsigned int seen = 0;
 	struct nt_port p;
 	struct chan ch;
 	int i;
 
-	ASSERT_LT(0, spawn(&ch, child_sizes, self));
-	ASSERT_EQ(0, nt_port_open(&p, CARD_A, NICOFF_PORT_ANY, 64, 64));
-	ASSERT_EQ(0, nt_region_new(&p, &src, s->total, 0, 0));
+	parent_port(_metadata, &ch, child_sizes, self, &p, 64, &src, s->total);
 	ASSERT_EQ(0, nt_region_new(&p, &dst, s->total, NICOFF_ACCESS_LOCAL_WRITE, GUARD));
 	for (i = 0; i < NSIZES; i++)
 		nt_fill_pattern(src.buf + s->off[i], s->size[i], 1000 + i);
@@ -554,18 +600,7 @@ static void sizes_test(struct __test_metadata *_metadata, FIXTURE_DATA(p2p) *sel
 	ASSERT_EQ(0, wait_consumed(&p, TMO));
 	ASSERT_EQ(0, token_to_child(&ch));
 	ASSERT_EQ(NSIZES, nt_wait_cqes(&p, cqe, NSIZES, CHILD_TMO));
-	for (i = 0; i < NSIZES; i++) {
-		int k = (int)cqe[i].tag - 300;
-
-		ASSERT_TRUE(k >= 0 && k < NSIZES && !(seen & (1u << k)));
-		seen |= 1u << k;
-		EXPECT_EQ(NICOFF_OP_RECV, cqe[i].opcode);
-		EXPECT_EQ(0, cqe[i].status);
-		EXPECT_EQ(s->size[k], cqe[i].result);
-		EXPECT_EQ(CARD_B, cqe[i].src_card);
-		EXPECT_EQ(ch_info.port, cqe[i].src_port);
-		EXPECT_EQ(0x100 + k, cqe[i].msg_tag);
-	}
+	EXPECT_EQ(0, check_size_recvs(s, cqe, 300, CARD_B, ch_info.port, 0x100));
 	for (i = 0; i < NSIZES; i++) {
 		size_t slot = round_page(s->size[i]) + 4096;
 
@@ -606,9 +641,8 @@ static int child_put_get(struct chan *ch, void *arg)
 	int i;
 
 	sizes_init(&s, self->mtu, PG_LEAD);
-	CKEQ(0, nt_port_open(&p, CARD_B, NICOFF_PORT_ANY, 16, 16));
-	CKEQ(0, nt_region_new(&p, &t, s.total,
-			   NICOFF_ACCESS_REMOTE_READ | NICOFF_ACCESS_REMOTE_WRITE, GUARD));
+	CKEQ(0, child_port(&p, 16, &t, s.total, NICOFF_ACCESS_REMOTE_READ | NICOFF_ACCESS_REMOTE_WRITE,
+			   GUARD));
 	CKEQ(0, nt_region_new(&p, &src, 4 << 20, NICOFF_ACCESS_REMOTE_READ, 0));
 	nt_fill_pattern(src.buf, src.len, PG_SRC_SEED);
 	me.port = p.po.port;
@@ -644,9 +678,7 @@ static void put_get_test(struct __test_metadata *_metadata, FIXTURE_DATA(p2p) *s
 	int i;
 
 	sizes_init(&s, self->mtu, PG_LEAD);
-	ASSERT_LT(0, spawn(&ch, child_put_get, self));
-	ASSERT_EQ(0, nt_port_open(&p, CARD_A, NICOFF_PORT_ANY, 64, 64));
-	ASSERT_EQ(0, nt_region_new(&p, &src, s.total, 0, 0));
+	parent_port(_metadata, &ch, child_put_get, self, &p, 64, &src, s.total);
 	ASSERT_EQ(0, nt_region_new(&p, &dst, s.total, NICOFF_ACCESS_LOCAL_WRITE, GUARD));
 	ASSERT_EQ(0, nt_region_new(&p, &big, 4 << 20, NICOFF_ACCESS_LOCAL_WRITE, GUARD));
 	for (i = 0; i < NSIZES; i++)
@@ -753,9 +785,20 @@ static int tm_check(struct nicoff_cqe *c, struct nt_region *r, uint64_t want_tag
 	return 0;
 }
 
+/* Post receive @c on @p, take its completion and check it (tm_check()). */
+static int tm_recv(struct nt_port *p, const struct nicoff_cmd *c, struct nt_region *r, int want_id,
+		   uint64_t want_msg_tag, uint32_t want_port)
+{
+	struct nicoff_cqe q;
+
+	CKEQ(0, nt_submit(p, c, 1));
+	CKEQ(1, nt_wait_cqes(p, &q, 1, TMO));
+	return tm_check(&q, r, c->tag, want_id, want_msg_tag, want_port);
+}
+
 static int child_tags(struct chan *ch, void *arg)
 {
-	struct hello me = { .card = CARD_B }, pa;
+	struct hello pa;
 	struct nicoff_cmd c[5];
 	struct nicoff_cqe q[4];
 	struct nt_port p;
@@ -766,8 +809,7 @@ static int child_tags(struct chan *ch, void *arg)
 	CK(from_parent(ch, &pa, sizeof(pa), TMO) == 0);
 	P0 = pa.port;
 	P1 = pa.port2;
-	CKEQ(0, nt_port_open(&p, CARD_B, NICOFF_PORT_ANY, 16, 16));
-	CKEQ(0, nt_region_new(&p, &r, 16 * TM_SLOT, NICOFF_ACCESS_LOCAL_WRITE, GUARD));
+	CKEQ(0, child_port(&p, 16, &r, 16 * TM_SLOT, NICOFF_ACCESS_LOCAL_WRITE, GUARD));
 #define RSLOT(t) ((uint64_t)((t) - 1) * TM_SLOT)
 	/* Posting order matters: the first compatible receive wins. */
 	nicoff_prep_recv(&c[0], r.handle, RSLOT(1), TM_SLOT, NICOFF_ANY, NICOFF_ANY, 0x100, 0xf00,
@@ -779,8 +821,7 @@ static int child_tags(struct chan *ch, void *arg)
 	nicoff_prep_recv(&c[4], r.handle, RSLOT(5), TM_SLOT, NICOFF_ANY, NICOFF_ANY, 0, 0, 5);
 	CKEQ(0, nt_submit(&p, c, 5));
 	CKEQ(0, wait_consumed(&p, TMO));
-	me.port = p.po.port;
-	CK(to_parent(ch, &me, sizeof(me)) == 0);
+	CK(tell_port(ch, &p, 0) == 0);
 
 	/* Messages 1-4 (each sent after the previous one completed). */
 	CKEQ(4, nt_wait_cqes(&p, q, 4, CHILD_TMO));
@@ -792,14 +833,10 @@ static int child_tags(struct chan *ch, void *arg)
 	CK(cq_stays_empty(&p, 20));
 	/* The oldest compatible one: tag 6 takes message 6, over the older 5. */
 	nicoff_prep_recv(&c[0], r.handle, RSLOT(6), TM_SLOT, CARD_A, NICOFF_ANY, 6, ~0ull, 6);
-	CKEQ(0, nt_submit(&p, c, 1));
-	CKEQ(1, nt_wait_cqes(&p, q, 1, TMO));
-	if (tm_check(&q[0], &r, 6, 6, 6, P0))
+	if (tm_recv(&p, &c[0], &r, 6, 6, P0))
 		return 1;
 	nicoff_prep_recv(&c[0], r.handle, RSLOT(7), TM_SLOT, NICOFF_ANY, NICOFF_ANY, 0, 0, 7);
-	CKEQ(0, nt_submit(&p, c, 1));
-	CKEQ(1, nt_wait_cqes(&p, q, 1, TMO));
-	if (tm_check(&q[0], &r, 7, 5, 5, P0))
+	if (tm_recv(&p, &c[0], &r, 5, 5, P0))
 		return 1;
 	/* A source port filter and a partial mask. */
 	nicoff_prep_recv(&c[0], r.handle, RSLOT(8), TM_SLOT, CARD_A, P0, 0x42, 0xff, 8);
@@ -811,9 +848,7 @@ static int child_tags(struct chan *ch, void *arg)
 	if (tm_check(&q[0], &r, 8, 8, 0x142, P0))
 		return 1;
 	nicoff_prep_recv(&c[0], r.handle, RSLOT(9), TM_SLOT, NICOFF_ANY, P1, 0, 0, 9);
-	CKEQ(0, nt_submit(&p, c, 1));
-	CKEQ(1, nt_wait_cqes(&p, q, 1, TMO));
-	if (tm_check(&q[0], &r, 9, 7, 0x42, P1))
+	if (tm_recv(&p, &c[0], &r, 7, 0x42, P1))
 		return 1;
 	/* Receive 4 (from card 2) never matched anything. */
 	CK(cq_stays_empty(&p, 100));
@@ -900,6 +935,11 @@ struct stream {
 	char why[160];
 };
 
+struct stream_cfg {
+	unsigned int nmsg, ahead, late_ms;
+	unsigned long mtu;
+};
+
 static size_t sw_len(unsigned long mtu, unsigned int k)
 {
 	return 8 + ((uint64_t)k * 2654435761u) % (3 * mtu);
@@ -911,11 +951,20 @@ static void sw_fill(unsigned char *b, size_t len, uint64_t seed, uint64_t k)
 	memcpy(b, &k, sizeof(k));
 }
 
-static int stream_setup(struct stream *st)
+/*
+ * The end on @p of a stream of @cfg with @peer_card: its messages drawn
+ * from @my_seed, the peer's from @peer_seed.
+ */
+static int stream_setup(struct stream *st, struct nt_port *p, const struct stream_cfg *cfg,
+			uint32_t peer_card, uint64_t my_seed, uint64_t peer_seed)
 {
 	unsigned int k;
 	int ret;
 
+	*st = (struct stream){
+		.p = p, .peer_card = peer_card, .nmsg = cfg->nmsg, .ahead = cfg->ahead,
+		.late_ms = cfg->late_ms, .mtu = cfg->mtu, .my_seed = my_seed, .peer_seed = peer_seed,
+	};
 	st->slot = round_page(3 * st->mtu + 8 + 1);
 	ret = nt_region_new(st->p, &st->s, st->slot * st->nmsg, 0, 0);
 	if (!ret)
@@ -1040,34 +1089,19 @@ static int stream_run(struct stream *st, int timeout_ms)
 	return ret;
 }
 
-struct stream_cfg {
-	unsigned int nmsg, ahead, late_ms;
-	unsigned long mtu;
-};
-
 static int child_stream(struct chan *ch, void *arg)
 {
 	const struct stream_cfg *cfg = arg;
-	struct hello me = { .card = CARD_B }, pa;
+	struct hello pa;
 	struct stream st;
 	struct nt_port p;
 	int ret;
 
 	CK(from_parent(ch, &pa, sizeof(pa), TMO) == 0);
 	CKEQ(0, nt_port_open(&p, CARD_B, NICOFF_PORT_ANY, SW_CMD, SW_CQ));
-	memset(&st, 0, sizeof(st));
-	st.p = &p;
-	st.peer_card = CARD_A;
+	CKEQ(0, stream_setup(&st, &p, cfg, CARD_A, 2, 1));
 	st.peer_port = pa.port;
-	st.nmsg = cfg->nmsg;
-	st.ahead = cfg->ahead;
-	st.late_ms = cfg->late_ms;
-	st.mtu = cfg->mtu;
-	st.my_seed = 2;
-	st.peer_seed = 1;
-	CKEQ(0, stream_setup(&st));
-	me.port = p.po.port;
-	CK(to_parent(ch, &me, sizeof(me)) == 0);
+	CK(tell_port(ch, &p, 0) == 0);
 	CK(token_from_parent(ch, TMO) == 0);	/* both ends set up */
 	ret = stream_run(&st, CHILD_TMO);
 	if (ret)
@@ -1101,6 +1135,14 @@ static double binom_slack(double n, double p)
 }
 
 #define ST(s, name) ((s).v[NICOFF_NL_STAT_##name])
+
+/* Card @x's @got faults (@what) of @n packets: about @rate of them. */
+static void expect_rate(struct __test_metadata *_metadata, int x, const char *what, uint64_t got,
+			double n, double rate)
+{
+	EXPECT_GE(binom_slack(n, rate), dist(got, rate * n))
+		TH_LOG("card %d: %llu %s of %.0f", x, (unsigned long long)got, what, n);
+}
 
 /*
  * The counters of cards a and b over a fault run: before, at the end of
@@ -1194,18 +1236,10 @@ static void check_fault_counters(struct __test_metadata *_metadata, FIXTURE_DATA
 			TH_LOG("card %d sent only %.0f packets: no statistics", x, n);
 			continue;
 		}
-		EXPECT_GE(binom_slack(n, 0.1), dist(ST(f[x], FAULT_DROPS), 0.1 * n))
-			TH_LOG("card %d: %llu drops of %.0f", x,
-			       (unsigned long long)ST(f[x], FAULT_DROPS), n);
-		EXPECT_GE(binom_slack(n, 0.045), dist(ST(f[x], FAULT_DUPS), 0.045 * n))
-			TH_LOG("card %d: %llu dups of %.0f", x,
-			       (unsigned long long)ST(f[x], FAULT_DUPS), n);
-		EXPECT_GE(binom_slack(n, 0.009), dist(ST(f[x], FAULT_CORRUPTS), 0.009 * n))
-			TH_LOG("card %d: %llu corrupts of %.0f", x,
-			       (unsigned long long)ST(f[x], FAULT_CORRUPTS), n);
-		EXPECT_GE(binom_slack(n, 0.045), dist(ST(f[x], FAULT_REORDERS), 0.045 * n))
-			TH_LOG("card %d: %llu reorders of %.0f", x,
-			       (unsigned long long)ST(f[x], FAULT_REORDERS), n);
+		expect_rate(_metadata, x, "drops", ST(f[x], FAULT_DROPS), n, 0.1);
+		expect_rate(_metadata, x, "dups", ST(f[x], FAULT_DUPS), n, 0.045);
+		expect_rate(_metadata, x, "corrupts", ST(f[x], FAULT_CORRUPTS), n, 0.009);
+		expect_rate(_metadata, x, "reorders", ST(f[x], FAULT_REORDERS), n, 0.045);
 	}
 	/* Losses were repaired by retransmission, and the receivers noticed. */
 	for (x = 0; x < 2; x++) {
@@ -1240,16 +1274,7 @@ static void run_streams(struct __test_metadata *_metadata, FIXTURE_DATA(p2p) *se
 
 	ASSERT_LT(0, spawn(&ch, child_stream, cfg));
 	ASSERT_EQ(0, nt_port_open(&p, CARD_A, NICOFF_PORT_ANY, SW_CMD, SW_CQ));
-	memset(&st, 0, sizeof(st));
-	st.p = &p;
-	st.peer_card = CARD_B;
-	st.nmsg = cfg->nmsg;
-	st.ahead = cfg->ahead;
-	st.late_ms = cfg->late_ms;
-	st.mtu = cfg->mtu;
-	st.my_seed = 1;
-	st.peer_seed = 2;
-	ASSERT_EQ(0, stream_setup(&st));
+	ASSERT_EQ(0, stream_setup(&st, &p, cfg, CARD_B, 1, 2));
 	me.port = p.po.port;
 	ASSERT_EQ(0, to_child(&ch, &me, sizeof(me)));
 	ASSERT_EQ(0, from_child(&ch, &ci, sizeof(ci), TMO));
@@ -1305,19 +1330,15 @@ static size_t pf_chunk_off(int j)
 
 static int child_pf(struct chan *ch, void *arg)
 {
-	struct hello me = { .card = CARD_B };
 	unsigned char *want;
 	struct nt_port p;
 	struct nt_region t;
 	int j;
 
 	(void)arg;
-	CKEQ(0, nt_port_open(&p, CARD_B, NICOFF_PORT_ANY, 16, 16));
-	CKEQ(0, nt_region_new(&p, &t, PF_TLEN, NICOFF_ACCESS_REMOTE_READ | NICOFF_ACCESS_REMOTE_WRITE,
+	CKEQ(0, child_port(&p, 16, &t, PF_TLEN, NICOFF_ACCESS_REMOTE_READ | NICOFF_ACCESS_REMOTE_WRITE,
 			   GUARD));
-	me.port = p.po.port;
-	me.rkey[0] = t.rkey;
-	CK(to_parent(ch, &me, sizeof(me)) == 0);
+	CK(tell_port(ch, &p, t.rkey) == 0);
 	CK(token_from_parent(ch, CHILD_TMO) == 0);
 	/* What the last round put, and guards between the chunks. */
 	want = malloc(PF_TLEN);
@@ -1343,9 +1364,7 @@ TEST_F_TIMEOUT(p2p, put_get_under_faults, 600)
 	uint64_t t0;
 	int r, j;
 
-	ASSERT_LT(0, spawn(&ch, child_pf, NULL));
-	ASSERT_EQ(0, nt_port_open(&p, CARD_A, NICOFF_PORT_ANY, 64, 64));
-	ASSERT_EQ(0, nt_region_new(&p, &src, PF_TLEN, 0, 0));
+	parent_port(_metadata, &ch, child_pf, NULL, &p, 64, &src, PF_TLEN);
 	ASSERT_EQ(0, nt_region_new(&p, &dst, PF_TLEN, NICOFF_ACCESS_LOCAL_WRITE, GUARD));
 	ASSERT_EQ(0, from_child(&ch, &ci, sizeof(ci), TMO));
 
@@ -1546,8 +1565,7 @@ TEST_F_TIMEOUT(p2p, bad_input, 120)
 	/* And the port goes on. */
 	EXPECT_EQ(0, nt_cq_flags(&p) & NICOFF_RING_ERROR);
 	nicoff_prep_nop(&c, 99);
-	ASSERT_EQ(0, nt_run_one(&p, &c, &cqe, TMO));
-	EXPECT_EQ(0, cqe.status);
+	run_ok(_metadata, &p, &c, &cqe);
 	nt_port_close(&p);
 }
 
@@ -1568,8 +1586,7 @@ static int child_remote(struct chan *ch, void *arg)
 	int got = 0;
 
 	(void)arg;
-	CKEQ(0, nt_port_open(&p, CARD_B, NICOFF_PORT_ANY, 16, 16));
-	CKEQ(0, nt_region_new(&p, &rw, RA_LEN, NICOFF_ACCESS_REMOTE_READ | NICOFF_ACCESS_REMOTE_WRITE,
+	CKEQ(0, child_port(&p, 16, &rw, RA_LEN, NICOFF_ACCESS_REMOTE_READ | NICOFF_ACCESS_REMOTE_WRITE,
 			   0));
 	CKEQ(0, nt_region_new(&p, &ro, RA_LEN, NICOFF_ACCESS_REMOTE_READ, 0));
 	CKEQ(0, nt_region_new(&p, &wo, RA_LEN, NICOFF_ACCESS_REMOTE_WRITE, 0));
@@ -1626,9 +1643,7 @@ TEST_F_TIMEOUT(p2p, remote_access_errors, 120)
 	unsigned char *want;
 	uint32_t P;
 
-	ASSERT_LT(0, spawn(&ch, child_remote, NULL));
-	ASSERT_EQ(0, nt_port_open(&p, CARD_A, NICOFF_PORT_ANY, 16, 16));
-	ASSERT_EQ(0, nt_region_new(&p, &s, 2 * RA_LEN, 0, 0));
+	parent_port(_metadata, &ch, child_remote, NULL, &p, 16, &s, 2 * RA_LEN);
 	ASSERT_EQ(0, nt_region_new(&p, &w, 2 * RA_LEN, NICOFF_ACCESS_LOCAL_WRITE, GUARD));
 	ASSERT_EQ(0, nt_region_new(&p, &nw, RA_LEN, NICOFF_ACCESS_REMOTE_WRITE, GUARD));
 	nt_fill_pattern(s.buf, 2 * RA_LEN, 50);
@@ -1690,15 +1705,12 @@ TEST_F_TIMEOUT(p2p, remote_access_errors, 120)
 	/* The connection is fine: a valid put and gets. */
 	nicoff_prep_put(&c, CARD_B, P, ci.rkey[0], RA_POFF, s.handle, 0, RA_PLEN, 1);
 	nt_fill_pattern(s.buf, RA_PLEN, 99);
-	ASSERT_EQ(0, nt_run_one(&p, &c, &cqe, TMO));
-	EXPECT_EQ(0, cqe.status);
+	run_ok(_metadata, &p, &c, &cqe);
 	nicoff_prep_get(&c, CARD_B, P, ci.rkey[1], 0, w.handle, 0, RA_LEN, 2);
-	ASSERT_EQ(0, nt_run_one(&p, &c, &cqe, TMO));
-	EXPECT_EQ(0, cqe.status);
+	run_ok(_metadata, &p, &c, &cqe);
 	EXPECT_EQ(-1, diff_pattern(w.buf, RA_LEN, 12));
 	nicoff_prep_get(&c, CARD_B, P, ci.rkey[0], 0, w.handle, 0, RA_LEN, 3);
-	ASSERT_EQ(0, nt_run_one(&p, &c, &cqe, TMO));
-	EXPECT_EQ(0, cqe.status);
+	run_ok(_metadata, &p, &c, &cqe);
 	want = malloc(RA_LEN);
 	ASSERT_NE(NULL, want);
 	nt_fill_pattern(want, RA_LEN, 11);
@@ -1715,21 +1727,18 @@ TEST_F_TIMEOUT(p2p, remote_access_errors, 120)
 
 static int child_small(struct chan *ch, void *arg)
 {
-	struct hello me = { .card = CARD_B };
 	struct nicoff_cmd c[2];
 	struct nicoff_cqe q[2];
 	struct nt_port p;
 	struct nt_region r;
 
 	(void)arg;
-	CKEQ(0, nt_port_open(&p, CARD_B, NICOFF_PORT_ANY, 16, 16));
-	CKEQ(0, nt_region_new(&p, &r, 8192, NICOFF_ACCESS_LOCAL_WRITE, GUARD));
+	CKEQ(0, child_port(&p, 16, &r, 8192, NICOFF_ACCESS_LOCAL_WRITE, GUARD));
 	nicoff_prep_recv(&c[0], r.handle, 0, 100, NICOFF_ANY, NICOFF_ANY, 0, 0, 1);
 	nicoff_prep_recv(&c[1], r.handle, 4096, 4096, NICOFF_ANY, NICOFF_ANY, 0, 0, 2);
 	CKEQ(0, nt_submit(&p, c, 2));
 	CKEQ(0, wait_consumed(&p, TMO));
-	me.port = p.po.port;
-	CK(to_parent(ch, &me, sizeof(me)) == 0);
+	CK(tell_port(ch, &p, 0) == 0);
 	CKEQ(2, nt_wait_cqes(&p, q, 2, CHILD_TMO));
 	/* Too long: -EMSGSIZE with the full length; nothing past the buffer. */
 	CKEQ(1, q[0].tag);
@@ -1756,20 +1765,16 @@ TEST_F_TIMEOUT(p2p, recv_buffer_too_small, 120)
 	struct hello ci;
 	struct chan ch;
 
-	ASSERT_LT(0, spawn(&ch, child_small, NULL));
-	ASSERT_EQ(0, nt_port_open(&p, CARD_A, NICOFF_PORT_ANY, 16, 16));
-	ASSERT_EQ(0, nt_region_new(&p, &s, 8192, 0, 0));
+	parent_port(_metadata, &ch, child_small, NULL, &p, 16, &s, 8192);
 	nt_fill_pattern(s.buf, 5000, 50);
 	nt_fill_pattern(s.buf + 5000, 50, 51);
 	ASSERT_EQ(0, from_child(&ch, &ci, sizeof(ci), TMO));
 	/* The sender is told nothing of the receiver's truncation. */
 	nicoff_prep_send(&c, CARD_B, ci.port, s.handle, 0, 5000, 1, 1);
-	ASSERT_EQ(0, nt_run_one(&p, &c, &cqe, TMO));
-	EXPECT_EQ(0, cqe.status);
+	run_ok(_metadata, &p, &c, &cqe);
 	EXPECT_EQ(5000, cqe.result);
 	nicoff_prep_send(&c, CARD_B, ci.port, s.handle, 5000, 50, 2, 2);
-	ASSERT_EQ(0, nt_run_one(&p, &c, &cqe, TMO));
-	EXPECT_EQ(0, cqe.status);
+	run_ok(_metadata, &p, &c, &cqe);
 	EXPECT_EQ(50, cqe.result);
 	EXPECT_EQ(0, end_child(&ch));
 	nt_port_close(&p);
@@ -1780,17 +1785,13 @@ TEST_F_TIMEOUT(p2p, recv_buffer_too_small, 120)
 /* Open a port, say where, wait for the word, then exit (closing it). */
 static int child_closer(struct chan *ch, void *arg)
 {
-	struct hello me = { .card = CARD_B };
 	struct nt_port p;
 	struct nt_region r;
 
 	(void)arg;
-	CKEQ(0, nt_port_open(&p, CARD_B, NICOFF_PORT_ANY, 16, 16));
-	CKEQ(0, nt_region_new(&p, &r, 65536, NICOFF_ACCESS_REMOTE_READ | NICOFF_ACCESS_REMOTE_WRITE,
-			   0));
-	me.port = p.po.port;
-	me.rkey[0] = r.rkey;
-	CK(to_parent(ch, &me, sizeof(me)) == 0);
+	CKEQ(0, child_port(&p, 16, &r, 65536,
+			   NICOFF_ACCESS_REMOTE_READ | NICOFF_ACCESS_REMOTE_WRITE, 0));
+	CK(tell_port(ch, &p, r.rkey) == 0);
 	CK(token_from_parent(ch, CHILD_TMO) == 0);
 	return 0;
 }
@@ -1825,15 +1826,12 @@ TEST_F_TIMEOUT(p2p, dead_peer_port_closed, 120)
 	struct hello ci;
 	struct chan ch;
 
-	ASSERT_LT(0, spawn(&ch, child_closer, NULL));
-	ASSERT_EQ(0, nt_port_open(&p, CARD_A, NICOFF_PORT_ANY, 16, 16));
-	ASSERT_EQ(0, nt_region_new(&p, &s, 65536, 0, 0));
+	parent_port(_metadata, &ch, child_closer, NULL, &p, 16, &s, 65536);
 	ASSERT_EQ(0, nt_region_new(&p, &w, 65536, NICOFF_ACCESS_LOCAL_WRITE, GUARD));
 	ASSERT_EQ(0, from_child(&ch, &ci, sizeof(ci), TMO));
 	/* While the peer lives, its memory is there. */
 	nicoff_prep_put(&c, CARD_B, ci.port, ci.rkey[0], 0, s.handle, 0, 100, 1);
-	ASSERT_EQ(0, nt_run_one(&p, &c, &cqe, TMO));
-	EXPECT_EQ(0, cqe.status);
+	run_ok(_metadata, &p, &c, &cqe);
 	ASSERT_EQ(0, token_to_child(&ch));
 	ASSERT_EQ(0, end_child(&ch));
 	dead_peer_refuses(_metadata, &p, &ci, &s, &w);
@@ -1876,7 +1874,7 @@ static uint64_t retry_budget_us(unsigned long rto_us, unsigned long retries)
 /* A peer that posts no receive until told. */
 static int child_no_recv(struct chan *ch, void *arg)
 {
-	struct hello me = { .card = CARD_B }, pa;
+	struct hello pa;
 	struct nicoff_cqe q;
 	struct nicoff_cmd c;
 	struct nt_port p;
@@ -1884,10 +1882,8 @@ static int child_no_recv(struct chan *ch, void *arg)
 	unsigned int k;
 
 	(void)arg;
-	CKEQ(0, nt_port_open(&p, CARD_B, NICOFF_PORT_ANY, 16, 16));
-	CKEQ(0, nt_region_new(&p, &r, NR_MSG + 4096, NICOFF_ACCESS_LOCAL_WRITE, GUARD));
-	me.port = p.po.port;
-	CK(to_parent(ch, &me, sizeof(me)) == 0);
+	CKEQ(0, child_port(&p, 16, &r, NR_MSG + 4096, NICOFF_ACCESS_LOCAL_WRITE, GUARD));
+	CK(tell_port(ch, &p, 0) == 0);
 	/* v[0]: messages the card took in before the sender gave up. */
 	CK(from_parent(ch, &pa, sizeof(pa), CHILD_TMO) == 0);
 	for (k = 0; k < pa.v[0]; k++) {
@@ -1930,9 +1926,7 @@ TEST_F_TIMEOUT(p2p, dead_peer_never_receives, 180)
 	uint64_t t0 = 0, took = 0;
 	unsigned int k;
 
-	ASSERT_LT(0, spawn(&ch, child_no_recv, NULL));
-	ASSERT_EQ(0, nt_port_open(&p, CARD_A, NICOFF_PORT_ANY, 16, 16));
-	ASSERT_EQ(0, nt_region_new(&p, &s, NR_MSG, 0, 0));
+	parent_port(_metadata, &ch, child_no_recv, NULL, &p, 16, &s, NR_MSG);
 	ASSERT_EQ(0, nt_region_new(&p, &s2, 4096, 0, 0));
 	nt_fill_pattern(s2.buf, 100, 700);
 	ASSERT_EQ(0, from_child(&ch, &ci, sizeof(ci), TMO));
@@ -1965,8 +1959,7 @@ TEST_F_TIMEOUT(p2p, dead_peer_never_receives, 180)
 	ASSERT_EQ(0, to_child(&ch, &me, sizeof(me)));
 	ASSERT_EQ(0, token_from_child(&ch, CHILD_TMO));
 	nicoff_prep_send(&c, CARD_B, ci.port, s2.handle, 0, 100, 0x77, 0x1000);
-	ASSERT_EQ(0, nt_run_one(&p, &c, &cqe, TMO));
-	EXPECT_EQ(0, cqe.status);
+	run_ok(_metadata, &p, &c, &cqe);
 	EXPECT_EQ(0, end_child(&ch));
 	nt_port_close(&p);
 }
@@ -1974,19 +1967,16 @@ TEST_F_TIMEOUT(p2p, dead_peer_never_receives, 180)
 /* A peer that is killed while a long message is on its way to it. */
 static int child_victim(struct chan *ch, void *arg)
 {
-	struct hello me = { .card = CARD_B };
 	struct nicoff_cmd c;
 	struct nt_port p;
 	struct nt_region r;
 
 	(void)arg;
-	CKEQ(0, nt_port_open(&p, CARD_B, NICOFF_PORT_ANY, 16, 16));
-	CKEQ(0, nt_region_new(&p, &r, 4 << 20, NICOFF_ACCESS_LOCAL_WRITE, 0));
+	CKEQ(0, child_port(&p, 16, &r, 4 << 20, NICOFF_ACCESS_LOCAL_WRITE, 0));
 	nicoff_prep_recv(&c, r.handle, 0, r.len, NICOFF_ANY, NICOFF_ANY, 0, 0, 1);
 	CKEQ(0, nt_submit(&p, &c, 1));
 	CKEQ(0, wait_consumed(&p, TMO));
-	me.port = p.po.port;
-	CK(to_parent(ch, &me, sizeof(me)) == 0);
+	CK(tell_port(ch, &p, 0) == 0);
 	token_from_parent(ch, CHILD_TMO);
 	return 0;
 }
@@ -2001,9 +1991,7 @@ TEST_F_TIMEOUT(p2p, peer_killed_mid_send, 120)
 	struct chan ch;
 	uint64_t t0;
 
-	ASSERT_LT(0, spawn(&ch, child_victim, NULL));
-	ASSERT_EQ(0, nt_port_open(&p, CARD_A, NICOFF_PORT_ANY, 16, 16));
-	ASSERT_EQ(0, nt_region_new(&p, &s, 4 << 20, 0, 0));
+	parent_port(_metadata, &ch, child_victim, NULL, &p, 16, &s, 4 << 20);
 	ASSERT_EQ(0, from_child(&ch, &ci, sizeof(ci), TMO));
 	nicoff_prep_send(&c, CARD_B, ci.port, s.handle, 0, s.len, 1, 1);
 	ASSERT_EQ(0, nt_submit(&p, &c, 1));
@@ -2042,8 +2030,7 @@ TEST_F_TIMEOUT(p2p, same_card, 60)
 	nicoff_prep_recv(&c, r.handle, 0, L, CARD_A, a.po.port, 9, ~0ull, 1);
 	ASSERT_EQ(0, nt_submit(&b, &c, 1));
 	nicoff_prep_send(&c, CARD_A, b.po.port, s.handle, 0, L, 9, 2);
-	ASSERT_EQ(0, nt_run_one(&a, &c, &cqe, TMO));
-	EXPECT_EQ(0, cqe.status);
+	run_ok(_metadata, &a, &c, &cqe);
 	ASSERT_EQ(0, wait1(&b, &cqe, TMO));
 	EXPECT_EQ(0, cqe.status);
 	EXPECT_EQ(L, cqe.result);
@@ -2053,12 +2040,10 @@ TEST_F_TIMEOUT(p2p, same_card, 60)
 	EXPECT_EQ(GUARD, r.buf[L]);
 	nt_fill_pattern(s.buf, L, 32);
 	nicoff_prep_put(&c, CARD_A, b.po.port, r.rkey, 0, s.handle, 0, L, 3);
-	ASSERT_EQ(0, nt_run_one(&a, &c, &cqe, TMO));
-	EXPECT_EQ(0, cqe.status);
+	run_ok(_metadata, &a, &c, &cqe);
 	EXPECT_EQ(-1, diff_pattern(r.buf, L, 32));
 	nicoff_prep_get(&c, CARD_A, b.po.port, r.rkey, 0, t.handle, 0, L, 4);
-	ASSERT_EQ(0, nt_run_one(&a, &c, &cqe, TMO));
-	EXPECT_EQ(0, cqe.status);
+	run_ok(_metadata, &a, &c, &cqe);
 	EXPECT_EQ(-1, diff_pattern(t.buf, L, 32));
 	EXPECT_TRUE(cq_stays_empty(&b, 10));
 	nt_port_close(&b);
@@ -2085,8 +2070,7 @@ TEST_F_TIMEOUT(p2p, zero_length, 60)
 	ASSERT_EQ(0, nt_submit(&b, &c, 1));
 	ASSERT_EQ(0, wait_consumed(&b, TMO));
 	nicoff_prep_send(&c, CARD_B, b.po.port, s.handle, 0, 0, 5, 2);
-	ASSERT_EQ(0, nt_run_one(&a, &c, &cqe, TMO));
-	EXPECT_EQ(0, cqe.status);
+	run_ok(_metadata, &a, &c, &cqe);
 	EXPECT_EQ(0, cqe.result);
 	ASSERT_EQ(0, wait1(&b, &cqe, TMO));
 	EXPECT_EQ(1, cqe.tag);
@@ -2095,8 +2079,7 @@ TEST_F_TIMEOUT(p2p, zero_length, 60)
 	EXPECT_EQ(5, cqe.msg_tag);
 	/* An empty message nobody waits for, taken later. */
 	nicoff_prep_send(&c, CARD_B, b.po.port, s.handle, 4096, 0, 6, 3);
-	ASSERT_EQ(0, nt_run_one(&a, &c, &cqe, TMO));
-	EXPECT_EQ(0, cqe.status);
+	run_ok(_metadata, &a, &c, &cqe);
 	EXPECT_TRUE(cq_stays_empty(&b, 10));
 	nicoff_prep_recv(&c, t.handle, 0, 16, NICOFF_ANY, NICOFF_ANY, 0, 0, 4);
 	ASSERT_EQ(0, nt_run_one(&b, &c, &cqe, TMO));
@@ -2109,20 +2092,17 @@ TEST_F_TIMEOUT(p2p, zero_length, 60)
 	ASSERT_EQ(0, nt_submit(&b, &c, 1));
 	ASSERT_EQ(0, wait_consumed(&b, TMO));
 	nicoff_prep_send(&c, CARD_B, b.po.port, s.handle, 0, 100, 7, 6);
-	ASSERT_EQ(0, nt_run_one(&a, &c, &cqe, TMO));
-	EXPECT_EQ(0, cqe.status);
+	run_ok(_metadata, &a, &c, &cqe);
 	ASSERT_EQ(0, wait1(&b, &cqe, TMO));
 	EXPECT_EQ(5, cqe.tag);
 	EXPECT_EQ(-EMSGSIZE, cqe.status);
 	EXPECT_EQ(100, cqe.result);
 	/* Empty put and get, even at the very end of the region. */
 	nicoff_prep_put(&c, CARD_B, b.po.port, t.rkey, 4096, s.handle, 4096, 0, 7);
-	ASSERT_EQ(0, nt_run_one(&a, &c, &cqe, TMO));
-	EXPECT_EQ(0, cqe.status);
+	run_ok(_metadata, &a, &c, &cqe);
 	EXPECT_EQ(0, cqe.result);
 	nicoff_prep_get(&c, CARD_B, b.po.port, t.rkey, 4096, w.handle, 0, 0, 8);
-	ASSERT_EQ(0, nt_run_one(&a, &c, &cqe, TMO));
-	EXPECT_EQ(0, cqe.status);
+	run_ok(_metadata, &a, &c, &cqe);
 	EXPECT_EQ(0, cqe.result);
 	/* Empty or not, a wrong rkey is refused. */
 	nicoff_prep_put(&c, CARD_B, b.po.port, t.rkey ^ 0x80000000u, 0, s.handle, 0, 0, 9);
@@ -2144,7 +2124,6 @@ TEST_F_TIMEOUT(p2p, zero_length, 60)
 
 static int child_rnr(struct chan *ch, void *arg)
 {
-	struct hello me = { .card = CARD_B };
 	struct nicoff_cqe q[RN_N];
 	struct nicoff_cmd c;
 	struct nt_port p;
@@ -2152,10 +2131,8 @@ static int child_rnr(struct chan *ch, void *arg)
 	unsigned int k;
 
 	(void)arg;
-	CKEQ(0, nt_port_open(&p, CARD_B, NICOFF_PORT_ANY, 16, 16));
-	CKEQ(0, nt_region_new(&p, &r, RN_N * (NR_MSG + 4096), NICOFF_ACCESS_LOCAL_WRITE, GUARD));
-	me.port = p.po.port;
-	CK(to_parent(ch, &me, sizeof(me)) == 0);
+	CKEQ(0, child_port(&p, 16, &r, RN_N * (NR_MSG + 4096), NICOFF_ACCESS_LOCAL_WRITE, GUARD));
+	CK(tell_port(ch, &p, 0) == 0);
 	/* The first four filled the unexpected budget; the fifth is refused. */
 	CK(token_from_parent(ch, CHILD_TMO) == 0);
 	nt_sleep_ms(50);
@@ -2211,9 +2188,7 @@ TEST_F_TIMEOUT(p2p, receiver_not_ready, 120)
 	struct chan ch;
 	unsigned int k;
 
-	ASSERT_LT(0, spawn(&ch, child_rnr, NULL));
-	ASSERT_EQ(0, nt_port_open(&p, CARD_A, NICOFF_PORT_ANY, 16, 16));
-	ASSERT_EQ(0, nt_region_new(&p, &s, RN_N * NR_MSG, 0, 0));
+	parent_port(_metadata, &ch, child_rnr, NULL, &p, 16, &s, RN_N * NR_MSG);
 	for (k = 0; k < RN_N; k++) {
 		nt_fill_pattern(s.buf + k * NR_MSG + 8, NR_MSG - 8, 600 + k);
 		memcpy(s.buf + k * NR_MSG, &(uint64_t){ k }, 8);
@@ -2308,8 +2283,7 @@ TEST_F_TIMEOUT(p2p, link_down_times_out, 120)
 	ASSERT_EQ(0, nt_nl_card(&self->nl, CARD_A, &s1));
 	EXPECT_EQ(1, s1.global);
 	nicoff_prep_send(&c, CARD_B, b.po.port, s.handle, 100, 5000, 2, 13);
-	ASSERT_EQ(0, nt_run_one(&a, &c, &cqe, TMO));
-	EXPECT_EQ(0, cqe.status);
+	run_ok(_metadata, &a, &c, &cqe);
 	ASSERT_EQ(0, wait1(&b, &cqe, TMO));
 	EXPECT_EQ(1, cqe.tag);
 	EXPECT_EQ(0, cqe.status);
@@ -2317,8 +2291,7 @@ TEST_F_TIMEOUT(p2p, link_down_times_out, 120)
 	EXPECT_EQ(5000, cqe.result);
 	EXPECT_EQ(0, memcmp(t.buf, s.buf + 100, 5000));
 	nicoff_prep_get(&c, CARD_B, b.po.port, t.rkey, 0, w.handle, 0, 5000, 14);
-	ASSERT_EQ(0, nt_run_one(&a, &c, &cqe, TMO));
-	EXPECT_EQ(0, cqe.status);
+	run_ok(_metadata, &a, &c, &cqe);
 	EXPECT_EQ(0, memcmp(w.buf, s.buf + 100, 5000));
 	EXPECT_TRUE(cq_stays_empty(&b, 20));
 	nt_port_close(&b);
@@ -2337,6 +2310,7 @@ struct fan_arg {
 static int child_sender(struct chan *ch, void *arg)
 {
 	const struct fan_arg *fa = arg;
+	const struct stream_cfg cfg = { .nmsg = FI_N, .mtu = fa->mtu };
 	struct hello me = { .card = fa->card }, pa;
 	struct nicoff_cqe q[FI_N];
 	struct stream st;
@@ -2344,12 +2318,7 @@ static int child_sender(struct chan *ch, void *arg)
 	unsigned int sent = 0, done = 0;
 
 	CKEQ(0, nt_port_open(&p, fa->card, NICOFF_PORT_ANY, 128, 128));
-	memset(&st, 0, sizeof(st));
-	st.p = &p;
-	st.nmsg = FI_N;
-	st.mtu = fa->mtu;
-	st.my_seed = 10 + fa->card;
-	CKEQ(0, stream_setup(&st));
+	CKEQ(0, stream_setup(&st, &p, &cfg, 0, 10 + fa->card, 0));
 	me.port = p.po.port;
 	CK(from_parent(ch, &pa, sizeof(pa), TMO) == 0);
 	CK(to_parent(ch, &me, sizeof(me)) == 0);
@@ -2543,9 +2512,7 @@ TEST_F_TIMEOUT(p2p, dereg_under_transfer, 120)
 	struct chan ch;
 	int32_t st;
 
-	ASSERT_LT(0, spawn(&ch, child_dereg, NULL));
-	ASSERT_EQ(0, nt_port_open(&p, CARD_A, NICOFF_PORT_ANY, 16, 16));
-	ASSERT_EQ(0, nt_region_new(&p, &s, DG_LEN, 0, 0));
+	parent_port(_metadata, &ch, child_dereg, NULL, &p, 16, &s, DG_LEN);
 	ASSERT_EQ(0, nt_region_new(&p, &w, DG_LEN, NICOFF_ACCESS_LOCAL_WRITE, GUARD));
 	nt_fill_pattern(s.buf, DG_LEN, 91);
 	me.port = p.po.port;
@@ -2553,8 +2520,7 @@ TEST_F_TIMEOUT(p2p, dereg_under_transfer, 120)
 	ASSERT_EQ(0, from_child(&ch, &ci, sizeof(ci), TMO));
 	/* 1. The sender is not told about the receiver's vanished buffer. */
 	nicoff_prep_send(&c, CARD_B, ci.port, s.handle, 0, 100, 1, 1);
-	ASSERT_EQ(0, nt_run_one(&p, &c, &cqe, TMO));
-	EXPECT_EQ(0, cqe.status);
+	run_ok(_metadata, &p, &c, &cqe);
 	/* 2. Get: all of it, right, or an error and nothing claimed. */
 	nicoff_prep_get(&c, CARD_B, ci.port, ci.rkey[0], 0, w.handle, 0, DG_LEN, 2);
 	ASSERT_EQ(0, nt_submit(&p, &c, 1));
@@ -2607,6 +2573,25 @@ TEST_F_TIMEOUT(p2p, dereg_under_transfer, 120)
  * only that one; b1's buffered messages are intact and in order; the
  * connection never timed out, and the pair b1 works afterwards.
  */
+/*
+ * A receive for all of @r posted on @b (tag @rtag), then @len bytes of @s
+ * sent from @a with message tag @mtag: both complete, the receive with it.
+ */
+static void recv_send_ok(struct __test_metadata *_metadata, struct nt_port *b,
+			 const struct nt_region *r, uint64_t rtag, struct nt_port *a,
+			 const struct nt_region *s, size_t len, uint64_t mtag)
+{
+	struct nicoff_cqe q;
+	struct nicoff_cmd c;
+
+	nicoff_prep_recv(&c, r->handle, 0, r->len, NICOFF_ANY, NICOFF_ANY, 0, 0, rtag);
+	ASSERT_EQ(0, nt_submit(b, &c, 1));
+	nicoff_prep_send(&c, CARD_B, b->po.port, s->handle, 0, len, mtag, mtag);
+	run_ok(_metadata, a, &c, &q);
+	ASSERT_EQ(0, wait1(b, &q, TMO));
+	EXPECT_EQ(mtag, q.msg_tag);
+}
+
 TEST_F_TIMEOUT(p2p, other_port_behind_rnr, 120)
 {
 	uint64_t budget = retry_budget_us(self->rto_us, self->max_retries);
@@ -2683,26 +2668,13 @@ TEST_F_TIMEOUT(p2p, other_port_behind_rnr, 120)
 	/* b1's buffered messages are all still there, in order. */
 	for (i = 0; i < (int)k; i++) {
 		nicoff_prep_recv(&c, r1.handle, 0, NR_MSG, NICOFF_ANY, NICOFF_ANY, 0, 0, 10 + i);
-		ASSERT_EQ(0, nt_run_one(&b1, &c, q, TMO));
-		EXPECT_EQ(0, q[0].status);
+		run_ok(_metadata, &b1, &c, q);
 		EXPECT_EQ(i, q[0].msg_tag);
 		EXPECT_EQ(-1, diff_pattern(r1.buf, NR_MSG, 66));
 	}
 	/* The pair b1 works again, and so does b2. */
-	nicoff_prep_recv(&c, r1.handle, 0, NR_MSG, NICOFF_ANY, NICOFF_ANY, 0, 0, 50);
-	ASSERT_EQ(0, nt_submit(&b1, &c, 1));
-	nicoff_prep_send(&c, CARD_B, b1.po.port, s.handle, 0, 4096, 301, 301);
-	ASSERT_EQ(0, nt_run_one(&a, &c, q, TMO));
-	EXPECT_EQ(0, q[0].status);
-	ASSERT_EQ(0, wait1(&b1, q, TMO));
-	EXPECT_EQ(301, q[0].msg_tag);
-	nicoff_prep_recv(&c, r2.handle, 0, 4096, NICOFF_ANY, NICOFF_ANY, 0, 0, 2);
-	ASSERT_EQ(0, nt_submit(&b2, &c, 1));
-	nicoff_prep_send(&c, CARD_B, b2.po.port, s.handle, 0, 8, 300, 300);
-	ASSERT_EQ(0, nt_run_one(&a, &c, q, TMO));
-	EXPECT_EQ(0, q[0].status);
-	ASSERT_EQ(0, wait1(&b2, q, TMO));
-	EXPECT_EQ(300, q[0].msg_tag);
+	recv_send_ok(_metadata, &b1, &r1, 50, &a, &s, 4096, 301);
+	recv_send_ok(_metadata, &b2, &r2, 2, &a, &s, 8, 300);
 	nt_port_close(&b2);
 	nt_port_close(&b1);
 	nt_port_close(&a);

@@ -119,6 +119,11 @@ static int is_vector(uint8_t opcode)
 	return opcode == NICOFF_OP_PUT_VECTOR || opcode == NICOFF_OP_GET_VECTOR;
 }
 
+static bool is_put(uint8_t opcode)
+{
+	return opcode == NICOFF_OP_PUT_STRIDED || opcode == NICOFF_OP_PUT_VECTOR;
+}
+
 static struct nicoff_cmd strided_cmd(FIXTURE_DATA(strided) *self, uint8_t opcode, uint32_t card,
 				     uint32_t rkey, uint64_t roff, uint64_t off, uint32_t levels)
 {
@@ -156,7 +161,7 @@ static void checked_op(struct __test_metadata *_metadata, FIXTURE_DATA(strided) 
 		       uint8_t opcode, uint32_t levels, uint64_t off, uint64_t roff, uint64_t seed)
 {
 	const struct nicoff_strided_desc *d = desc_of(self);
-	int put = opcode == NICOFF_OP_PUT_STRIDED || opcode == NICOFF_OP_PUT_VECTOR;
+	bool put = is_put(opcode);
 	unsigned char *src = put ? self->a.buf : self->b.buf;
 	unsigned char *dst = put ? self->b.buf : self->a.buf;
 	struct nicoff_cqe q;
@@ -184,24 +189,33 @@ static void checked_op(struct __test_metadata *_metadata, FIXTURE_DATA(strided) 
 		       (unsigned long long)d->count[0]);
 }
 
+/*
+ * @rounds shapes drawn from @seed, strided ones or vectors, each put and
+ * got back between random offsets.
+ */
 static void random_rounds(struct __test_metadata *_metadata, FIXTURE_DATA(strided) *self,
-			  unsigned int rounds, __u64 seed)
+			  bool vector, unsigned int rounds, __u64 seed)
 {
+	uint8_t put = vector ? NICOFF_OP_PUT_VECTOR : NICOFF_OP_PUT_STRIDED;
+	uint8_t get = vector ? NICOFF_OP_GET_VECTOR : NICOFF_OP_GET_STRIDED;
 	unsigned int r;
 
 	for (r = 0; r < rounds; r++) {
-		__u32 levels = sref_random_shape(desc_of(self), MAX_LEN, MAX_EXTENT, &seed);
+		/* Small segments share packets; large ones span several. */
+		__u32 n = vector ? vref_random(segs_of(self), NICOFF_VECTOR_MAX_SEGS, MAX_EXTENT,
+					       r % 3 ? 200 : 9000, &seed)
+				 : sref_random_shape(desc_of(self), MAX_LEN, MAX_EXTENT, &seed);
 		uint64_t off = sref_rand(&seed) % (BIG - MAX_EXTENT);
 		uint64_t roff = sref_rand(&seed) % (BIG - MAX_EXTENT);
 
-		checked_op(_metadata, self, NICOFF_OP_PUT_STRIDED, levels, off, roff, 2 * r + 1);
-		checked_op(_metadata, self, NICOFF_OP_GET_STRIDED, levels, off, roff, 2 * r + 100);
+		checked_op(_metadata, self, put, n, off, roff, 2 * r + (vector ? 5 : 1));
+		checked_op(_metadata, self, get, n, off, roff, 2 * r + (vector ? 200 : 100));
 	}
 }
 
 TEST_F(strided, random_shapes)
 {
-	random_rounds(_metadata, self, 40, 2026);
+	random_rounds(_metadata, self, false, 40, 2026);
 }
 
 /* A shape of @levels levels, all counts @c and strides @st, on both sides. */
@@ -270,7 +284,7 @@ TEST_F(strided, accumulate)
 TEST_F(strided, faults)
 {
 	ASSERT_EQ(0, nt_set_faults(100000, 50000, 50000, 10000));
-	random_rounds(_metadata, self, 8, 1125);
+	random_rounds(_metadata, self, false, 8, 1125);
 }
 
 TEST_F(strided, exact_region)
@@ -541,6 +555,29 @@ TEST_F_TIMEOUT(strided, walk_barrier, 300)
 	munmap(dst.buf, chunk);
 }
 
+/*
+ * Case @i of a bad_input table, a put or a get: the command completes with
+ * @want, and if that is an error, neither a (filled from @seed) nor b (from
+ * @seed + 20) changed.
+ */
+static void bad_case(struct __test_metadata *_metadata, FIXTURE_DATA(strided) *self,
+		     unsigned int i, int32_t want, uint64_t seed, uint8_t opcode, uint32_t card,
+		     uint32_t rkey, uint64_t roff, uint64_t off, uint32_t levels)
+{
+	struct nicoff_cqe q;
+
+	nt_fill_pattern(self->a.buf, BIG, seed);
+	nt_fill_pattern(self->b.buf, BIG, seed + 20);
+	q = strided_run(_metadata, self, opcode, card, rkey, roff, off, levels);
+	EXPECT_EQ(want, q.status) TH_LOG("case %u, %s", i, is_put(opcode) ? "put" : "get");
+	if (!want)
+		return;
+	nt_fill_pattern(self->want, BIG, seed);
+	EXPECT_EQ(0, memcmp(self->a.buf, self->want, BIG));
+	nt_fill_pattern(self->want, BIG, seed + 20);
+	EXPECT_EQ(0, memcmp(self->b.buf, self->want, BIG));
+}
+
 TEST_F(strided, bad_input)
 {
 	static const struct {
@@ -568,24 +605,10 @@ TEST_F(strided, bad_input)
 		uint32_t rkeys[] = { self->b.rkey, ro.rkey, wo.rkey };
 
 		for (k = 0; k < 2; k++) {
-			uint8_t opcode = k ? NICOFF_OP_GET_STRIDED : NICOFF_OP_PUT_STRIDED;
-			int32_t want = cases[i].put;
-
-			if (k)
-				want = cases[i].get;
 			set_shape(self, cases[i].levels, cases[i].chunk, cases[i].c, cases[i].st);
-			nt_fill_pattern(self->a.buf, BIG, 20 + i);
-			nt_fill_pattern(self->b.buf, BIG, 40 + i);
-			q = strided_run(_metadata, self, opcode, cases[i].card,
-					rkeys[cases[i].rights], cases[i].roff, cases[i].off,
-					cases[i].levels);
-			EXPECT_EQ(want, q.status) TH_LOG("case %u, %s", i, k ? "get" : "put");
-			if (!want)
-				continue;
-			nt_fill_pattern(self->want, BIG, 20 + i);
-			EXPECT_EQ(0, memcmp(self->a.buf, self->want, BIG));
-			nt_fill_pattern(self->want, BIG, 40 + i);
-			EXPECT_EQ(0, memcmp(self->b.buf, self->want, BIG));
+			bad_case(_metadata, self, i, k ? cases[i].get : cases[i].put, 20 + i,
+				 k ? NICOFF_OP_GET_STRIDED : NICOFF_OP_PUT_STRIDED, cases[i].card,
+				 rkeys[cases[i].rights], cases[i].roff, cases[i].off, cases[i].levels);
 		}
 	}
 	/* A descriptor that is not all inside its region. */
@@ -603,28 +626,11 @@ TEST_F(strided, bad_input)
 	munmap(wo.buf, BIG);
 }
 
-static void vector_rounds(struct __test_metadata *_metadata, FIXTURE_DATA(strided) *self,
-			  unsigned int rounds, __u64 seed)
-{
-	unsigned int r;
-
-	for (r = 0; r < rounds; r++) {
-		/* Small segments share packets; large ones span several. */
-		__u32 n = vref_random(segs_of(self), NICOFF_VECTOR_MAX_SEGS, MAX_EXTENT,
-				      r % 3 ? 200 : 9000, &seed);
-		uint64_t off = sref_rand(&seed) % (BIG - MAX_EXTENT);
-		uint64_t roff = sref_rand(&seed) % (BIG - MAX_EXTENT);
-
-		checked_op(_metadata, self, NICOFF_OP_PUT_VECTOR, n, off, roff, 2 * r + 5);
-		checked_op(_metadata, self, NICOFF_OP_GET_VECTOR, n, off, roff, 2 * r + 200);
-	}
-}
-
 TEST_F(strided, vector)
 {
-	vector_rounds(_metadata, self, 30, 7);
+	random_rounds(_metadata, self, true, 30, 7);
 	ASSERT_EQ(0, nt_set_faults(100000, 50000, 50000, 10000));
-	vector_rounds(_metadata, self, 8, 8);
+	random_rounds(_metadata, self, true, 8, 8);
 }
 
 TEST_F(strided, vector_bad_input)
@@ -653,25 +659,14 @@ TEST_F(strided, vector_bad_input)
 		uint32_t rkeys[] = { self->b.rkey, ro.rkey, wo.rkey };
 
 		for (k = 0; k < 2; k++) {
-			int32_t want = k ? cases[i].get : cases[i].put;
-
 			/* Sound segments first, the bad one last: nothing may move. */
 			for (j = 0; j + 1 < cases[i].n; j++)
 				seg[j] = (struct nicoff_vector_seg){ 64 * j, 64 * j, 8 };
 			seg[cases[i].n - 1] = (struct nicoff_vector_seg){
 				cases[i].loff, cases[i].roff, cases[i].len };
-			nt_fill_pattern(self->a.buf, BIG, 60 + i);
-			nt_fill_pattern(self->b.buf, BIG, 80 + i);
-			q = strided_run(_metadata, self,
-					k ? NICOFF_OP_GET_VECTOR : NICOFF_OP_PUT_VECTOR, 1,
-					rkeys[cases[i].rights], 0, 0, cases[i].n);
-			EXPECT_EQ(want, q.status) TH_LOG("case %u, %s", i, k ? "get" : "put");
-			if (!want)
-				continue;
-			nt_fill_pattern(self->want, BIG, 60 + i);
-			EXPECT_EQ(0, memcmp(self->a.buf, self->want, BIG));
-			nt_fill_pattern(self->want, BIG, 80 + i);
-			EXPECT_EQ(0, memcmp(self->b.buf, self->want, BIG));
+			bad_case(_metadata, self, i, k ? cases[i].get : cases[i].put, 60 + i,
+				 k ? NICOFF_OP_GET_VECTOR : NICOFF_OP_PUT_VECTOR, 1,
+				 rkeys[cases[i].rights], 0, 0, cases[i].n);
 		}
 	}
 	/* Lengths whose sum overflows. */

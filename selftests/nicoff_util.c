@@ -475,12 +475,20 @@ int nt_run_child(int (*fn)(void))
 	return nt_wait_code(nt_fork_fn(fn));
 }
 
-int nt_run_pair(int (*a)(void), int (*b)(void))
+int nt_run_pair(int (*member)(int rank))
 {
-	pid_t pa = nt_fork_fn(a);
-	int rb = nt_run_child(b), ra = nt_wait_code(pa);
+	pid_t pids[2];
+	int rank, code[2];
 
-	return ra ? ra : rb;
+	fflush(NULL);
+	for (rank = 0; rank < 2; rank++) {
+		pids[rank] = fork();
+		if (!pids[rank])
+			_exit(member(rank));
+	}
+	for (rank = 0; rank < 2; rank++)
+		code[rank] = nt_wait_code(pids[rank]);
+	return code[0] ? code[0] : code[1];
 }
 
 static void nt_kill_left(const pid_t *pids, const bool *reaped, int n)

@@ -217,11 +217,11 @@ int nt_region_new(struct nt_port *p, struct nt_region *r, size_t len, uint32_t a
 int nt_run_child(int (*fn)(void));
 
 /*
- * Run @a and @b in two forked children at once (two members of one
- * group): 0 if both returned 0, else @a's code if not 0, else @b's
- * (codes as nt_run_child()'s).
+ * Run @member(0) and @member(1) in two forked children at once (the two
+ * members of one group): 0 if both returned 0, else member 0's code if not
+ * 0, else member 1's (codes as nt_run_child()'s).
  */
-int nt_run_pair(int (*a)(void), int (*b)(void));
+int nt_run_pair(int (*member)(int rank));
 
 /*
  * Wait for the @n forked children of @pids, killing every one still running
