@@ -216,4 +216,71 @@ static inline bool fw_cursor_done(const struct fw_cursor *c)
 	return c->pos == c->len;
 }
 
+/*
+ * A cursor's pieces in message order from a position, as fw_cursor_piece()
+ * gives them one by one, without the divisions it makes for each: a
+ * shape's chunk indices are counted up as an odometer.  For the many small
+ * pieces of one packet.
+ */
+struct fw_walk {
+	const struct fw_cursor *c;
+	u64 pos;	/* message byte of the next piece */
+	u64 at;		/* its region offset (a shape's walk) */
+	u64 idx[FW_SHAPE_MAX_LEVELS + 1];	/* its byte in the chunk, then the chunk's digits */
+};
+
+static inline void fw_walk_init(struct fw_walk *w, const struct fw_cursor *c, u64 pos)
+{
+	const struct fw_shape *s = c->shape;
+	u64 chunk;
+	u32 i;
+
+	w->c = c;
+	w->pos = pos;
+	w->at = c->base;
+	w->idx[0] = 0;
+	if (!s || pos >= c->len)
+		return;
+	fw_cursor_piece(c, pos, 1, &w->at);
+	chunk = pos / s->count[0];
+	w->idx[0] = pos - chunk * s->count[0];
+	for (i = 1; i <= s->levels; i++) {
+		w->idx[i] = chunk % s->count[i];
+		chunk /= s->count[i];
+	}
+}
+
+/* The walk's next piece of at most @max bytes (0 at the end), at region offset *@at. */
+static inline u64 fw_walk_next(struct fw_walk *w, u64 max, u64 *at)
+{
+	const struct fw_shape *s = w->c->shape;
+	u64 n;
+	u32 i;
+
+	if (!s || w->pos >= w->c->len) {
+		n = fw_cursor_piece(w->c, w->pos, max, at);
+		w->pos += n;
+		return n;
+	}
+	n = fw_min_u64(max, s->count[0] - w->idx[0]);
+	*at = w->at;
+	w->pos += n;
+	w->idx[0] += n;
+	w->at += n;
+	if (w->idx[0] < s->count[0])
+		return n;
+	/* The chunk is done: the odometer turns to the next one. */
+	w->at -= s->count[0];
+	w->idx[0] = 0;
+	for (i = 1; i <= s->levels; i++) {
+		if (++w->idx[i] < s->count[i]) {
+			w->at += s->stride[i - 1];
+			break;
+		}
+		w->idx[i] = 0;
+		w->at -= (s->count[i] - 1) * s->stride[i - 1];
+	}
+	return n;
+}
+
 #endif

@@ -89,20 +89,23 @@ static int fw_rma_pieces(struct fw_card *card, u32 port, u32 key, u32 flags,
 			 const struct fw_cursor *cur, u64 pos, u8 *buf, u32 len, bool to_region)
 {
 	struct fwos_seg seg[FW_RMA_SEGS];
+	struct fw_walk walk;
 
+	fw_walk_init(&walk, cur, pos);
 	while (len) {
 		u32 n, bytes = 0;
 		int ret;
 
 		for (n = 0; n < FW_RMA_SEGS && bytes < len; n++) {
-			seg[n].len = fw_cursor_piece(cur, pos + bytes, len - bytes, &seg[n].off);
+			seg[n].len = fw_walk_next(&walk, len - bytes, &seg[n].off);
+			if (!seg[n].len)
+				return -ERANGE;	/* past the walk's end: the caller checked */
 			bytes += (u32)seg[n].len;
 		}
 		ret = to_region ? fwos_mem_scatter(card->host, port, key, flags, seg, n, buf) :
 				  fwos_mem_gather(card->host, port, key, flags, seg, n, buf);
 		if (ret)
 			return ret;
-		pos += bytes;
 		buf += bytes;
 		len -= bytes;
 	}

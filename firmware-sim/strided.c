@@ -49,7 +49,7 @@ struct fw_desc_acc {
 };
 
 /* Local pieces gathered per fwos_mem_gather(): a small stack buffer. */
-#define FW_SPUT_GATHER	16
+#define FW_SPUT_GATHER	8
 
 #define FW_SPUT_PIECES_OFF	((u32)sizeof(struct fw_sput_head))
 
@@ -183,21 +183,21 @@ int fw_strided_cmd(struct fw_card *card, struct fw_port *port, const struct nico
 /* How many pieces from the cursor's position fit @mtu payload bytes, and their bytes. */
 static u32 fw_sput_fit(const struct fw_strided_op *s, u32 mtu, u64 *data)
 {
-	const struct fw_cursor *c = &s->x.cur;
 	const u32 w = fw_acc_width(s->acc);
-	u64 pos = c->pos, room = mtu - FW_SPUT_PIECES_OFF, at;
+	u64 room = mtu - FW_SPUT_PIECES_OFF, at;
+	struct fw_walk walk;
 	u32 n = 0;
 
 	*data = 0;
+	fw_walk_init(&walk, &s->x.cur, s->x.cur.pos);
 	while (room >= sizeof(struct fwos_seg) + w) {
 		/* Whole elements: chunks are, and so is every cut of one. */
-		u64 m = fw_cursor_piece(c, pos, room - sizeof(struct fwos_seg), &at) / w * w;
+		u64 m = fw_walk_next(&walk, room - sizeof(struct fwos_seg), &at) / w * w;
 
 		if (!m)
 			break;
 		n++;
 		*data += m;
-		pos += m;
 		room -= sizeof(struct fwos_seg) + m;
 	}
 	return n;
@@ -214,6 +214,7 @@ static int fw_strided_build_put(struct fw_card *card, struct fw_peer *peer, stru
 	u32 table = FW_SPUT_PIECES_OFF + n * (u32)sizeof(struct fwos_seg);
 	struct fw_pkt *pkt = fw_pkt_new(card, peer, FW_PKT_PUT_STRIDED, op->lport, op->dst_port,
 					table + (u32)data);
+	struct fw_walk lw, rw;
 	struct fwos_seg *piece;
 	u8 *to;
 	int ret = 0;
@@ -232,15 +233,18 @@ static int fw_strided_build_put(struct fw_card *card, struct fw_peer *peer, stru
 		(struct fw_sput_head){ .pieces = n, .acc = s->acc, .scale = s->scale };
 	piece = (struct fwos_seg *)(pkt->payload + FW_SPUT_PIECES_OFF);
 	to = pkt->payload + table;
-	/* The local pieces a batch at a time, each batch one gather. */
+	/* Both sides walked together; the local pieces a batch at a time, each one gather. */
+	fw_walk_init(&lw, &x->cur, x->cur.pos);
+	fw_walk_init(&rw, &s->rcur, x->cur.pos);
 	for (i = 0; i < n && !ret; i += k) {
 		struct fwos_seg seg[FW_SPUT_GATHER];
 		u64 bytes = 0;
 
 		for (k = 0; k < FW_SPUT_GATHER && i + k < n; k++) {
-			u64 m = fw_cursor_next(&x->cur, data, &seg[k].off);
+			/* The counts are shared: the remote piece is as long. */
+			u64 m = fw_walk_next(&lw, data, &seg[k].off);
 
-			fw_cursor_piece(&s->rcur, x->cur.pos, m, &piece[i + k].off);
+			fw_walk_next(&rw, m, &piece[i + k].off);
 			piece[i + k].len = m;
 			seg[k].len = m;
 			fw_cursor_advance(&x->cur, m);
