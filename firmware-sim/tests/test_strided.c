@@ -217,6 +217,48 @@ static void s_shape(struct s_env *e, u32 levels, u64 chunk, u64 c, u64 st)
 }
 
 /* Zero counts, one-byte chunks, a region ending at the shape's last byte. */
+/*
+ * fw_walk against fw_cursor_piece(): from a random position, with random
+ * piece limits, every piece the same length at the same offset, over
+ * random shapes of 0 to 8 levels and contiguous walks.
+ */
+static void test_walk(void **state)
+{
+	unsigned int seed = 41, round;
+
+	(void)state;
+	for (round = 0; round < 2000; round++) {
+		struct fw_shape sh = { .levels = (u32)(rand_r(&seed) % 9) };
+		struct fw_cursor c;
+		struct fw_walk w;
+		u64 pos, at, want_at, n, want;
+		u32 i;
+
+		sh.count[0] = 1 + rand_r(&seed) % 24;
+		for (i = 1; i <= sh.levels; i++) {
+			sh.count[i] = 1 + rand_r(&seed) % 3;
+			sh.stride[i - 1] = rand_r(&seed) % 4096;
+		}
+		assert_int_equal(fw_shape_init(&sh), 0);
+		if (round % 10)
+			fw_cursor_init_strided(&c, rand_r(&seed) % 65536, &sh);
+		else
+			fw_cursor_init(&c, rand_r(&seed) % 65536, sh.len);
+		pos = sh.len ? rand_r(&seed) % sh.len : 0;
+		fw_walk_init(&w, &c, pos);
+		while (pos < sh.len) {
+			u64 max = 1 + rand_r(&seed) % 40;
+
+			want = fw_cursor_piece(&c, pos, max, &want_at);
+			n = fw_walk_next(&w, max, &at);
+			assert_int_equal(n, want);
+			assert_int_equal(at, want_at);
+			pos += n;
+		}
+		assert_int_equal(fw_walk_next(&w, 8, &at), 0);
+	}
+}
+
 static void test_edges(void **state)
 {
 	u32 exact, exact_rkey, opcode;
@@ -857,6 +899,7 @@ int main(void)
 	const struct FWT_UNIT_TEST tests[] = {
 		cmocka_unit_test(test_random_shapes),
 		cmocka_unit_test(test_random_shapes_faults),
+		cmocka_unit_test(test_walk),
 		cmocka_unit_test(test_edges),
 		cmocka_unit_test(test_same_region),
 		cmocka_unit_test(test_overlap),
