@@ -480,7 +480,8 @@ std::vector<OptionSpec> strided_options() {
          "65536"},
         {"depth", "nic and contig: at most this many blocks in flight", "1024"},
         {"bytes", "bytes per run and size (at least one block)", "16777216"},
-        {"max-ops", "at most this many blocks per run (keeps small sides short)", "256"},
+        {"max-ops", "at most this many blocks per run (small sides: enough to outlast the noise)",
+         "4096"},
         {"repeat", "runs per size and method (the median is reported)", "3"},
         {"wait", "with nothing to do, sleep in poll(2) or spin", "sleep"},
     };
