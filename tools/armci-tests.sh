@@ -13,7 +13,8 @@
 # must pass and the GA program's checksum must equal the fault-free one at
 # that rank count, which must equal ARMCI-MPI's.  These passes leave
 # NICOFF_ARMCI_STRIDED unset: the library's default strided method, auto.
-# Then the method pass: the -nicoff builds of the programs that move
+# Then one run checks that auto's model is measured once per job (rank 0
+# alone writes its cache file).  Then the method pass: the -nicoff builds of the programs that move
 # strided data (armci_strided, armci_nb, ga_matmul) with
 # NICOFF_ARMCI_STRIDED set to each of ARMCI_TESTS_METHODS (default "nic
 # naive hbna"; "" for none) at ARMCI_TESTS_METHOD_RANKS (default: the first
@@ -158,6 +159,25 @@ guest() {
 		faults 10000 || { echo "not ok - cannot set the fault tunables"; fails=$((fails + 1)); }
 		nicoff_pass faults "$fault_ranks" "$progs" "under faults" without
 		faults 0 || true
+	fi
+	# auto's model is one per job: only rank 0 (card 0) measures and caches
+	# it; rank 1 (card 1, nics >= 2) takes rank 0's and writes no file.
+	if [ -x "$dir/armci_rmw-nicoff" ]; then
+		cache=/tmp/armci-model.$$
+		rm -rf "$cache"
+		# mpiexec hands its environment to the ranks.
+		export XDG_CACHE_HOME="$cache" NICOFF_STRIDED_CALIBRATE=1
+		run_one "auto model once per job" 2 armci_rmw "$dir/armci_rmw-nicoff"
+		unset XDG_CACHE_HOME NICOFF_STRIDED_CALIBRATE
+		if [ -z "$status" ]; then
+			if [ ! -s "$cache/nicoff/strided-card0" ]; then
+				status="rank 0 left no model in $cache/nicoff/strided-card0"
+			elif [ -e "$cache/nicoff/strided-card1" ]; then
+				status="rank 1 measured too ($cache/nicoff/strided-card1)"
+			fi
+		fi
+		rm -rf "$cache"
+		report
 	fi
 	methods=${ARMCI_TESTS_METHODS-nic naive hbna}
 	method_ranks=${ARMCI_TESTS_METHOD_RANKS:-${ranks%% *}}

@@ -927,6 +927,8 @@ const StridedModel &StridedEngine::model() { return impl_->get_model(); }
 
 const StridedModel &StridedEngine::calibrate() { return impl_->measure(); }
 
+void StridedEngine::use_model(const StridedModel &m) { impl_->model = m; }
+
 // ----------------------------------------------------------- calibration --
 const StridedModel &StridedEngine::Impl::get_model() {
     if (model)

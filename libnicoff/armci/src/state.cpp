@@ -9,6 +9,7 @@
 #include <poll.h>
 #include <sys/random.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstdio>
@@ -75,6 +76,49 @@ void step(MPI_Comm comm, const char *what, F f) {
     agree(comm, !err, what);
     if (err)
         std::rethrow_exception(err);
+}
+
+// Waits until every rank of comm has arrived, sleeping between looks:
+// MPICH spins in its blocking calls, which takes the CPU from a rank still
+// at work (auto's calibration times the card on this machine's CPUs).
+void quiet_barrier(MPI_Comm comm) {
+    MPI_Request req = MPI_REQUEST_NULL;
+    MPI_Ibarrier(comm, &req);
+    for (int done = 0; !done;) {
+        MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+        if (!done)
+            ::poll(nullptr, 0, 1);
+    }
+}
+
+// auto's model, one for the job: rank 0 reads its card's cache file or
+// measures, alone (ranks measuring at once on shared CPUs would time each
+// other); the others wait quietly and take it, so that every rank chooses
+// the same method for the same shape.
+void share_model(MPI_Comm comm, std::uint32_t me, StridedEngine &engine) {
+    std::array<char, 512> text{};
+    std::exception_ptr err;
+    if (me == 0) {
+        try {
+            const std::string t = engine.model().to_text();
+            if (t.size() >= text.size())
+                fail(EOVERFLOW, "auto's model: its text is too long to share");
+            std::copy(t.begin(), t.end(), text.begin());
+        } catch (const std::system_error &) {
+            err = std::current_exception();
+        }
+    }
+    quiet_barrier(comm);
+    agree(comm, !err, "measuring auto's model");
+    if (err)
+        std::rethrow_exception(err);
+    MPI_Bcast(text.data(), static_cast<int>(text.size()), MPI_CHAR, 0, comm);
+    step(comm, "taking auto's model", [&] {
+        const auto m = StridedModel::from_text(text.data());
+        if (!m)
+            fail(EPROTO, "auto's model from rank 0 does not parse");
+        engine.use_model(*m);
+    });
 }
 
 std::uint32_t agree_group_id(MPI_Comm comm, std::uint32_t me) {
@@ -161,16 +205,15 @@ void State::setup() {
         if (method != StridedMethod::nic) {
             engine_port.emplace(card, PortConfig{});
             engine.emplace(*engine_port);
-            // auto's model: measured once per card (or read from its
-            // cache) now, not in the middle of the first strided call.
-            if (method == StridedMethod::automatic)
-                engine->model();
         }
         // The floating-point accumulate lock of this process's memory.
         sys_words.assign(8, 0);
         sys_mr =
             rma->register_memory(std::as_writable_bytes(std::span(sys_words)), NICOFF_ACCESS_ALL);
     });
+    // auto's model now, not in the middle of the first strided call.
+    if (method == StridedMethod::automatic)
+        share_model(comm, me, *engine);
     // card, rma port, sync port, lock rkey
     std::array<std::uint32_t, 4> mine = {rma->card(), rma->number(), sync->number(), sys_mr.rkey()};
     std::vector<std::array<std::uint32_t, 4>> all(nproc);
