@@ -10,7 +10,13 @@
 #   nicoff-native  nicoff's own C API, timed in the same processes as
 #                  nicoff-pmpi in alternating blocks (nicoff-mpi-bench
 #                  --paired): apart, two runs differ by the scheduling of
-#                  the moment by more than the layer costs
+#                  the moment by more than the layer costs.  Even paired,
+#                  one launch's placement moves the pair's ratio by up to
+#                  20% either way, so the pair runs --paired-runs times
+#                  (default 3) and the run whose nicoff-pmpi/nicoff-native
+#                  ratio is the median (the lower of the two middle ones
+#                  for an even count) is recorded, each size apart, with
+#                  "paired_runs" in its records
 # and with --openmpi-lib (run.sh --openmpi, nicoff-mpi-bench-openmpi) two more:
 #   openmpi              Open MPI's own collectives under mpirun, in the
 #                        faster of its default and mpi_yield_when_idle=1
@@ -20,7 +26,7 @@
 # Writes the records as one JSON list to OUT.  POSIX sh (busybox).
 #
 # Usage: mpi-bench.sh OUT LIB [--ranks 2,3,4,8[,64]] [--seconds S] [--sizes B,B,...]
-#        [--iters N] [--openmpi-lib OMPI_LIB]
+#        [--iters N] [--paired-runs R] [--openmpi-lib OMPI_LIB]
 set -u
 out=${1:?usage: mpi-bench.sh OUT LIB [options]}
 lib=${2:?usage: mpi-bench.sh OUT LIB [options]}
@@ -29,6 +35,7 @@ ranks="2 3 4 8"
 secs=3
 sizes=8,1024,16384,65536,1048576
 iters=2000
+pruns=3
 olib=""
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -36,6 +43,7 @@ while [ $# -gt 0 ]; do
 	--seconds) secs=$2 ;;
 	--sizes) sizes=$2 ;;
 	--iters) iters=$2 ;;
+	--paired-runs) pruns=$2 ;;
 	--openmpi-lib) olib=$2 ;;
 	*) echo "mpi-bench.sh: unknown option $1" >&2; exit 2 ;;
 	esac
@@ -43,6 +51,9 @@ while [ $# -gt 0 ]; do
 done
 [ -f "$lib" ] || { echo "mpi-bench.sh: $lib: no such file" >&2; exit 2; }
 [ -z "$olib" ] || [ -f "$olib" ] || { echo "mpi-bench.sh: $olib: no such file" >&2; exit 2; }
+case $pruns in
+'' | *[!0-9]* | 0) echo "mpi-bench.sh: --paired-runs must be a positive integer" >&2; exit 2 ;;
+esac
 
 lines=/tmp/mpi-bench.jsonl
 : >"$lines"
@@ -85,6 +96,60 @@ run() {
 	fi
 }
 
+# paired CASE N: the nicoff-pmpi/nicoff-native pair, $pruns runs; appends
+# to $lines, for each size, the two records of the run whose ratio is the
+# median, with "paired_runs".
+paired() {
+	k=0 files=""
+	while [ "$k" -lt "$pruns" ]; do
+		: >"/tmp/paired.$k"
+		run "/tmp/paired.$k" "$1" "$2" nicoff-pmpi default -genv LD_PRELOAD "$lib" -- \
+			--paired nicoff-native
+		files="$files /tmp/paired.$k"
+		k=$((k + 1))
+	done
+	# shellcheck disable=SC2086 # the file names are words
+	awk -v runs="$pruns" '
+	function field(name,   m) {
+		if (!match($0, "\"" name "\":[^,}]*"))
+			return ""
+		m = substr($0, RSTART, RLENGTH)
+		sub(/^[^:]*:/, "", m)
+		return m
+	}
+	FNR == 1 { run++ }
+	{
+		b = field("bytes"); m = field("method")
+		if (!(b in seen)) { seen[b] = 1; order[++nb] = b }
+		line[b, m, run] = $0
+		val[b, m, run] = field("value") + 0
+	}
+	END {
+		for (i = 1; i <= nb; i++) {
+			b = order[i]; n = 0
+			for (r = 1; r <= run; r++)
+				if (((b, "\"nicoff-pmpi\"", r) in val) && ((b, "\"nicoff-native\"", r) in val) &&
+				    val[b, "\"nicoff-native\"", r] > 0) {
+					ratio[++n] = val[b, "\"nicoff-pmpi\"", r] / val[b, "\"nicoff-native\"", r]
+					who[n] = r
+				}
+			if (!n)
+				continue
+			for (x = 1; x <= n; x++)	# a few runs: insertion sort
+				for (y = x; y > 1 && ratio[y] < ratio[y - 1]; y--) {
+					t = ratio[y]; ratio[y] = ratio[y - 1]; ratio[y - 1] = t
+					t = who[y]; who[y] = who[y - 1]; who[y - 1] = t
+				}
+			r = who[int((n + 1) / 2)]
+			for (j = 0; j < 2; j++) {
+				l = line[b, j ? "\"nicoff-native\"" : "\"nicoff-pmpi\"", r]
+				sub(/}$/, ",\"paired_runs\":" runs "}", l)
+				print l
+			}
+		}
+	}' $files >>"$lines"
+}
+
 # The sum of the latencies in a records file (one record per line).
 total() { sed -n 's/.*"value":\([0-9.e+-]*\).*/\1/p' "$1" | awk '{ s += $1 } END { print s + 0 }'; }
 # Whether the records in file $2 took less time in all than those in $1.
@@ -106,8 +171,7 @@ for n in $ranks; do
 			faster /tmp/tuned1 /tmp/tuned2 && cp /tmp/tuned2 /tmp/tuned1
 		fi
 		cat /tmp/tuned1 >>"$lines"
-		run "$lines" "$c" "$n" nicoff-pmpi default -genv LD_PRELOAD "$lib" -- \
-			--paired nicoff-native
+		paired "$c" "$n"
 		[ -n "$olib" ] && [ "$n" -le 8 ] || continue
 		: >/tmp/ompi1
 		: >/tmp/ompi2
