@@ -29,6 +29,12 @@ static struct sim_mr *sim_mr_find(struct fw_host *h, u32 port, u32 key, bool rem
 	return mr;
 }
 
+/* Whether [off, off + len) lies inside the region, without wrapping. */
+static bool sim_mr_covers(const struct sim_mr *mr, u64 off, u64 len)
+{
+	return off + len >= off && off + len <= mr->len;
+}
+
 /* The module's checks: region of this port, rights, then bounds. */
 static int sim_mr_check(struct fw_host *h, u32 port, u32 key, u32 flags, u64 off, u64 len,
 			struct sim_mr **out)
@@ -43,7 +49,7 @@ static int sim_mr_check(struct fw_host *h, u32 port, u32 key, u32 flags, u64 off
 		return -ENOENT;
 	if ((mr->access & need) != need)
 		return -EACCES;
-	if (off + len < off || off + len > mr->len)
+	if (!sim_mr_covers(mr, off, len))
 		return -ERANGE;
 	*out = mr;
 	return 0;
@@ -79,8 +85,9 @@ static int sim_mr_rwv(struct fw_host *h, u32 port, u32 key, u32 flags,
 	u32 i;
 	int ret = sim_mr_check(h, port, key, flags, 0, 0, &mr);
 
-	for (i = 0; !ret && i < n; i++)
-		ret = sim_mr_check(h, port, key, flags, seg[i].off, seg[i].len, &mr);
+	for (i = 0; !ret && i < n; i++)		/* one lookup, then bounds only */
+		if (!sim_mr_covers(mr, seg[i].off, seg[i].len))
+			ret = -ERANGE;
 	if (ret)
 		return ret;
 	for (i = 0; i < n; i++) {
