@@ -225,7 +225,7 @@ static inline bool fw_cursor_done(const struct fw_cursor *c)
 struct fw_walk {
 	const struct fw_cursor *c;
 	u64 pos;	/* message byte of the next piece */
-	u64 at;		/* its region offset (a shape's walk) */
+	u64 at;		/* its region offset: a shape's walk keeps it, others set it at init */
 	u64 idx[FW_SHAPE_MAX_LEVELS + 1];	/* its byte in the chunk, then the chunk's digits */
 };
 
@@ -239,13 +239,19 @@ static inline void fw_walk_init(struct fw_walk *w, const struct fw_cursor *c, u6
 	w->pos = pos;
 	w->at = c->base;
 	w->idx[0] = 0;
-	if (!s || pos >= c->len)
+	if (pos >= c->len)
 		return;
-	fw_cursor_piece(c, pos, 1, &w->at);
+	if (!s) {
+		fw_cursor_piece(c, pos, 1, &w->at);
+		return;
+	}
+	/* fw_cursor_piece()'s digits, kept for the odometer. */
 	chunk = pos / s->count[0];
 	w->idx[0] = pos - chunk * s->count[0];
+	w->at += w->idx[0];
 	for (i = 1; i <= s->levels; i++) {
 		w->idx[i] = chunk % s->count[i];
+		w->at += w->idx[i] * s->stride[i - 1];
 		chunk /= s->count[i];
 	}
 }

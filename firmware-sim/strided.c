@@ -65,54 +65,36 @@ static u32 fw_shape_wire_len(u32 levels)
 	return 8 * (2 + 2 * levels);
 }
 
-/* The descriptor after its counts and local strides: read in one piece. */
-struct fw_desc_tail {
-	u64 remote_stride[NICOFF_STRIDED_MAX_LEVELS];
-	struct fw_desc_acc acc;
-};
-
-/* Counts then local strides, back to back in both: the shape reads them in one piece. */
-#define FW_DESC_AT(f)	offsetof(struct nicoff_strided_desc, f)
-#define FW_COUNTS	(8 * (NICOFF_STRIDED_MAX_LEVELS + 1))
-FW_STATIC_ASSERT(offsetof(struct fw_shape, stride) == offsetof(struct fw_shape, count) + FW_COUNTS,
-		 "a shape's strides follow its counts");
-FW_STATIC_ASSERT(FW_DESC_AT(local_stride) == FW_DESC_AT(count) + FW_COUNTS &&
-		 FW_DESC_AT(remote_stride) == FW_DESC_AT(local_stride) +
-		 8 * NICOFF_STRIDED_MAX_LEVELS &&
-		 sizeof(struct fw_desc_tail) ==
-		 sizeof(struct nicoff_strided_desc) - FW_DESC_AT(remote_stride),
-		 "the descriptor's layout as the reads below take it");
+FW_STATIC_ASSERT(FW_SHAPE_MAX_LEVELS == NICOFF_STRIDED_MAX_LEVELS,
+		 "a shape holds a descriptor's counts and strides");
 
 /*
  * Copy the shapes of strided command @d from its descriptor (struct
  * nicoff_strided_desc) into @local and @remote, and check them.  Copied
- * once and checked after: the process may rewrite its descriptor at will.
- * Two reads, each one look at the region: the counts with the local
- * strides, then the rest.
+ * once, in one read (one look at the region), and checked after: the
+ * process may rewrite its descriptor at will.
  */
 static int fw_strided_shapes(struct fw_card *card, struct fw_port *port,
 			     const struct nicoff_op_strided *d, struct fw_shape *local,
 			     struct fw_shape *remote, struct fw_desc_acc *acc)
 {
-	const u32 n = NICOFF_STRIDED_MAX_LEVELS;
-	const u64 rst = FW_DESC_AT(remote_stride);
-	struct fw_desc_tail tail;
+	struct nicoff_strided_desc desc;
 	u64 end;
 	int ret;
 
-	if (fw_add_overflow(d->desc_off, sizeof(struct nicoff_strided_desc), &end))
+	if (fw_add_overflow(d->desc_off, sizeof(desc), &end))
 		return -ERANGE;
-	memset(local, 0, sizeof(*local));
-	ret = fwos_mem_read(card->host, port->id, d->desc_mr, 0, d->desc_off, local->count,
-			    FW_COUNTS + 8 * n);
-	if (!ret)
-		ret = fwos_mem_read(card->host, port->id, d->desc_mr, 0, d->desc_off + rst, &tail,
-				    sizeof(tail));
+	ret = fwos_mem_read(card->host, port->id, d->desc_mr, 0, d->desc_off, &desc, sizeof(desc));
 	if (ret)
 		return ret;
+	memset(local, 0, sizeof(*local));
+	memcpy(local->count, desc.count, sizeof(desc.count));
 	*remote = *local;
-	memcpy(remote->stride, tail.remote_stride, sizeof(tail.remote_stride));
-	*acc = tail.acc;
+	memcpy(local->stride, desc.local_stride, sizeof(desc.local_stride));
+	memcpy(remote->stride, desc.remote_stride, sizeof(desc.remote_stride));
+	acc->acc = desc.acc;
+	acc->reserved = desc.reserved;
+	acc->scale = desc.scale;
 	local->levels = d->levels;
 	remote->levels = d->levels;
 	ret = fw_shape_init(local);
@@ -133,63 +115,75 @@ static int fw_strided_acc_check(u8 opcode, const struct fw_desc_acc *a, const st
 	return s->count[0] % fw_acc_width(a->acc) ? -EINVAL : 0;
 }
 
+/* The checks of a strided command whose shapes @s holds, before it goes. */
+static int fw_strided_check(struct fw_card *card, struct fw_port *port,
+			    const struct nicoff_cmd *cmd, struct fw_strided_op *s)
+{
+	const struct nicoff_op_strided *d = &cmd->strided;
+	struct fw_desc_acc acc;
+	u64 span, rend;
+	int ret;
+
+	ret = fw_strided_shapes(card, port, d, &s->local, &s->remote, &acc);
+	if (!ret)
+		ret = fw_strided_acc_check(cmd->opcode, &acc, &s->local);
+	if (ret)
+		return ret;
+	if (s->local.len > card->cfg.max_msg)
+		return -EMSGSIZE;
+	s->acc = acc.acc;
+	s->scale = acc.scale;
+	fw_cursor_init_strided(&s->x.cur, d->off, &s->local);
+	fw_cursor_init_strided(&s->rcur, d->remote_off, &s->remote);
+	if (!fw_cursor_span(&s->x.cur, &span) || fw_add_overflow(d->remote_off, s->remote.extent, &rend))
+		return -ERANGE;
+	return fw_rma_local_check(card, port, d->mr, span, cmd->opcode != NICOFF_OP_GET_STRIDED);
+}
+
 int fw_strided_cmd(struct fw_card *card, struct fw_port *port, const struct nicoff_cmd *cmd)
 {
 	const struct nicoff_op_strided *d = &cmd->strided;
-	bool put = cmd->opcode != NICOFF_OP_GET_STRIDED;
-	struct fw_shape local, remote;
 	struct fw_strided_op *s;
-	struct fw_desc_acc acc;
-	struct fw_cursor cur;
 	struct fw_op *op;
-	u64 span, rend;
 	u8 kind;
 	int ret;
 
 	if (d->dst_card >= card->cfg.num_nodes || d->levels > NICOFF_STRIDED_MAX_LEVELS)
 		return -EINVAL;
-	ret = fw_strided_shapes(card, port, d, &local, &remote, &acc);
-	if (!ret)
-		ret = fw_strided_acc_check(cmd->opcode, &acc, &local);
-	if (ret)
-		return ret;
-	if (local.len > card->cfg.max_msg)
-		return -EMSGSIZE;
-	fw_cursor_init_strided(&cur, d->off, &local);
-	if (!fw_cursor_span(&cur, &span) || fw_add_overflow(d->remote_off, remote.extent, &rend))
-		return -ERANGE;
-	ret = fw_rma_local_check(card, port, d->mr, span, put);
-	if (ret)
-		return ret;
-	kind = cmd->opcode == NICOFF_OP_ACC_STRIDED ? FW_OP_SACC : put ? FW_OP_SPUT : FW_OP_SGET;
+	kind = cmd->opcode == NICOFF_OP_ACC_STRIDED ? FW_OP_SACC :
+	       cmd->opcode == NICOFF_OP_PUT_STRIDED ? FW_OP_SPUT : FW_OP_SGET;
+	/* Made first to hold the shapes; dropped unsent if they fail their checks. */
 	op = fw_op_start(card, port, d->dst_card, kind, cmd->tag);
 	if (!op)
 		return -ENOMEM;
 	s = fw_strided_op(op);
+	ret = fw_strided_check(card, port, cmd, s);
+	if (ret) {
+		op->done = true;
+		fw_op_put(card, op);
+		return ret;
+	}
 	op->dst_port = d->dst_port;
-	s->acc = acc.acc;
-	s->scale = acc.scale;
-	s->local = local;
-	s->remote = remote;
 	s->x.key = d->mr;
 	s->x.rkey = d->rkey;
 	s->x.roff = d->remote_off;
-	fw_cursor_init_strided(&s->x.cur, d->off, &s->local);
-	fw_cursor_init_strided(&s->rcur, d->remote_off, &s->remote);
 	fw_op_go(card, op);
 	return 0;
 }
 
-/* How many pieces from the cursor's position fit @mtu payload bytes, and their bytes. */
-static u32 fw_sput_fit(const struct fw_strided_op *s, u32 mtu, u64 *data)
+/*
+ * How many pieces from local walk @from (left as it is) fit @mtu payload
+ * bytes, and their bytes.
+ */
+static u32 fw_sput_fit(const struct fw_strided_op *s, const struct fw_walk *from, u32 mtu,
+		       u64 *data)
 {
 	const u32 w = fw_acc_width(s->acc);
 	u64 room = mtu - FW_SPUT_PIECES_OFF, at;
-	struct fw_walk walk;
+	struct fw_walk walk = *from;
 	u32 n = 0;
 
 	*data = 0;
-	fw_walk_init(&walk, &s->x.cur, s->x.cur.pos);
 	while (room >= sizeof(struct fwos_seg) + w) {
 		/* Whole elements: chunks are, and so is every cut of one. */
 		u64 m = fw_walk_next(&walk, room - sizeof(struct fwos_seg), &at) / w * w;
@@ -209,33 +203,35 @@ static int fw_strided_build_put(struct fw_card *card, struct fw_peer *peer, stru
 {
 	struct fw_strided_op *s = fw_strided_op(op);
 	struct fw_xfer_op *x = &s->x;
-	u64 data, first, span_end;
-	u32 n = fw_sput_fit(s, card->cfg.mtu, &data), i, k;
-	u32 table = FW_SPUT_PIECES_OFF + n * (u32)sizeof(struct fwos_seg);
-	struct fw_pkt *pkt = fw_pkt_new(card, peer, FW_PKT_PUT_STRIDED, op->lport, op->dst_port,
-					table + (u32)data);
-	struct fw_walk lw, rw;
 	struct fwos_seg *piece;
+	struct fw_walk lw, rw;
+	struct fw_pkt *pkt;
+	u64 data, span_end;
+	u32 n, i, k, table;
 	u8 *to;
 	int ret = 0;
 
+	/* Both sides walked together, from where the last packet ended. */
+	fw_walk_init(&lw, &x->cur, x->cur.pos);
+	fw_walk_init(&rw, &s->rcur, x->cur.pos);
+	n = fw_sput_fit(s, &lw, card->cfg.mtu, &data);
+	table = FW_SPUT_PIECES_OFF + n * (u32)sizeof(struct fwos_seg);
+	pkt = fw_pkt_new(card, peer, FW_PKT_PUT_STRIDED, op->lport, op->dst_port,
+			 table + (u32)data);
 	if (!pkt)
 		return FW_BUILD_NOMEM;
-	fw_cursor_piece(&s->rcur, x->cur.pos, 1, &first);
 	fw_cursor_span(&s->rcur, &span_end);	/* checked when the command was taken */
 	pkt->hdr.msg_id = op->msg_id;
 	pkt->hdr.offset = x->cur.pos;
 	pkt->hdr.total = x->cur.len;
 	pkt->hdr.span_end = span_end;
-	pkt->hdr.roff = first;
+	pkt->hdr.roff = rw.at;	/* the first piece's, or the base of an empty walk */
 	pkt->hdr.rkey = x->rkey;
 	*(struct fw_sput_head *)pkt->payload =
 		(struct fw_sput_head){ .pieces = n, .acc = s->acc, .scale = s->scale };
 	piece = (struct fwos_seg *)(pkt->payload + FW_SPUT_PIECES_OFF);
 	to = pkt->payload + table;
-	/* Both sides walked together; the local pieces a batch at a time, each one gather. */
-	fw_walk_init(&lw, &x->cur, x->cur.pos);
-	fw_walk_init(&rw, &s->rcur, x->cur.pos);
+	/* The local pieces a batch at a time, each one gather. */
 	for (i = 0; i < n && !ret; i += k) {
 		struct fwos_seg seg[FW_SPUT_GATHER];
 		u64 bytes = 0;
@@ -382,7 +378,13 @@ int fw_strided_rx_put(struct fw_card *card, struct fw_peer *peer, struct fw_pkt 
 		err = -ECONNREFUSED;
 	else if (!h->offset && h->span_end < h->roff)
 		err = -ERANGE;
-	else if (!h->offset)	/* the whole span, before the first byte */
+	else if (!h->offset && (!data || data < h->total || head->acc))
+		/*
+		 * The whole span, before the first byte.  A message of one
+		 * packet with bytes needs no look of its own: its pieces are
+		 * all of it, and the scatter checks each before it writes
+		 * any.  An accumulate's pieces are read and written one by one.
+		 */
 		err = fwos_mem_write(card->host, port->id, h->rkey, flags, h->span_end, NULL, 0);
 	piece = (const struct fwos_seg *)(pkt->payload + FW_SPUT_PIECES_OFF);
 	from = (const u8 *)(piece + n);

@@ -580,10 +580,16 @@ bool StridedEngine::Impl::post_hbna_piece(Op &op, std::uint64_t id) {
     return true;
 }
 
+// Posts what the waiting operations can, in order.  The command ring, the
+// naive window and the HBNA slots are shared: at the first operation one of
+// them stops, every later one waits too (order kept), and the walk ends
+// there, so that a pump costs the operations it moves, not all that wait
+// (thousands started at once made each start retry every one before it).
 void StridedEngine::Impl::pump() {
     while (!backlog.empty() && port.try_post(backlog.front()))
         backlog.pop_front();
-    for (auto it = waiting.begin(); it != waiting.end();) {
+    bool stopped = false;
+    for (auto it = waiting.begin(); it != waiting.end() && !stopped;) {
         const auto found = ops.find(*it);
         if (found == ops.end()) { // failed and finished before all its pieces went
             it = waiting.erase(it);
@@ -592,7 +598,7 @@ void StridedEngine::Impl::pump() {
         Op &op = found->second;
         switch (op.method) {
         case StridedMethod::nic:
-            post_nic(op, *it);
+            stopped = !post_nic(op, *it);
             break;
         case StridedMethod::naive:
             while (op.next < op.chunks.size() && naive_out < opts.naive_window && backlog.empty() &&
@@ -602,10 +608,15 @@ void StridedEngine::Impl::pump() {
                 naive_out++;
             }
             op.all_posted = op.next == op.chunks.size();
+            stopped = !op.all_posted;
             break;
         case StridedMethod::hbna:
             while (!op.all_posted && post_hbna_piece(op, *it)) {
             }
+            // An operation waiting on its own claim or piece lets the next
+            // one take a free slot; with none free, everything waits.
+            stopped = !op.all_posted && std::none_of(slots.begin(), slots.end(),
+                                                     [](const Slot &s) { return !s.busy; });
             break;
         case StridedMethod::automatic:
             break;
