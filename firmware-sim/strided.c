@@ -135,7 +135,8 @@ static int fw_strided_check(struct fw_card *card, struct fw_port *port,
 	s->scale = acc.scale;
 	fw_cursor_init_strided(&s->x.cur, d->off, &s->local);
 	fw_cursor_init_strided(&s->rcur, d->remote_off, &s->remote);
-	if (!fw_cursor_span(&s->x.cur, &span) || fw_add_overflow(d->remote_off, s->remote.extent, &rend))
+	if (!fw_cursor_span(&s->x.cur, &span) ||
+	    fw_add_overflow(d->remote_off, s->remote.extent, &rend))
 		return -ERANGE;
 	return fw_rma_local_check(card, port, d->mr, span, cmd->opcode != NICOFF_OP_GET_STRIDED);
 }
