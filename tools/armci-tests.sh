@@ -18,7 +18,10 @@
 # strided data (armci_strided, armci_nb, ga_matmul) with
 # NICOFF_ARMCI_STRIDED set to each of ARMCI_TESTS_METHODS (default "nic
 # naive hbna"; "" for none) at ARMCI_TESTS_METHOD_RANKS (default: the first
-# of ARMCI_TESTS_RANKS), the GA checksum again equal to the default's.  After every run the
+# of ARMCI_TESTS_RANKS), the GA checksum again equal to the default's.  Then the bounce
+# pass: armci_strided, armci_vector, armci_nb and ga_matmul at the same ranks with
+# NICOFF_ARMCI_BOUNCE=0 (every foreign local buffer registered per call) and 4096 (the
+# small through the bounce buffer, the rest registered).  After every run the
 # module's pinned pages (/sys/class/nicoff/pinned_pages) must be back where
 # they were.  Prints one TAP line per run and exits 0 only if every run and
 # the VM run passed.
@@ -187,6 +190,16 @@ guest() {
 		export NICOFF_ARMCI_STRIDED="$m"
 		nicoff_pass "$m" "$method_ranks" "armci_strided armci_nb ga_matmul" "with $m" "with the default (auto)"
 		unset NICOFF_ARMCI_STRIDED
+	done
+	# Local buffers outside the library's memory: with no bounce buffer all
+	# are registered per call; with a 4 KiB one the small go through it and
+	# the rest fall back to registration, in the same request streams.
+	for b in 0 4096; do
+		echo "# bounce pass: NICOFF_ARMCI_BOUNCE=$b"
+		export NICOFF_ARMCI_BOUNCE="$b"
+		nicoff_pass "bounce=$b" "$method_ranks" "armci_strided armci_vector armci_nb ga_matmul" \
+			"with NICOFF_ARMCI_BOUNCE=$b" "with the default"
+		unset NICOFF_ARMCI_BOUNCE
 	done
 	echo "1..$t"
 	echo "# armci-tests: $fails failed"

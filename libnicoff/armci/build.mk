@@ -17,7 +17,7 @@ NICOFF_ARMCI_SONAME := libarmci-nicoff.so.0
 NICOFF_ARMCI_LIB := $(BUILD)/lib/$(NICOFF_ARMCI_SONAME)
 NICOFF_ARMCI_LINK := $(BUILD)/lib/libarmci-nicoff.so
 # The parts without MPI or a card, which the host unit test links too.
-NICOFF_ARMCI_PURE := config shape directory
+NICOFF_ARMCI_PURE := config shape directory bounce
 NICOFF_ARMCI_SRCS := $(wildcard $(NICOFF_ARMCI_DIR)/src/*.cpp)
 NICOFF_ARMCI_OBJS := $(patsubst $(NICOFF_ARMCI_DIR)/src/%.cpp,$(NICOFF_ARMCI_OBJDIR)/%.o,$(NICOFF_ARMCI_SRCS))
 NICOFF_ARMCI_MISSING := $(strip \

@@ -17,15 +17,6 @@ namespace {
 // the card's largest message.
 constexpr std::uint64_t rdma_piece = std::uint64_t{4} << 20;
 
-// The registered region behind b, kept alive by r when it is temporary.
-const MemoryRegion &keep(Request &r, LocalBuf &b) {
-    if (!b.temp)
-        return *b.mr;
-    r.temps.push_back(std::move(*b.temp));
-    b.temp.reset();
-    return r.temps.back();
-}
-
 void check_bytes(int bytes) {
     if (bytes < 0)
         fail(EINVAL, "a negative size (" + std::to_string(bytes) + ")");
@@ -42,13 +33,13 @@ std::uint64_t contiguous(Dir dir, void *src, void *dst, int bytes, int proc) {
     const auto len = static_cast<std::uint64_t>(bytes);
     const Place rp = s.remote_place(proc, rptr, len);
     return s.run(target, [&](Request &r) {
-        LocalBuf lb = s.local_buf(lptr, len, dir == Dir::get);
-        const MemoryRegion &mr = keep(r, lb);
+        const std::uint64_t count[] = {len};
+        const LocalSide ls = s.local_side(r, lptr, count, {}, dir == Dir::get);
         const RemoteRegion &rr = rp.slice->region;
         for (std::uint64_t off = 0; off < len; off += rdma_piece) {
             const nicoff_cmd c = make_rdma(dir == Dir::put ? NICOFF_OP_PUT : NICOFF_OP_GET, rr.card,
-                                           rr.port, rr.rkey, rp.offset + off, mr.handle(),
-                                           lb.offset + off, std::min(rdma_piece, len - off), r.id);
+                                           rr.port, rr.rkey, rp.offset + off, ls.mr->handle(),
+                                           ls.offset + off, std::min(rdma_piece, len - off), r.id);
             s.post(r, [&] { return s.rma->try_post(c); });
         }
     });
@@ -97,9 +88,9 @@ std::uint64_t post_strided(Dir dir, void *lptr, std::span<const std::uint64_t> l
     const Place rp = s.remote_place(proc, rptr, rext);
     if (s.engine)
         return s.run(target, [&](Request &r) {
-            LocalBuf lb = s.local_buf(lptr, lext, dir == Dir::get, true);
-            const MemoryRegion &mr = keep(r, lb);
-            const StridedSide ls{lb.offset, lstride}, rs{rp.offset, rstride};
+            const LocalSide side = s.local_side(r, lptr, count, lstride, dir == Dir::get, true);
+            const MemoryRegion &mr = *side.mr;
+            const StridedSide ls{side.offset, side.stride}, rs{rp.offset, rstride};
             const StridedPeer peer{rp.slice->region, rp.slice->hbna};
             StridedEngine &e = *s.engine;
             s.post_engine(r, [&] {
@@ -115,9 +106,9 @@ std::uint64_t post_strided(Dir dir, void *lptr, std::span<const std::uint64_t> l
             });
         });
     return s.run(target, [&](Request &r) {
-        LocalBuf lb = s.local_buf(lptr, lext, dir == Dir::get);
-        const MemoryRegion &mr = keep(r, lb);
-        const StridedSide ls{lb.offset, lstride}, rs{rp.offset, rstride};
+        const LocalSide side = s.local_side(r, lptr, count, lstride, dir == Dir::get);
+        const MemoryRegion &mr = *side.mr;
+        const StridedSide ls{side.offset, side.stride}, rs{rp.offset, rstride};
         const RemoteRegion &rr = rp.slice->region;
         Strided &st = *s.strided;
         s.post(r, [&] {
@@ -171,9 +162,10 @@ std::vector<Seg> giov_segments(const armci_giov_t *iov, int len) {
     return segs;
 }
 
-// The local sides are packed into (put) or unpacked from (get) one buffer
-// the request registers: a list's local pointers may lie anywhere, and one
-// region per command is what a vector command takes.
+// The local sides are packed into (put) or unpacked from (get) one buffer:
+// a list's local pointers may lie anywhere, and one region per command is
+// what a vector command takes.  The bounce buffer while it has room, else
+// one of the request's own, registered for it.
 std::uint64_t post_vector(Dir dir, const armci_giov_t *iov, int len, int proc) {
     State &s = state();
     const std::uint32_t target = proc_of(proc);
@@ -187,23 +179,34 @@ std::uint64_t post_vector(Dir dir, const armci_giov_t *iov, int len, int proc) {
     if (segs.empty())
         return 0;
     return s.run(target, [&](Request &r) {
-        r.bounce.resize(total);
+        std::byte *packed = nullptr;
+        const MemoryRegion *mr = nullptr;
+        std::uint64_t base = 0;
+        if (const auto at = s.bounce ? s.bounce->space.take(total) : std::nullopt) {
+            r.lease = BounceLease(s.bounce->space, *at, total);
+            packed = s.bounce->bytes.data() + *at;
+            mr = &s.bounce->mr;
+            base = *at;
+        } else {
+            r.bounce.resize(total);
+            packed = r.bounce.data();
+            r.temps.push_back(s.rma->register_memory(r.bounce, NICOFF_ACCESS_LOCAL_WRITE));
+            mr = &r.temps.back();
+        }
         std::uint64_t off = 0;
         if (dir == Dir::put)
             for (const Seg &g : segs) {
-                std::memcpy(r.bounce.data() + off, g.src, g.bytes);
+                std::memcpy(packed + off, g.src, g.bytes);
                 off += g.bytes;
             }
-        r.temps.push_back(s.rma->register_memory(r.bounce, NICOFF_ACCESS_LOCAL_WRITE));
-        const MemoryRegion &mr = r.temps.back();
         std::vector<Segment> batch;
         const Slice *slice = nullptr;
         auto flush = [&] {
             if (batch.empty())
                 return;
             s.post(r, [&] {
-                return dir == Dir::put ? s.strided->try_put_vector(mr, slice->region, batch, r.id)
-                                       : s.strided->try_get_vector(slice->region, mr, batch, r.id);
+                return dir == Dir::put ? s.strided->try_put_vector(*mr, slice->region, batch, r.id)
+                                       : s.strided->try_get_vector(slice->region, *mr, batch, r.id);
             });
             batch.clear();
         };
@@ -213,15 +216,15 @@ std::uint64_t post_vector(Dir dir, const armci_giov_t *iov, int len, int proc) {
                 flush();
                 slice = places[i].slice;
             }
-            batch.push_back({off, places[i].offset, segs[i].bytes});
+            batch.push_back({base + off, places[i].offset, segs[i].bytes});
             off += segs[i].bytes;
         }
         flush();
         if (dir == Dir::get)
-            r.finish = [&r, segs] {
+            r.finish = [packed, segs] {
                 std::uint64_t o = 0;
                 for (const Seg &g : segs) {
-                    std::memcpy(g.dst, r.bounce.data() + o, g.bytes);
+                    std::memcpy(g.dst, packed + o, g.bytes);
                     o += g.bytes;
                 }
             };

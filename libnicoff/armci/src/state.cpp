@@ -3,6 +3,7 @@
 #include "state.hpp"
 
 #include "handle.hpp"
+#include "shape.hpp"
 
 #include <nicoff/job.hpp>
 
@@ -190,8 +191,11 @@ void State::setup() {
     me = static_cast<std::uint32_t>(r);
     nproc = static_cast<std::uint32_t>(n);
     remote = Directory(nproc);
-    step(comm, "reading the environment",
-         [&] { method = strided_method(std::getenv("NICOFF_ARMCI_STRIDED")); });
+    std::uint64_t bounce_size = 0;
+    step(comm, "reading the environment", [&] {
+        method = strided_method(std::getenv("NICOFF_ARMCI_STRIDED"));
+        bounce_size = bounce_bytes(std::getenv("NICOFF_ARMCI_BOUNCE"));
+    });
     step(comm, "checking the hosts", [&] {
         if (!one_host(comm))
             fail(EOPNOTSUPP, "the ranks run on several hosts, and every card lives in one kernel");
@@ -210,6 +214,13 @@ void State::setup() {
         sys_words.assign(8, 0);
         sys_mr =
             rma->register_memory(std::as_writable_bytes(std::span(sys_words)), NICOFF_ACCESS_ALL);
+        if (bounce_size) {
+            bounce.emplace(bounce_size);
+            bounce->mr = rma->register_memory(bounce->bytes, NICOFF_ACCESS_LOCAL_WRITE);
+            if (engine_port)
+                bounce->engine_mr =
+                    engine_port->register_memory(bounce->bytes, NICOFF_ACCESS_LOCAL_WRITE);
+        }
     });
     // auto's model now, not in the middle of the first strided call.
     if (method == StridedMethod::automatic)
@@ -413,6 +424,39 @@ LocalBuf State::local_buf(const void *addr, std::uint64_t len, bool written, boo
     }
     b.mr = &*b.temp;
     return b;
+}
+
+LocalSide State::local_side(Request &r, void *addr, std::span<const std::uint64_t> count,
+                            std::span<const std::uint64_t> stride, bool written, bool on_engine) {
+    const std::uint64_t ext = extent(count, stride);
+    const std::vector<std::uint64_t> own(stride.begin(), stride.end());
+    const Place p = local.lookup(0, reinterpret_cast<std::uintptr_t>(addr), ext);
+    if (p.slice)
+        return {on_engine ? p.slice->engine_mr : p.slice->mr, p.offset, own};
+    std::uint64_t bytes = 1;
+    bool fits = bounce && !r.lease && addr;
+    for (const std::uint64_t c : count)
+        fits = fits && !__builtin_mul_overflow(bytes, c, &bytes);
+    if (const auto off = fits ? bounce->space.take(bytes) : std::nullopt) {
+        r.lease = BounceLease(bounce->space, *off, bytes);
+        std::byte *packed = bounce->bytes.data() + *off;
+        auto *user = static_cast<std::byte *>(addr);
+        if (written)
+            r.finish = [then = std::move(r.finish), packed, user,
+                        cnt = std::vector<std::uint64_t>(count.begin(), count.end()), own] {
+                unpack(packed, cnt, user, own);
+                if (then)
+                    then();
+            };
+        else
+            pack(user, stride, count, packed);
+        return {on_engine ? &bounce->engine_mr : &bounce->mr, *off, packed_strides(count)};
+    }
+    LocalBuf lb = local_buf(addr, ext, written, on_engine);
+    if (!lb.temp)
+        return {lb.mr, lb.offset, own};
+    r.temps.push_back(std::move(*lb.temp));
+    return {&r.temps.back(), lb.offset, own};
 }
 
 void State::expose(Allocation &a) {

@@ -22,6 +22,7 @@
 #define NICOFF_ARMCI_STATE_HPP
 
 #include "abi.hpp"
+#include "bounce.hpp"
 #include "config.hpp"
 #include "directory.hpp"
 
@@ -63,15 +64,35 @@ struct LocalBuf {
     std::optional<MemoryRegion> temp;
 };
 
+// The local side of a strided (or contiguous) transfer as its commands take
+// it: a registered region, the side's offset in it and its strides there
+// (the caller's, or the packed ones in the bounce buffer).
+struct LocalSide {
+    const MemoryRegion *mr = nullptr;
+    std::uint64_t offset = 0;
+    std::vector<std::uint64_t> stride;
+};
+
+// The registered bounce buffer (NICOFF_ARMCI_BOUNCE bytes): its memory, the
+// space the requests share, and its registrations on the rma port and on
+// the engine's.
+struct Bounce {
+    explicit Bounce(std::uint64_t size) : bytes(size), space(size) {}
+    std::vector<std::byte> bytes;
+    BounceSpace space;
+    MemoryRegion mr, engine_mr;
+};
+
 // One ARMCI call in flight on the rma port: its commands (tag = id), what
 // it keeps alive until they complete, and what runs then (a get's unpack).
 struct Request {
     std::uint64_t id = 0;
     std::uint32_t target = 0;
     unsigned outstanding = 0;
-    int err = 0; // first failed completion (negative errno)
-    std::vector<MemoryRegion> temps;
-    std::vector<std::byte> bounce; // packed data of vector calls
+    int err = 0;                   // first failed completion (negative errno)
+    std::list<MemoryRegion> temps; // a list: the commands hold pointers to them
+    std::vector<std::byte> bounce; // packed data of vector calls the bounce buffer cannot take
+    BounceLease lease;             // its piece of the bounce buffer
     std::function<void()> finish;
 };
 
@@ -106,6 +127,7 @@ public:
     MemoryRegion mutex_mr;
     std::vector<RemoteWord> mutex_base; // by world rank
     int mutex_count = 0;
+    std::optional<Bounce> bounce; // none with NICOFF_ARMCI_BOUNCE=0
 
     // --- requests ----------------------------------------------------------
     Request &start(std::uint32_t target);
@@ -138,6 +160,13 @@ public:
     // written: the card writes the buffer (a get), else only reads it.
     // On the engine's port (on_engine) or the rma port.
     LocalBuf local_buf(const void *addr, std::uint64_t len, bool written, bool on_engine = false);
+    // The local side (shape count, strides stride, at addr) of request r:
+    // in place in memory the library registered; else packed in the bounce
+    // buffer while it has room (a put's bytes copied now, a get's copied out
+    // when r completes); else registered for r's lifetime (local_buf).
+    LocalSide local_side(Request &r, void *addr, std::span<const std::uint64_t> count,
+                         std::span<const std::uint64_t> stride, bool written,
+                         bool on_engine = false);
     // Registers this process's bytes for the others (a piece): every right
     // on the rma port; on the engine's port, with a target if the method
     // needs one.

@@ -1,5 +1,7 @@
 // libarmci-nicoff's pure parts on the host: address translation, ARMCI's
-// strided argument checks, packing, and NICOFF_ARMCI_STRIDED.
+// strided argument checks, packing, the bounce buffer's space,
+// NICOFF_ARMCI_STRIDED and NICOFF_ARMCI_BOUNCE.
+#include "bounce.hpp"
 #include "config.hpp"
 #include "directory.hpp"
 #include "handle.hpp"
@@ -143,6 +145,76 @@ void test_method(void **) {
     assert_int_equal(error_of([] { a::strided_method("automatic"); }), EINVAL);
 }
 
+void test_bounce_space(void **) {
+    constexpr std::uint64_t size = 64 * 1024;
+    a::BounceSpace sp(size + 10); // the tail short of a whole unit is not used
+    assert_int_equal(sp.size(), size);
+    assert_false(sp.take(0).has_value());
+    assert_false(sp.take(size + 1).has_value());
+    // Random takes and gives in any order: pieces never overlap, the free
+    // count follows, and with everything back the space is whole again.
+    std::mt19937 rng(7);
+    struct Held {
+        std::uint64_t off, len;
+    };
+    std::vector<Held> held;
+    std::vector<int> owner(size / a::BounceSpace::align, -1);
+    for (int round = 0; round < 5000; round++) {
+        if (held.empty() || rng() % 3) {
+            const std::uint64_t len = 1 + rng() % 5000;
+            const auto off = sp.take(len);
+            if (!off) {
+                assert_true(sp.free_bytes() < size);
+                continue;
+            }
+            assert_int_equal(*off % a::BounceSpace::align, 0);
+            assert_true(*off + len <= size);
+            for (std::uint64_t u = *off / a::BounceSpace::align;
+                 u * a::BounceSpace::align < *off + len; u++) {
+                assert_int_equal(owner[u], -1);
+                owner[u] = round;
+            }
+            held.push_back({*off, len});
+        } else {
+            const std::size_t i = rng() % held.size();
+            const Held h = held[i];
+            held.erase(held.begin() + static_cast<std::ptrdiff_t>(i));
+            for (std::uint64_t u = h.off / a::BounceSpace::align;
+                 u * a::BounceSpace::align < h.off + h.len; u++)
+                owner[u] = -1;
+            sp.give(h.off, h.len);
+        }
+        std::uint64_t busy = 0;
+        for (const int o : owner)
+            busy += o >= 0 ? a::BounceSpace::align : 0;
+        assert_int_equal(sp.free_bytes(), size - busy);
+    }
+    for (const Held &h : held)
+        sp.give(h.off, h.len);
+    assert_int_equal(sp.free_bytes(), size);
+    const auto whole = sp.take(size);
+    assert_true(whole && *whole == 0);
+    // A lease gives its piece back when it goes, once, also after a move.
+    sp.give(0, size);
+    {
+        a::BounceLease l(sp, *sp.take(100), 100);
+        a::BounceLease m(std::move(l));
+        assert_false(static_cast<bool>(l));
+        assert_true(static_cast<bool>(m));
+        assert_int_equal(sp.free_bytes(), size - a::BounceSpace::align * 2);
+    }
+    assert_int_equal(sp.free_bytes(), size);
+}
+
+void test_bounce_env(void **) {
+    assert_int_equal(a::bounce_bytes(nullptr), 1 << 20);
+    assert_int_equal(a::bounce_bytes("0"), 0);
+    assert_int_equal(a::bounce_bytes("4096"), 4096);
+    assert_int_equal(a::bounce_bytes("1073741824"), 1 << 30);
+    for (const char *bad : {"", "-1", "1k", " 5", "1073741825", "99999999999999999999999"})
+        assert_int_equal(error_of([bad] { a::bounce_bytes(bad); }), EINVAL);
+}
+
 void test_handles(void **) {
     // A fresh handle gets the target; a second target makes it cover all.
     assert_int_equal(a::handle_target(-1, 0, 3), 3);
@@ -169,9 +241,10 @@ void test_handles(void **) {
 
 int main() {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_directory), cmocka_unit_test(test_shape_checks),
-        cmocka_unit_test(test_pack),      cmocka_unit_test(test_method),
-        cmocka_unit_test(test_handles),
+        cmocka_unit_test(test_directory),  cmocka_unit_test(test_shape_checks),
+        cmocka_unit_test(test_pack),       cmocka_unit_test(test_method),
+        cmocka_unit_test(test_handles),    cmocka_unit_test(test_bounce_space),
+        cmocka_unit_test(test_bounce_env),
     };
     return cmocka_run_group_tests(tests, nullptr, nullptr);
 }
