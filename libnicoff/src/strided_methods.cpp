@@ -311,6 +311,22 @@ struct StridedEngine::Impl {
             throw_errno(EINVAL, "StridedEngine: naive_window >= 1, hbna_slots 1 to 255");
     }
 
+    // A shape's counts or strides (at most 9, shape_size() checked), kept
+    // in the operation: no allocation per operation for them.
+    struct ShapeArray {
+        std::array<std::uint64_t, NICOFF_STRIDED_MAX_LEVELS + 1> v{};
+        std::size_t n = 0;
+
+        void assign(std::span<const std::uint64_t> from) {
+            n = from.size();
+            std::copy(from.begin(), from.end(), v.begin());
+        }
+        std::size_t size() const { return n; }
+        const std::uint64_t *begin() const { return v.data(); }
+        const std::uint64_t *end() const { return v.data() + n; }
+        operator std::span<const std::uint64_t>() const { return {v.data(), n}; }
+    };
+
     struct Op {
         std::uint64_t tag = 0;
         StridedMethod method = StridedMethod::nic;
@@ -326,7 +342,7 @@ struct StridedEngine::Impl {
         std::vector<Segment> chunks;
         std::size_t next = 0;
         // hbna (and nic's arguments)
-        std::vector<std::uint64_t> count, lstride, rstride;
+        ShapeArray count, lstride, rstride;
         std::uint64_t loff = 0, roff = 0;
         StridedPeer peer;
         std::uint32_t acc = 0;
@@ -472,9 +488,9 @@ std::uint64_t StridedEngine::Impl::start(StridedMethod m, Kind kind, const Memor
     op.blocking = blocking;
     op.bytes = sz.bytes;
     op.local = &local;
-    op.count.assign(count.begin(), count.end());
-    op.lstride.assign(lside.stride.begin(), lside.stride.begin() + levels);
-    op.rstride.assign(rside.stride.begin(), rside.stride.begin() + levels);
+    op.count.assign(count);
+    op.lstride.assign(lside.stride.first(levels));
+    op.rstride.assign(rside.stride.first(levels));
     op.loff = lside.offset;
     op.roff = rside.offset;
     op.peer = peer;
@@ -496,6 +512,10 @@ std::uint64_t StridedEngine::Impl::start(StridedMethod m, Kind kind, const Memor
     } else {
         waiting.push_back(id);
         pump();
+        // Held back (a full ring): take the completions ready, which frees
+        // the card to go on while the caller is still starting operations.
+        if (!waiting.empty())
+            progress();
     }
     return id;
 }
