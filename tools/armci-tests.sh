@@ -21,7 +21,9 @@
 # of ARMCI_TESTS_RANKS), the GA checksum again equal to the default's.  Then the bounce
 # pass: armci_strided, armci_vector, armci_nb and ga_matmul at the same ranks with
 # NICOFF_ARMCI_BOUNCE=0 (every foreign local buffer registered per call) and 4096 (the
-# small through the bounce buffer, the rest registered).  After every run the
+# small through the bounce buffer, the rest registered).  Then armci_calls with
+# ARMCI_TEST_BAD_LOCAL (puts from an unmapped buffer, gets into a read-only one:
+# each call must fail, the job go on), bounce buffer on and off.  After every run the
 # module's pinned pages (/sys/class/nicoff/pinned_pages) must be back where
 # they were.  Prints one TAP line per run and exits 0 only if every run and
 # the VM run passed.
@@ -201,6 +203,16 @@ guest() {
 			"with NICOFF_ARMCI_BOUNCE=$b" "with the default"
 		unset NICOFF_ARMCI_BOUNCE
 	done
+	# Local buffers the process cannot read or write: an error from the call
+	# (through the bounce buffer, and registered), and the job goes on.
+	if [ -x "$dir/armci_calls-nicoff" ]; then
+		for b in 1048576 0; do
+			export ARMCI_TEST_BAD_LOCAL=1 NICOFF_ARMCI_BOUNCE="$b"
+			run_one "bad local buffers, bounce=$b" 2 armci_calls "$dir/armci_calls-nicoff"
+			unset ARMCI_TEST_BAD_LOCAL NICOFF_ARMCI_BOUNCE
+			report
+		done
+	fi
 	echo "1..$t"
 	echo "# armci-tests: $fails failed"
 	[ "$fails" -eq 0 ]

@@ -10,8 +10,14 @@
  * ARMCI_NbAccS of 2 dimensions (int, long, double by turns), and
  * ARMCI_NbPutV, _NbGetV and _NbAccV of scattered segments; then
  * armci_msg_bcast from a root that changes, armci_msg_igop (+) and
- * armci_msg_dgop (max), between armci_msg_barrier calls.
+ * armci_msg_dgop (max), between armci_msg_barrier calls.  With
+ * ARMCI_TEST_BAD_LOCAL set, first: puts from a local buffer that is not
+ * mapped and gets into one that is read-only must each return an error, and
+ * the iterations after them must pass.
  */
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include "armci_test.h"
 
 #define LEN 4096	/* a contiguous put or get, and each window */
@@ -26,6 +32,33 @@ static int right(void)
 static int left(void)
 {
 	return (at_rank + at_nproc - 1) % at_nproc;
+}
+
+/*
+ * Local buffers the process cannot read (a put's source) or write (a get's
+ * destination): an error from the call, nothing else.  Asked of
+ * libarmci-nicoff only: ARMCI-MPI copies them with memcpy and faults.
+ */
+static void check_bad_local(void **win)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	char *gone = mmap(NULL, (size_t)pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+			  -1, 0);
+	char *ro = mmap(NULL, (size_t)pg, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	int count[2] = { 64, 4 }, stride[1] = { 128 }, t = right();
+
+	if (gone == MAP_FAILED || ro == MAP_FAILED)
+		mt_fail("mmap: %m");
+	munmap(gone, (size_t)pg);
+	if (ARMCI_Put(gone, win[t], 64, t) == 0)
+		mt_fail("ARMCI_Put from an unmapped buffer returned 0");
+	if (ARMCI_PutS(gone, stride, win[t], stride, count, 1, t) == 0)
+		mt_fail("ARMCI_PutS from an unmapped buffer returned 0");
+	if (ARMCI_Get(win[t], ro, 64, t) == 0)
+		mt_fail("ARMCI_Get into a read-only buffer returned 0");
+	if (ARMCI_GetS(win[t], stride, ro, stride, count, 1, t) == 0)
+		mt_fail("ARMCI_GetS into a read-only buffer returned 0");
+	munmap(ro, (size_t)pg);
 }
 
 /* The window contents of rank r in iteration it, purpose what. */
@@ -137,6 +170,8 @@ int main(int argc, char **argv)
 	src = at_xmalloc(LEN);
 	want = at_xmalloc(LEN);
 	seen = at_xmalloc(LEN);
+	if (getenv("ARMCI_TEST_BAD_LOCAL"))
+		check_bad_local(wget);
 	for (it = 0; it < iters; it++) {
 		type = at_acc_types[it % 3];
 		window(seed, it, at_rank, fill, want);
