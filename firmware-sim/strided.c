@@ -115,6 +115,29 @@ static int fw_strided_acc_check(u8 opcode, const struct fw_desc_acc *a, const st
 	return s->count[0] % fw_acc_width(a->acc) ? -EINVAL : 0;
 }
 
+/*
+ * The end of a strided or vector command, whose operation was made first to
+ * hold its shapes or lists: sent if they passed their checks (@ret 0), else
+ * dropped unsent with @ret for the command's error.
+ */
+static int fw_strided_send(struct fw_card *card, struct fw_op *op,
+			   const struct nicoff_op_strided *d, int ret)
+{
+	struct fw_xfer_op *x = fw_xfer_op(op);
+
+	if (ret) {
+		op->done = true;
+		fw_op_put(card, op);
+		return ret;
+	}
+	op->dst_port = d->dst_port;
+	x->key = d->mr;
+	x->rkey = d->rkey;
+	x->roff = d->remote_off;
+	fw_op_go(card, op);
+	return 0;
+}
+
 /* The checks of a strided command whose shapes @s holds, before it goes. */
 static int fw_strided_check(struct fw_card *card, struct fw_port *port,
 			    const struct nicoff_cmd *cmd, struct fw_strided_op *s)
@@ -144,32 +167,17 @@ static int fw_strided_check(struct fw_card *card, struct fw_port *port,
 int fw_strided_cmd(struct fw_card *card, struct fw_port *port, const struct nicoff_cmd *cmd)
 {
 	const struct nicoff_op_strided *d = &cmd->strided;
-	struct fw_strided_op *s;
 	struct fw_op *op;
 	u8 kind;
-	int ret;
 
 	if (d->dst_card >= card->cfg.num_nodes || d->levels > NICOFF_STRIDED_MAX_LEVELS)
 		return -EINVAL;
 	kind = cmd->opcode == NICOFF_OP_ACC_STRIDED ? FW_OP_SACC :
 	       cmd->opcode == NICOFF_OP_PUT_STRIDED ? FW_OP_SPUT : FW_OP_SGET;
-	/* Made first to hold the shapes; dropped unsent if they fail their checks. */
 	op = fw_op_start(card, port, d->dst_card, kind, cmd->tag);
 	if (!op)
 		return -ENOMEM;
-	s = fw_strided_op(op);
-	ret = fw_strided_check(card, port, cmd, s);
-	if (ret) {
-		op->done = true;
-		fw_op_put(card, op);
-		return ret;
-	}
-	op->dst_port = d->dst_port;
-	s->x.key = d->mr;
-	s->x.rkey = d->rkey;
-	s->x.roff = d->remote_off;
-	fw_op_go(card, op);
-	return 0;
+	return fw_strided_send(card, op, d, fw_strided_check(card, port, cmd, fw_strided_op(op)));
 }
 
 /*
@@ -495,7 +503,6 @@ int fw_vector_cmd(struct fw_card *card, struct fw_port *port, const struct nicof
 
 	if (d->dst_card >= card->cfg.num_nodes || d->segments > NICOFF_VECTOR_MAX_SEGS)
 		return -EINVAL;
-	/* Made first to hold the lists; dropped unsent if they fail their checks. */
 	op = fw_op_start(card, port, d->dst_card, put ? FW_OP_VPUT : FW_OP_VGET, cmd->tag);
 	if (!op)
 		return -ENOMEM;
@@ -513,17 +520,7 @@ int fw_vector_cmd(struct fw_card *card, struct fw_port *port, const struct nicof
 		else
 			ret = fw_rma_local_check(card, port, d->mr, span, put);
 	}
-	if (ret) {
-		op->done = true;
-		fw_op_put(card, op);
-		return ret;
-	}
-	op->dst_port = d->dst_port;
-	x->key = d->mr;
-	x->rkey = d->rkey;
-	x->roff = d->remote_off;
-	fw_op_go(card, op);
-	return 0;
+	return fw_strided_send(card, op, d, ret);
 }
 
 /* The payload of a GET_VECTOR_REQ for @n segments. */
