@@ -289,4 +289,75 @@ static inline u64 fw_walk_next(struct fw_walk *w, u64 max, u64 *at)
 	return n;
 }
 
+/*
+ * Whether walk @r of cursor @rc can follow walk @l's digits instead of
+ * keeping its own: both walk shapes, and a strided operation's two shapes
+ * share their counts (only the strides differ).
+ */
+static inline bool fw_walk_twins(const struct fw_walk *l, const struct fw_cursor *rc)
+{
+	return l->c->shape && rc->shape && l->c->shape->levels == rc->shape->levels;
+}
+
+/*
+ * Start @r at @l's position over @rc, whose shape has @l's counts
+ * (fw_walk_twins()): its offset from @l's digits, with no division.  Only
+ * fw_walk_next_twin() moves it after.
+ */
+static inline void fw_walk_init_twin(struct fw_walk *r, const struct fw_walk *l,
+				     const struct fw_cursor *rc)
+{
+	const struct fw_shape *rs = rc->shape;
+	u32 i;
+
+	r->c = rc;
+	r->pos = l->pos;
+	r->at = rc->base;
+	r->idx[0] = 0;
+	if (l->pos >= l->c->len)
+		return;
+	r->at += l->idx[0];
+	for (i = 1; i <= rs->levels; i++)
+		r->at += l->idx[i] * rs->stride[i - 1];
+}
+
+/*
+ * fw_walk_next() of @l and of its twin @r together: one odometer turns
+ * both, the piece's offsets on each side in *@at and *@rat.
+ */
+static inline u64 fw_walk_next_twin(struct fw_walk *l, struct fw_walk *r, u64 max, u64 *at,
+				    u64 *rat)
+{
+	const struct fw_shape *s = l->c->shape, *rs = r->c->shape;
+	u64 n;
+	u32 i;
+
+	*at = l->at;
+	*rat = r->at;
+	if (l->pos >= l->c->len)
+		return 0;
+	n = fw_min_u64(max, s->count[0] - l->idx[0]);
+	l->pos += n;
+	r->pos += n;
+	l->idx[0] += n;
+	l->at += n;
+	r->at += n;
+	if (l->idx[0] < s->count[0])
+		return n;
+	l->at -= s->count[0];
+	r->at -= s->count[0];
+	l->idx[0] = 0;
+	for (i = 1; i <= s->levels; i++) {
+		if (++l->idx[i] < s->count[i]) {
+			l->at += s->stride[i - 1];
+			r->at += rs->stride[i - 1];
+			break;
+		}
+		l->idx[i] = 0;
+		l->at -= (s->count[i] - 1) * s->stride[i - 1];
+		r->at -= (s->count[i] - 1) * rs->stride[i - 1];
+	}
+	return n;
+}
+
 #endif

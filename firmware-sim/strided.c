@@ -182,19 +182,19 @@ int fw_strided_cmd(struct fw_card *card, struct fw_port *port, const struct nico
 
 /*
  * How many pieces from local walk @from (left as it is) fit @mtu payload
- * bytes, and their bytes.
+ * bytes, and their bytes: a piece takes its table entry and its bytes, is
+ * whole elements of @w bytes (chunks are, so every cut is too), and the
+ * packet ends at the first piece that no room is left for.  A list's
+ * pieces are walked one by one.
  */
-static u32 fw_sput_fit(const struct fw_strided_op *s, const struct fw_walk *from, u32 mtu,
-		       u64 *data)
+static u32 fw_sput_fit_list(const struct fw_walk *from, u64 room, u64 w, u64 *data)
 {
-	const u32 w = fw_acc_width(s->acc);
-	u64 room = mtu - FW_SPUT_PIECES_OFF, at;
 	struct fw_walk walk = *from;
 	u32 n = 0;
+	u64 at;
 
 	*data = 0;
 	while (room >= sizeof(struct fwos_seg) + w) {
-		/* Whole elements: chunks are, and so is every cut of one. */
 		u64 m = fw_walk_next(&walk, room - sizeof(struct fwos_seg), &at) / w * w;
 
 		if (!m)
@@ -202,6 +202,52 @@ static u32 fw_sput_fit(const struct fw_strided_op *s, const struct fw_walk *from
 		n++;
 		*data += m;
 		room -= sizeof(struct fwos_seg) + m;
+	}
+	return n;
+}
+
+/*
+ * A shape's pieces need no walk: the rest of the chunk the walk is in,
+ * then whole chunks while room and message last, then the part of one
+ * more that the room takes.
+ */
+static u32 fw_sput_fit(const struct fw_strided_op *s, const struct fw_walk *from, u32 mtu,
+		       u64 *data)
+{
+	const u64 seg = sizeof(struct fwos_seg), w = fw_acc_width(s->acc);
+	const struct fw_shape *sh = from->c->shape;
+	u64 room = mtu - FW_SPUT_PIECES_OFF, c, left, m, k;
+	u32 n;
+
+	if (!sh)
+		return fw_sput_fit_list(from, room, w, data);
+	*data = 0;
+	if (from->pos >= from->c->len || room < seg + w)
+		return 0;
+	c = sh->count[0];
+	left = from->c->len - from->pos;	/* whole chunks from the current one's start */
+	/* w is 1, 4 or 8: rounding down to whole elements is a mask. */
+	m = fw_min_u64(room - seg, c - from->idx[0]) & ~(w - 1);
+	if (!m)
+		return 0;
+	if (m < c - from->idx[0]) {	/* cut by the room: the packet is full */
+		*data = m;
+		return 1;
+	}
+	n = 1;
+	room -= seg + m;
+	left -= m;
+	k = fw_min_u64(room / (seg + c), left / c);
+	n += (u32)k;
+	room -= k * (seg + c);
+	left -= k * c;
+	*data = m + k * c;
+	if (left && room >= seg + w) {
+		m = (room - seg) & ~(w - 1);	/* less than a chunk, or k would be larger */
+		if (m) {
+			n++;
+			*data += m;
+		}
 	}
 	return n;
 }
@@ -217,12 +263,20 @@ static int fw_strided_build_put(struct fw_card *card, struct fw_peer *peer, stru
 	struct fw_pkt *pkt;
 	u64 data, span_end;
 	u32 n, i, k, table;
+	bool twin;
 	u8 *to;
 	int ret = 0;
 
-	/* Both sides walked together, from where the last packet ended. */
+	/*
+	 * Both sides walked together, from where the last packet ended: a
+	 * strided operation's remote walk follows the local one's digits.
+	 */
 	fw_walk_init(&lw, &x->cur, x->cur.pos);
-	fw_walk_init(&rw, &s->rcur, x->cur.pos);
+	twin = fw_walk_twins(&lw, &s->rcur);
+	if (twin)
+		fw_walk_init_twin(&rw, &lw, &s->rcur);
+	else
+		fw_walk_init(&rw, &s->rcur, x->cur.pos);
 	n = fw_sput_fit(s, &lw, card->cfg.mtu, &data);
 	table = FW_SPUT_PIECES_OFF + n * (u32)sizeof(struct fwos_seg);
 	pkt = fw_pkt_new(card, peer, FW_PKT_PUT_STRIDED, op->lport, op->dst_port,
@@ -247,9 +301,15 @@ static int fw_strided_build_put(struct fw_card *card, struct fw_peer *peer, stru
 
 		for (k = 0; k < FW_SPUT_GATHER && i + k < n; k++) {
 			/* The counts are shared: the remote piece is as long. */
-			u64 m = fw_walk_next(&lw, data, &seg[k].off);
+			u64 m;
 
-			fw_walk_next(&rw, m, &piece[i + k].off);
+			if (twin) {
+				m = fw_walk_next_twin(&lw, &rw, data, &seg[k].off,
+						      &piece[i + k].off);
+			} else {
+				m = fw_walk_next(&lw, data, &seg[k].off);
+				fw_walk_next(&rw, m, &piece[i + k].off);
+			}
 			piece[i + k].len = m;
 			seg[k].len = m;
 			fw_cursor_advance(&x->cur, m);

@@ -34,9 +34,10 @@ struct s_env {
 	u32 wo_rkey;		/* node 1 port 2: b, remote write only */
 };
 
-static void s_setup(struct s_env *e, const struct fw_fault_cfg *faults)
+/* Two cards with @mtu (0: t_sim_pair()'s) and the regions of struct s_env. */
+static void s_setup_mtu(struct s_env *e, const struct fw_fault_cfg *faults, u32 mtu)
 {
-	e->s = t_sim_pair(faults);
+	e->s = mtu ? t_sim(2, mtu, 32, faults) : t_sim_pair(faults);
 	e->a = calloc(1, S_BIG);
 	e->b = calloc(1, S_BIG);
 	e->desc = calloc(1, sizeof(*e->desc));
@@ -48,6 +49,11 @@ static void s_setup(struct s_env *e, const struct fw_fault_cfg *faults)
 	e->mb = t_port_mr(e->s, 1, 2, e->b, S_BIG, NICOFF_ACCESS_ALL, &e->rkey);
 	t_port_mr(e->s, 1, 2, e->b, S_BIG, NICOFF_ACCESS_REMOTE_READ, &e->ro_rkey);
 	t_port_mr(e->s, 1, 2, e->b, S_BIG, NICOFF_ACCESS_REMOTE_WRITE, &e->wo_rkey);
+}
+
+static void s_setup(struct s_env *e, const struct fw_fault_cfg *faults)
+{
+	s_setup_mtu(e, faults, 0);
 }
 
 static void s_teardown(struct s_env *e)
@@ -175,18 +181,24 @@ static void s_random_round(struct s_env *e, u64 *seed, u32 round)
  * @faults (NULL: none), which must then have dropped, doubled, reordered
  * and corrupted packets.
  */
-static void s_rounds(const struct fw_fault_cfg *faults, u32 rounds, u64 seed,
-		     void (*round)(struct s_env *e, u64 *seed, u32 round))
+static void s_rounds_mtu(const struct fw_fault_cfg *faults, u32 mtu, u32 rounds, u64 seed,
+			 void (*round)(struct s_env *e, u64 *seed, u32 round))
 {
 	struct s_env e;
 	u32 r;
 
-	s_setup(&e, faults);
+	s_setup_mtu(&e, faults, mtu);
 	for (r = 0; r < rounds; r++)
 		round(&e, &seed, r);
 	if (faults)
 		t_expect_lossy(e.s, 0);
 	s_teardown(&e);
+}
+
+static void s_rounds(const struct fw_fault_cfg *faults, u32 rounds, u64 seed,
+		     void (*round)(struct s_env *e, u64 *seed, u32 round))
+{
+	s_rounds_mtu(faults, 0, rounds, seed, round);
 }
 
 static void test_random_shapes(void **state)
@@ -256,6 +268,57 @@ static void test_walk(void **state)
 			pos += n;
 		}
 		assert_int_equal(fw_walk_next(&w, 8, &at), 0);
+	}
+}
+
+/*
+ * fw_walk_next_twin() against two walks of their own, over random pairs of
+ * shapes with the same counts and different strides and bases, from a
+ * random position.
+ */
+static void test_walk_twin(void **state)
+{
+	unsigned int seed = 43, round;
+
+	(void)state;
+	for (round = 0; round < 2000; round++) {
+		struct fw_shape ls = { .levels = (u32)(rand_r(&seed) % 9) }, rs;
+		struct fw_cursor lc, rc;
+		struct fw_walk l, r, lref, rref;
+		u64 pos, at, rat, want_at, want_rat, n, want;
+		u32 i;
+
+		ls.count[0] = 1 + rand_r(&seed) % 24;
+		for (i = 1; i <= ls.levels; i++) {
+			ls.count[i] = 1 + rand_r(&seed) % 3;
+			ls.stride[i - 1] = rand_r(&seed) % 4096;
+		}
+		rs = ls;
+		for (i = 0; i < rs.levels; i++)
+			rs.stride[i] = rand_r(&seed) % 4096;
+		assert_int_equal(fw_shape_init(&ls), 0);
+		assert_int_equal(fw_shape_init(&rs), 0);
+		fw_cursor_init_strided(&lc, rand_r(&seed) % 65536, &ls);
+		fw_cursor_init_strided(&rc, rand_r(&seed) % 65536, &rs);
+		pos = ls.len ? rand_r(&seed) % ls.len : 0;
+		fw_walk_init(&l, &lc, pos);
+		assert_true(fw_walk_twins(&l, &rc));
+		fw_walk_init_twin(&r, &l, &rc);
+		fw_walk_init(&lref, &lc, pos);
+		fw_walk_init(&rref, &rc, pos);
+		assert_int_equal(r.at, rref.at);
+		while (pos < ls.len) {
+			u64 max = 1 + rand_r(&seed) % 40;
+
+			want = fw_walk_next(&lref, max, &want_at);
+			assert_int_equal(fw_walk_next(&rref, want, &want_rat), want);
+			n = fw_walk_next_twin(&l, &r, max, &at, &rat);
+			assert_int_equal(n, want);
+			assert_int_equal(at, want_at);
+			assert_int_equal(rat, want_rat);
+			pos += n;
+		}
+		assert_int_equal(fw_walk_next_twin(&l, &r, 8, &at, &rat), 0);
 	}
 }
 
@@ -623,6 +686,8 @@ static void test_accumulate(void **state)
 	(void)state;
 	s_rounds(NULL, 80, 31, s_acc_round);
 	s_rounds(&t_lossy, 20, 32, s_acc_round);
+	/* Room for a packet's last piece that is not whole elements: cut it to them. */
+	s_rounds_mtu(NULL, 1003, 40, 33, s_acc_round);
 }
 
 /* What the card refuses to accumulate, and what a put or get may not carry. */
@@ -900,6 +965,7 @@ int main(void)
 		cmocka_unit_test(test_random_shapes),
 		cmocka_unit_test(test_random_shapes_faults),
 		cmocka_unit_test(test_walk),
+		cmocka_unit_test(test_walk_twin),
 		cmocka_unit_test(test_edges),
 		cmocka_unit_test(test_same_region),
 		cmocka_unit_test(test_overlap),
