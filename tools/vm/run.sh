@@ -374,7 +374,10 @@ if ((mpi)); then
 		copy_deps "$b"
 	done
 	ln -sf mpiexec.hydra "$root/bin/mpiexec"
-	libmpich=$(ldconfig -p | awk '$1 == "libmpich.so.12" && /x86-64/ { print $NF; exit }')
+	# awk reads all of ldconfig's output: leaving early would kill ldconfig
+	# with SIGPIPE now and then (its list is about a pipe buffer long), and
+	# with pipefail that ended this script silently.
+	libmpich=$(ldconfig -p | awk '$1 == "libmpich.so.12" && /x86-64/ && !found { print $NF; found = 1 }')
 	[[ -n $libmpich ]] || die "--mpi: libmpich.so.12 not found (apt-get install libmpich12)"
 	copy_same_path "$libmpich"
 	copy_deps "$libmpich"
