@@ -256,37 +256,61 @@ static inline void fw_walk_init(struct fw_walk *w, const struct fw_cursor *c, u6
 	}
 }
 
-/* The walk's next piece of at most @max bytes (0 at the end), at region offset *@at. */
-static inline u64 fw_walk_next(struct fw_walk *w, u64 max, u64 *at)
+/*
+ * One piece of shape walk @w, which is not at its end: at most @max bytes
+ * at region offset *@at, the odometer turned past it.  A twin @r (or NULL)
+ * over a shape with @w's counts moves along, its offset in *@rat: it keeps
+ * only its offset, the digits are @w's.
+ */
+static inline u64 fw_walk_step(struct fw_walk *w, struct fw_walk *r, u64 max, u64 *at,
+			       u64 *rat)
 {
-	const struct fw_shape *s = w->c->shape;
-	u64 n;
+	const struct fw_shape *s = w->c->shape, *rs = r ? r->c->shape : NULL;
+	u64 n = fw_min_u64(max, s->count[0] - w->idx[0]);
 	u32 i;
 
-	if (!s || w->pos >= w->c->len) {
-		n = fw_cursor_piece(w->c, w->pos, max, at);
-		w->pos += n;
-		return n;
-	}
-	n = fw_min_u64(max, s->count[0] - w->idx[0]);
 	*at = w->at;
 	w->pos += n;
 	w->idx[0] += n;
 	w->at += n;
+	if (r) {
+		*rat = r->at;
+		r->pos += n;
+		r->at += n;
+	}
 	if (w->idx[0] < s->count[0])
 		return n;
 	/* The chunk is done: the odometer turns to the next one. */
 	w->at -= s->count[0];
+	if (r)
+		r->at -= s->count[0];
 	w->idx[0] = 0;
 	for (i = 1; i <= s->levels; i++) {
 		if (++w->idx[i] < s->count[i]) {
 			w->at += s->stride[i - 1];
+			if (r)
+				r->at += rs->stride[i - 1];
 			break;
 		}
 		w->idx[i] = 0;
 		w->at -= (s->count[i] - 1) * s->stride[i - 1];
+		if (r)
+			r->at -= (s->count[i] - 1) * rs->stride[i - 1];
 	}
 	return n;
+}
+
+/* The walk's next piece of at most @max bytes (0 at the end), at region offset *@at. */
+static inline u64 fw_walk_next(struct fw_walk *w, u64 max, u64 *at)
+{
+	u64 n;
+
+	if (!w->c->shape || w->pos >= w->c->len) {
+		n = fw_cursor_piece(w->c, w->pos, max, at);
+		w->pos += n;
+		return n;
+	}
+	return fw_walk_step(w, NULL, max, at, NULL);
 }
 
 /*
@@ -321,43 +345,16 @@ static inline void fw_walk_init_twin(struct fw_walk *r, const struct fw_walk *l,
 		r->at += l->idx[i] * rs->stride[i - 1];
 }
 
-/*
- * fw_walk_next() of @l and of its twin @r together: one odometer turns
- * both, the piece's offsets on each side in *@at and *@rat.
- */
+/* fw_walk_next() of @l and of its twin @r together, @r's offset in *@rat. */
 static inline u64 fw_walk_next_twin(struct fw_walk *l, struct fw_walk *r, u64 max, u64 *at,
 				    u64 *rat)
 {
-	const struct fw_shape *s = l->c->shape, *rs = r->c->shape;
-	u64 n;
-	u32 i;
-
-	*at = l->at;
-	*rat = r->at;
-	if (l->pos >= l->c->len)
+	if (l->pos >= l->c->len) {
+		*at = l->at;
+		*rat = r->at;
 		return 0;
-	n = fw_min_u64(max, s->count[0] - l->idx[0]);
-	l->pos += n;
-	r->pos += n;
-	l->idx[0] += n;
-	l->at += n;
-	r->at += n;
-	if (l->idx[0] < s->count[0])
-		return n;
-	l->at -= s->count[0];
-	r->at -= s->count[0];
-	l->idx[0] = 0;
-	for (i = 1; i <= s->levels; i++) {
-		if (++l->idx[i] < s->count[i]) {
-			l->at += s->stride[i - 1];
-			r->at += rs->stride[i - 1];
-			break;
-		}
-		l->idx[i] = 0;
-		l->at -= (s->count[i] - 1) * s->stride[i - 1];
-		r->at -= (s->count[i] - 1) * rs->stride[i - 1];
 	}
-	return n;
+	return fw_walk_step(l, r, max, at, rat);
 }
 
 #endif
