@@ -96,8 +96,9 @@ struct Square {
     std::uint64_t dst_bytes() const { return side * dst_ld; }
 };
 
-// One end: a port and what its completions said.  Only PUTs and strided
-// PUTs are posted: anything else completing, or an error, fails the run.
+// One end: a port and what its completions said.  Only PUTs and vector
+// PUTs are posted (contig, vector): anything else completing, or an error,
+// fails the run.
 struct End {
     explicit End(const Device &dev)
         : port(dev, PortConfig{NICOFF_PORT_ANY, ring, ring}), cqes(64) {}
@@ -111,8 +112,7 @@ struct End {
     bool pump() {
         const auto got = take_completions(port, cqes);
         for (const nicoff_cqe &c : got) {
-            if (c.opcode != NICOFF_OP_PUT && c.opcode != NICOFF_OP_PUT_STRIDED &&
-                c.opcode != NICOFF_OP_PUT_VECTOR)
+            if (c.opcode != NICOFF_OP_PUT && c.opcode != NICOFF_OP_PUT_VECTOR)
                 fail(EPROTO, "unexpected completion, opcode " + std::to_string(c.opcode));
             done++;
             moved += c.result;
@@ -442,7 +442,7 @@ std::vector<OptionSpec> strided_options() {
         {"max-ops", "at most this many blocks per run (small sides: enough to outlast the noise)",
          "16384"},
         {"repeat", "runs per size and method (the median is reported)", "5"},
-        {"wait", "with nothing to do, sleep in poll(2) or spin", "sleep"},
+        {"wait", "contig and vector: with nothing to do, sleep in poll(2) or spin", "sleep"},
     };
     for (OptionSpec &a : strided_app_options())
         opts.push_back(std::move(a));
