@@ -9,7 +9,11 @@
 //                            back-to-back barriers (seed 000, section 8:
 //                            100 and 10,000), as rank 0 sees it; <alg> is
 //                            pairwise, dissemination, tree, central,
-//                            combining, tournament, and auto (card only)
+//                            combining, tournament, and auto (card only).
+//                            The card algorithms take turns: --rounds
+//                            slices of iters / rounds barriers each, so
+//                            that a stall of the VM's host, which lasts
+//                            seconds, weighs on all of them alike
 //   <alg>/host/card          ratio: host latency over card latency
 //   central/shm              latency_us: the same processes with a futex-
 //                            based shared-memory barrier (shmbarrier.hpp,
@@ -64,6 +68,7 @@ constexpr std::uint32_t nconfigs = shm_config + 1;
 // repeated choices from 128 (ids of one N end at 256).
 constexpr std::uint32_t auto_pick_gid = 128;
 constexpr std::uint32_t max_auto_repeats = 128;
+constexpr std::uint32_t max_rounds = 64;
 // A choice within 10% of the best algorithm counts as the best (issue 18).
 constexpr double pick_tolerance = 1.10;
 
@@ -88,18 +93,20 @@ struct Shared {
     std::uint64_t chosen;                  // auto's GROUP_CREATE result
     std::uint32_t picks[max_auto_repeats]; // the algorithms of --auto-repeats
     ShmBarrierState shm;
-    // Run control, not a barrier: rank 0 ends a configuration early (time
-    // budget) by setting the last barrier to run.  No rank is ever more
-    // than one barrier ahead of another, so stop = k + 1, written by rank 0
-    // after barrier k, is seen by every rank before it would start k + 2.
-    std::atomic<std::uint32_t> stop[nconfigs];
+    // Run control, not a barrier: rank 0 ends a configuration's slice early
+    // (time budget) by setting the last barrier to run.  No rank is ever
+    // more than one barrier ahead of another, so stop = k + 1, written by
+    // rank 0 after barrier k, is seen by every rank before it would start
+    // k + 2.  One per slice (round, configuration): a rank may reach a
+    // slice before rank 0 has left the one before.
+    std::atomic<std::uint32_t> stop[max_rounds][nconfigs];
 };
 
 // lat_us[a]: card algorithm a (0: auto); lat_us[ncard_algs + a - 1]: host a;
 // lat_us[shm_config]: the shared-memory barrier.
 
 struct ProcParams {
-    std::uint32_t n, cards, warmup, iters, auto_repeats;
+    std::uint32_t n, cards, warmup, iters, auto_repeats, rounds;
     double seconds;
     std::chrono::microseconds spin;
     bool shm;
@@ -109,43 +116,65 @@ struct ProcParams {
 // One rank's work: every configuration in the same order as every rank.
 void rank_main(Shared *sh, const ProcParams &pp, std::uint32_t rank, std::uint32_t gid_base) {
     Rank me(rank, pp.n, pp.cards, pp.spin);
-    std::vector<double> samples;
-    samples.reserve(pp.iters);
-    auto timed = [&](auto &&one, std::uint32_t c) {
-        for (std::uint32_t i = 0; i < pp.warmup; i++)
+    // Rank 0's record of each configuration, over its slices.
+    std::vector<std::vector<double>> samples(nconfigs);
+    std::vector<std::uint64_t> total_ns(nconfigs), done(nconfigs);
+    // Slice @r of configuration @c: warmup, then at most its share of the
+    // barriers and of the time budget.
+    auto slice = [&](auto &&one, std::uint32_t c, std::uint32_t r, std::uint32_t rounds) {
+        for (std::uint32_t i = 0; i < std::max(1u, pp.warmup / rounds); i++)
             one();
-        samples.clear();
+        std::atomic<std::uint32_t> &stop = sh->stop[r][c];
         const std::uint64_t t0 = now_ns();
-        const auto budget = static_cast<std::uint64_t>(pp.seconds * 1e9);
+        const auto budget = static_cast<std::uint64_t>(pp.seconds * 1e9 / rounds);
         std::uint32_t k = 1;
-        for (; k <= sh->stop[c].load(); k++) {
+        for (; k <= stop.load(); k++) {
             const std::uint64_t a = now_ns();
             one();
             const std::uint64_t b = now_ns();
             if (rank == 0) {
-                samples.push_back(static_cast<double>(b - a) / 1e3);
-                if (b - t0 > budget && k < sh->stop[c].load())
-                    sh->stop[c].store(k + 1);
+                samples[c].push_back(static_cast<double>(b - a) / 1e3);
+                if (b - t0 > budget && k < stop.load())
+                    stop.store(k + 1);
             }
         }
-        const std::uint64_t t1 = now_ns();
         if (rank == 0) {
-            const std::uint32_t done = k - 1;
-            sh->lat_us[c] = static_cast<double>(t1 - t0) / 1e3 / done;
-            const Summary sm = summarize(samples);
-            sh->median_us[c] = sm.median;
-            sh->p99_us[c] = sm.p99;
-            sh->runs[c] = done;
+            total_ns[c] += now_ns() - t0;
+            done[c] += k - 1;
         }
     };
-    for (const std::uint32_t a : pp.card_algs) {
-        me.gc.algorithm = a;
-        Group g(me.port, me.members, rank, gid_base + a, me.gc);
-        if (a == NICOFF_BARRIER_AUTO && rank == 0)
-            sh->chosen = g.algorithm() | static_cast<std::uint64_t>(g.param()) << 32;
-        timed([&] { g.barrier(); }, a);
-        g.destroy();
+    auto record = [&](std::uint32_t c) {
+        if (rank != 0 || done[c] == 0)
+            return;
+        sh->lat_us[c] = static_cast<double>(total_ns[c]) / 1e3 / static_cast<double>(done[c]);
+        const Summary sm = summarize(samples[c]);
+        sh->median_us[c] = sm.median;
+        sh->p99_us[c] = sm.p99;
+        sh->runs[c] = static_cast<std::uint32_t>(done[c]);
+    };
+    {
+        // Every card algorithm's group at once, so that they can take turns.
+        std::vector<Group> groups;
+        groups.reserve(pp.card_algs.size());
+        for (const std::uint32_t a : pp.card_algs) {
+            me.gc.algorithm = a;
+            groups.emplace_back(me.port, me.members, rank, gid_base + a, me.gc);
+            if (a == NICOFF_BARRIER_AUTO && rank == 0)
+                sh->chosen = groups.back().algorithm() |
+                             static_cast<std::uint64_t>(groups.back().param()) << 32;
+        }
+        for (std::uint32_t r = 0; r < pp.rounds; r++)
+            for (std::size_t i = 0; i < groups.size(); i++)
+                slice([&] { groups[i].barrier(); }, pp.card_algs[i], r, pp.rounds);
+        for (std::size_t i = 0; i < groups.size(); i++) {
+            record(pp.card_algs[i]);
+            groups[i].destroy();
+        }
     }
+    auto timed = [&](auto &&one, std::uint32_t c) {
+        slice(one, c, 0, 1);
+        record(c);
+    };
     // Auto's choice as a program sees it: a fresh group each time.
     const std::uint32_t alg = me.gc.algorithm;
     me.gc.algorithm = NICOFF_BARRIER_AUTO;
@@ -207,8 +236,9 @@ void run_procs(Context &ctx, const ProcParams &pp, std::uint32_t gid_base) {
     SharedMem<Shared> shm;
     Shared *sh = shm.get();
     std::fill(std::begin(sh->lat_us), std::end(sh->lat_us), -1.0);
-    for (auto &st : sh->stop)
-        st.store(pp.iters);
+    for (std::uint32_t r = 0; r < max_rounds; r++)
+        for (std::uint32_t c = 0; c < nconfigs; c++)
+            sh->stop[r][c].store(c < ncard_algs ? std::max(1u, pp.iters / pp.rounds) : pp.iters);
     sh->shm.init(pp.n);
     run_ranks(pp.n, sh->failure, "barrier N=" + std::to_string(pp.n),
               [&](std::uint32_t r) { rank_main(sh, pp, r, gid_base); });
@@ -348,6 +378,9 @@ void run(Context &ctx) {
     pp.host_algs = parse_algs(o, "host-algs");
     pp.shm = o.u64("shm") != 0;
     pp.auto_repeats = static_cast<std::uint32_t>(o.u64("auto-repeats"));
+    pp.rounds = static_cast<std::uint32_t>(o.u64("rounds"));
+    if (pp.rounds < 1 || pp.rounds > max_rounds)
+        throw std::invalid_argument("--rounds: 1.." + std::to_string(max_rounds));
     if (pp.auto_repeats > max_auto_repeats)
         throw std::invalid_argument("--auto-repeats: at most " + std::to_string(max_auto_repeats));
     for (std::uint32_t a = 1; pp.auto_repeats > 0 && a < ncard_algs; a++)
@@ -393,6 +426,8 @@ const SuiteRegistrar reg{{
         {"warmup", "barriers before timing", "100"},
         {"iters", "barriers timed (their mean is reported)", "10000"},
         {"seconds", "time budget of one configuration: fewer barriers if it runs out", "5"},
+        {"rounds", "card algorithms take turns in this many slices (iters and seconds shared out)",
+         "10"},
         {"card-algs", "card algorithms (auto included)",
          "pairwise,dissemination,tree,central,combining,tournament,auto"},
         {"host-algs", "host algorithms",
