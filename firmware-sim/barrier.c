@@ -313,18 +313,12 @@ static void fw_grp_epoch_done(struct fw_card *card, struct fw_group *g, u64 now)
 		u32 per = FW_BAR_AUTO_WARM + g->rounds;
 		u32 pos = (u32)((e - 1) % per);
 
-		/*
-		 * A candidate's time is the median of its timed barriers: a
-		 * host that stalls the card now and then does not decide.
-		 */
 		a = 1 + (u32)((e - 1) / per);
 		if (pos >= FW_BAR_AUTO_WARM && g->round_ns)
 			g->round_ns[pos - FW_BAR_AUTO_WARM] = now - g->t_mark;
 		g->t_mark = now;
-		if (pos == per - 1 && g->round_ns) {
-			fw_sort_u64(g->round_ns, g->rounds);
-			g->times[a] = g->round_ns[g->rounds / 2];
-		}
+		if (pos == per - 1 && g->round_ns)
+			g->times[a] = fw_bar_trial_ns(g->round_ns, g->rounds);
 		if (e + 1 == g->decide_epoch)
 			g->decision = fw_grp_best(g);
 	} else if (g->want == NICOFF_BARRIER_AUTO && e == g->decide_epoch) {

@@ -60,4 +60,17 @@ const struct fw_bmsg *fw_bsched_send_to(const struct fw_bsched *s, u32 rank);
 /* Sort in increasing order. */
 void fw_sort_u64(u64 *a, u32 n);
 
+/* Auto: timed barriers per block of fw_bar_trial_ns(). */
+#define FW_BAR_TRIAL_BLOCK	4u
+/*
+ * Auto: a candidate's time per barrier from the intervals @ns[0..n) between
+ * its timed barriers, in order (@ns is overwritten): the median of the
+ * means of consecutive blocks of FW_BAR_TRIAL_BLOCK (one block if fewer).
+ * Blocks, because the intervals one member sees can be uneven, long and
+ * short, so that their median says little of the rate (barrier.md, Auto);
+ * a block's mean is the rate.  Their median, so that a stall of the host
+ * in one block does not decide.
+ */
+u64 fw_bar_trial_ns(u64 *ns, u32 n);
+
 #endif

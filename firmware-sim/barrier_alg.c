@@ -246,6 +246,26 @@ void fw_sort_u64(u64 *a, u32 n)
 	}
 }
 
+u64 fw_bar_trial_ns(u64 *ns, u32 n)
+{
+	u32 nb = n >= FW_BAR_TRIAL_BLOCK ? n / FW_BAR_TRIAL_BLOCK : 1;
+	u32 b, i;
+
+	if (!n)
+		return 0;
+	/* Block b covers ns[b * n / nb] up to ns[(b + 1) * n / nb]: at or after ns[b]. */
+	for (b = 0; b < nb; b++) {
+		u32 lo = (u32)((u64)b * n / nb), hi = (u32)((u64)(b + 1) * n / nb);
+		u64 sum = 0;
+
+		for (i = lo; i < hi; i++)
+			sum += ns[i];
+		ns[b] = sum / (hi - lo);
+	}
+	fw_sort_u64(ns, nb);
+	return nb & 1 ? ns[nb / 2] : ns[nb / 2 - 1] / 2 + ns[nb / 2] / 2;
+}
+
 struct fw_bsched *fw_bsched_build(struct fw_card *card, u32 alg, u32 param, u32 rank, u32 size)
 {
 	struct fw_bbuild b;
