@@ -53,6 +53,18 @@ static void tr_start(struct tr_env *e, void *a, u64 alen, u32 a_access, void *b,
 	e->mb = t_port_mr(e->s, 1, 0, b, blen, b_access, &e->rkey);
 }
 
+/*
+ * tr_start() on tr_cfg(&e->cfg, 2, 1) with @max_retries, @a locally
+ * writable: the tests of a peer that dies or restarts.
+ */
+static void tr_start_retries(struct tr_env *e, u32 max_retries, void *a, u64 alen, void *b,
+			     u64 blen, u32 b_access)
+{
+	tr_cfg(&e->cfg, 2, 1);
+	e->cfg.fw.max_retries = max_retries;
+	tr_start(e, a, alen, NICOFF_ACCESS_LOCAL_WRITE, b, blen, b_access);
+}
+
 static u32 tr_len(u32 k)
 {
 	return tr_sizes[k % TR_NSIZES];
@@ -318,9 +330,7 @@ static void test_timeout(void **state)
 	int i;
 
 	(void)state;
-	tr_cfg(&e.cfg, 2, 1);
-	e.cfg.fw.max_retries = 8;
-	tr_start(&e, a, sizeof(a), NICOFF_ACCESS_LOCAL_WRITE, b, sizeof(b), NICOFF_ACCESS_ALL);
+	tr_start_retries(&e, 8, a, sizeof(a), b, sizeof(b), NICOFF_ACCESS_ALL);
 	for (i = 0, rto = e.cfg.fw.rto_ns; i <= (int)e.cfg.fw.max_retries; i++) {
 		budget += rto;
 		rto = rto * 2 > e.cfg.fw.rto_max_ns ? e.cfg.fw.rto_max_ns : rto * 2;
@@ -389,10 +399,7 @@ static void test_restart(void **state)
 	int i;
 
 	(void)state;
-	tr_cfg(&e.cfg, 2, 1);
-	e.cfg.fw.max_retries = 6;
-	tr_start(&e, a, sizeof(a), NICOFF_ACCESS_LOCAL_WRITE, b, sizeof(b),
-		 NICOFF_ACCESS_LOCAL_WRITE);
+	tr_start_retries(&e, 6, a, sizeof(a), b, sizeof(b), NICOFF_ACCESS_LOCAL_WRITE);
 	for (i = 0; i < 2; i++) {
 		tr_msg(&e, 0, i, 5000, sizeof(b), T_SEC);
 		tr_msg(&e, 1, i, 5000, sizeof(a), T_SEC);
@@ -445,9 +452,7 @@ static void test_watchdog(void **state)
 	u64 t0;
 
 	(void)state;
-	tr_cfg(&e.cfg, 2, 1);
-	e.cfg.fw.max_retries = 6;
-	tr_start(&e, a, big, NICOFF_ACCESS_LOCAL_WRITE, b, big, NICOFF_ACCESS_ALL);
+	tr_start_retries(&e, 6, a, big, b, big, NICOFF_ACCESS_ALL);
 
 	/* A GET whose answer stops half way. */
 	t_post(e.s, 0, 0, t_rdma(NICOFF_OP_GET, 1, 1, 0, e.rkey, 0, e.ma, 0, big));
