@@ -177,6 +177,16 @@ struct nsim_group_kind {
 	void (*metrics)(struct nsim *ns, const struct nsim_group *g);
 };
 
+/* The nsim_group_kind pfx_kind, whose callbacks are pfx_check and pfx_metrics. */
+#define NSIM_GROUP_KIND(pfx, kind_name, kind_ops, op)				\
+static const struct nsim_group_kind pfx##_kind = {				\
+	.name = kind_name,							\
+	.ops = kind_ops,							\
+	.opcode = op,								\
+	.check = pfx##_check,							\
+	.metrics = pfx##_metrics,						\
+}
+
 struct nsim_group {
 	const struct nsim_group_kind *kind;
 	u32 alg;		/* GROUP_CREATE's algorithm and bcast_flags */

@@ -33,13 +33,7 @@ static void bar_metrics(struct nsim *ns, const struct nsim_group *g)
 	nsim_metric(ns, "barrier_nacks", (double)ns->fw.barrier_nacks, "packets", 1);
 }
 
-static const struct nsim_group_kind bar_kind = {
-	.name = "barrier",
-	.ops = "barriers",
-	.opcode = NICOFF_OP_BARRIER,
-	.check = bar_check,
-	.metrics = bar_metrics,
-};
+NSIM_GROUP_KIND(bar, "barrier", "barriers", NICOFF_OP_BARRIER);
 
 #define BAR_WORKLOAD(sym, wname, alg, text)					\
 	NSIM_GROUP_WORKLOAD(sym, wname, text, &bar_kind, alg, 0)

@@ -37,13 +37,7 @@ static void bc_metrics(struct nsim *ns, const struct nsim_group *g)
 	nsim_metric(ns, "bcast_failovers", (double)ns->fw.bcast_failovers, "groups", 1);
 }
 
-static const struct nsim_group_kind bc_kind = {
-	.name = "bcast",
-	.ops = "broadcasts",
-	.opcode = NICOFF_OP_BCAST,
-	.check = bc_check,
-	.metrics = bc_metrics,
-};
+NSIM_GROUP_KIND(bc, "bcast", "broadcasts", NICOFF_OP_BCAST);
 
 #define BC_WORKLOAD(sym, wname, flags, text)					\
 	NSIM_GROUP_WORKLOAD(sym, wname, text, &bc_kind, NICOFF_BARRIER_DISSEMINATION, flags)
