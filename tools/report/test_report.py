@@ -16,6 +16,7 @@ Prints one TAP-like line per check ("ok - ..." / "not ok - ...") and exits
 import argparse
 import csv
 import html.parser
+import json
 import os
 import re
 import subprocess
@@ -152,6 +153,43 @@ def check(out, failures, sim):
            f"{len(drawn)} points in seed003-fig13")
 
 
+def check_paired(failures):
+    """Issue 13's goals read the suite's ratio_paired records where they exist:
+    here the methods' medians say 'not met' and the paired ratios 'met'."""
+    sys.path.insert(0, HERE)
+    import goals  # noqa: E402
+    import report  # noqa: E402
+
+    def rec(case, method, metric, value, chunk=64, size=512):
+        return {"suite": "strided", "case": case, "method": method, "nodes": 2, "bytes": size,
+                "chunk": chunk, "metric": metric, "value": value, "unit": "x", "runs": 5}
+    records = [rec("square2d", "nic", "mb_per_s", 40.0), rec("square2d", "naive", "mb_per_s", 10.0),
+               rec("square2d", "hbna", "mb_per_s", 10.0), rec("square2d", "auto", "mb_per_s", 30.0),
+               rec("square2d", "nic/naive", "ratio_paired", 5.2),
+               rec("square2d", "best/auto", "ratio_paired", 1.02),
+               rec("hbna_pipeline", "hbna", "mb_per_s", 100.0, size=1 << 25),
+               rec("hbna_pipeline", "copy_transmit_copy", "mb_per_s", 100.0, size=1 << 25),
+               rec("hbna_pipeline", "hbna/copy_transmit_copy", "ratio_paired", 1.6,
+                   size=1 << 25)]
+    with tempfile.TemporaryDirectory(prefix="nicoff-paired.") as tmp:
+        with open(os.path.join(tmp, "strided.json"), "w") as f:
+            json.dump({"metadata": {}, "records": records}, f)
+        res = report.Results(tmp)
+        got = [goals.strided_nic_over("naive", 5.0, lambda c: c == 64)(res),
+               goals.strided_auto(res), goals.hbna_pipeline(res)]
+        medians = [r for r in records if r["metric"] == "mb_per_s"]
+        with open(os.path.join(tmp, "strided.json"), "w") as f:
+            json.dump({"metadata": {}, "records": medians}, f)
+        res = report.Results(tmp)
+        old = [goals.strided_nic_over("naive", 5.0, lambda c: c == 64)(res),
+               goals.strided_auto(res), goals.hbna_pipeline(res)]
+    ok = all(v and "paired" in m for m, v in got) and not any(v for _, v in old)
+    print(f"{'ok' if ok else 'not ok'} - strided goals from ratio_paired: {got}; "
+          f"from the medians alone: {old}")
+    if not ok:
+        failures.append("strided paired goals")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sim", default="", help="nicoff-sim for the predictions (default: none)")
@@ -170,6 +208,7 @@ def main():
         else:
             print("ok - report.py builds the report from the fixture")
         check(out, failures, a.sim)
+    check_paired(failures)
     sys.exit(1 if failures else 0)
 
 
