@@ -78,6 +78,9 @@ std::vector<std::uint32_t> parse_algs(const Options &o, const std::string &name)
         const auto a = barrier_algorithm_from_name(item);
         if (!a || *a >= NICOFF_BARRIER_MAX)
             throw std::invalid_argument("unknown barrier algorithm " + item);
+        // Each algorithm's group, figures and run control are one per run.
+        if (std::find(v.begin(), v.end(), *a) != v.end())
+            throw std::invalid_argument("--" + name + ": " + item + " twice");
         v.push_back(*a);
     }
     return v;
@@ -366,14 +369,11 @@ void fit_model(Context &ctx, const std::vector<std::pair<std::uint32_t, double>>
 
 void run(Context &ctx) {
     const auto &o = ctx.opts();
-    const Device dev(static_cast<unsigned>(o.u64("card")));
-    const std::uint32_t cards = dev.info().num_cards;
     ProcParams pp;
     pp.warmup = static_cast<std::uint32_t>(o.u64("warmup"));
     pp.iters = static_cast<std::uint32_t>(o.u64("iters"));
     pp.seconds = o.number("seconds");
     pp.spin = std::chrono::microseconds(o.u64("spin-us"));
-    pp.cards = cards;
     pp.card_algs = parse_algs(o, "card-algs");
     pp.host_algs = parse_algs(o, "host-algs");
     pp.shm = o.u64("shm") != 0;
@@ -390,6 +390,11 @@ void run(Context &ctx) {
         throw std::invalid_argument("--host-algs: auto is the card's");
     if (pp.iters == 0)
         throw std::invalid_argument("--iters must be at least 1");
+    const std::vector<std::uint32_t> algs = parse_algs(o, "cards-algs");
+    // The arguments are checked before the device is needed.
+    const Device dev(static_cast<unsigned>(o.u64("card")));
+    const std::uint32_t cards = dev.info().num_cards;
+    pp.cards = cards;
     const std::vector<std::uint32_t> ns = card_counts(o, cards);
     std::uint32_t gid = group_id_base();
 
@@ -404,7 +409,6 @@ void run(Context &ctx) {
     }
 
     // One process, a port on each of N cards.
-    const std::vector<std::uint32_t> algs = parse_algs(o, "cards-algs");
     std::vector<std::pair<std::uint32_t, double>> dis;
     for (const std::uint32_t n : ns) {
         for (const std::uint32_t a : algs) {
