@@ -32,7 +32,12 @@
  * decides, and a dissemination barrier whose messages carry a value (OR
  * of what the sender heard, an all-reduce) tells everyone.  One more
  * dissemination barrier follows, so that nobody gets a message of the
- * chosen algorithm before it knows the choice.
+ * chosen algorithm before it knows the choice.  With
+ * NICOFF_GROUP_F_HOST_TRIALS these barriers are the processes' own
+ * (BARRIER commands posted while the creation is pending, one epoch each,
+ * the candidates taken in turn): the time a process takes to see one end
+ * and enter the next, which the cards' own trials leave out and which is
+ * most of a barrier as a program sees it, then weighs in the choice.
  *
  * A destroyed group, or one whose port went away, lingers for dead_ns as
  * a zombie that only answers NACKs, so that peers finishing their last
@@ -66,9 +71,12 @@ struct fw_group {
 	u8 state;			/* enum fw_gstate */
 	bool running;			/* an epoch is in progress */
 	bool host_op;			/* a command waits for the epoch's end */
+	bool host_trials;		/* auto: the trials are the host's barriers */
+	bool trial_op;			/* host trials: a BARRIER waits for its epoch */
 	u8 cmd_opcode;
 	s32 err;			/* why it failed */
 	u64 cmd_tag;
+	u64 trial_tag;
 
 	u32 want;			/* algorithm asked for, AUTO included */
 	u32 alg;			/* the one of host barriers; 0 until decided */
@@ -105,7 +113,7 @@ struct fw_group {
 	u64 srtt;			/* smoothed duration of its barriers */
 	u64 create_by;
 	u64 t_mark;			/* auto: end of the previous barrier */
-	u64 *round_ns;			/* auto: each timed barrier of a candidate */
+	u64 *round_ns;			/* auto: the timed barriers, by candidate */
 	u64 times[FW_BAR_NALG];
 };
 
@@ -172,14 +180,63 @@ static const struct fw_bpeer *fw_grp_peer(const struct fw_group *g, u32 rank)
 	return i < 0 ? NULL : &g->peers[i];
 }
 
+/*
+ * Host trials visit each candidate for one barrier that is not timed (the
+ * processes leave the previous algorithm's barrier at different times:
+ * a tree's root first) and FW_BAR_TRIAL_BLOCK timed ones, the candidates
+ * in turn, as often as barrier_rounds asks: so that a process held up for
+ * a while (a busy CPU) slows all of them alike.  The cards' own trials run
+ * each candidate's FW_BAR_AUTO_WARM + barrier_rounds barriers in a row.
+ */
+static u32 fw_grp_visits(const struct fw_group *g)
+{
+	return (g->rounds + FW_BAR_TRIAL_BLOCK - 1) / FW_BAR_TRIAL_BLOCK;
+}
+
+/* Timed barriers per candidate. */
+static u32 fw_grp_samples(const struct fw_group *g)
+{
+	return g->host_trials ? fw_grp_visits(g) * FW_BAR_TRIAL_BLOCK : g->rounds;
+}
+
+/* Trial epochs per candidate. */
+static u32 fw_grp_trial_epochs(const struct fw_group *g)
+{
+	return g->host_trials ? fw_grp_visits(g) * (FW_BAR_TRIAL_BLOCK + 1) :
+	       FW_BAR_AUTO_WARM + g->rounds;
+}
+
+/*
+ * Auto's trial epoch @e (1 to decide_epoch - 1): its candidate, and in
+ * *@sample which of the candidate's timed barriers it is, -1 if none.
+ */
+static u32 fw_grp_trial(const struct fw_group *g, u64 e, s32 *sample)
+{
+	const u32 n = FW_BAR_NALG - 1, per = fw_grp_trial_epochs(g);
+	u64 t = e - 1, visit;
+	u32 pos;
+
+	if (!g->host_trials) {
+		pos = (u32)(t % per);
+		*sample = pos >= FW_BAR_AUTO_WARM ? (s32)(pos - FW_BAR_AUTO_WARM) : -1;
+		return 1 + (u32)(t / per);
+	}
+	visit = t / (FW_BAR_TRIAL_BLOCK + 1);
+	pos = (u32)(t % (FW_BAR_TRIAL_BLOCK + 1));
+	*sample = pos ? (s32)((visit / n) * FW_BAR_TRIAL_BLOCK + pos - 1) : -1;
+	return 1 + (u32)(visit % n);
+}
+
 /* The schedule of epoch @e, NULL while it is not known yet. */
 static const struct fw_bsched *fw_grp_sched(const struct fw_group *g, u64 e)
 {
+	s32 sample;
+
 	if (e >= g->user_epoch)
 		return g->alg ? g->sched[g->alg] : NULL;
 	if (g->want != NICOFF_BARRIER_AUTO || !e || e >= g->decide_epoch)
 		return g->sched[NICOFF_BARRIER_DISSEMINATION];
-	return g->sched[1 + (e - 1) / (FW_BAR_AUTO_WARM + g->rounds)];
+	return g->sched[fw_grp_trial(g, e, &sample)];
 }
 
 /* What this member adds to the value of epoch @e: rank 0's choice. */
@@ -244,6 +301,16 @@ static void fw_grp_complete(struct fw_card *card, struct fw_group *g, s32 status
 	fw_complete(card, g->e.port, g->cmd_tag, g->cmd_opcode, status, result);
 }
 
+/* Host trials: the BARRIER of the trial epoch ends, @left more to come. */
+static void fw_grp_trial_done(struct fw_card *card, struct fw_group *g, s32 status, u64 left)
+{
+	if (!g->trial_op)
+		return;
+	g->trial_op = false;
+	if (!g->e.zombie)
+		fw_complete(card, g->e.port, g->trial_tag, NICOFF_OP_BARRIER, status, left);
+}
+
 static void fw_grp_fail(struct fw_card *card, struct fw_group *g, s32 err)
 {
 	g->state = FW_G_FAILED;
@@ -251,6 +318,7 @@ static void fw_grp_fail(struct fw_card *card, struct fw_group *g, s32 err)
 	g->running = false;
 	card->stats.barrier_failures++;
 	fw_grp_arm(card, g, FW_NEVER);
+	fw_grp_trial_done(card, g, err, 0);
 	fw_grp_complete(card, g, err, 0);
 }
 
@@ -310,15 +378,17 @@ static void fw_grp_epoch_done(struct fw_card *card, struct fw_group *g, u64 now)
 		return;
 	}
 	if (g->want == NICOFF_BARRIER_AUTO && e && e < g->decide_epoch) {
-		u32 per = FW_BAR_AUTO_WARM + g->rounds;
-		u32 pos = (u32)((e - 1) % per);
+		u32 n = fw_grp_samples(g);
+		s32 sample;
+		u64 *ns;
 
-		a = 1 + (u32)((e - 1) / per);
-		if (pos >= FW_BAR_AUTO_WARM && g->round_ns)
-			g->round_ns[pos - FW_BAR_AUTO_WARM] = now - g->t_mark;
+		a = fw_grp_trial(g, e, &sample);
+		ns = g->round_ns + (size_t)(a - 1) * n;
+		if (sample >= 0)
+			ns[sample] = now - g->t_mark;
 		g->t_mark = now;
-		if (pos == per - 1 && g->round_ns)
-			g->times[a] = fw_bar_trial_ns(g->round_ns, g->rounds);
+		if (sample == (s32)n - 1)
+			g->times[a] = fw_bar_trial_ns(ns, n);
 		if (e + 1 == g->decide_epoch)
 			g->decision = fw_grp_best(g);
 	} else if (g->want == NICOFF_BARRIER_AUTO && e == g->decide_epoch) {
@@ -334,10 +404,17 @@ static void fw_grp_epoch_done(struct fw_card *card, struct fw_group *g, u64 now)
 			}
 		}
 	}
+	if (g->host_trials && e)
+		fw_grp_trial_done(card, g, 0, g->user_epoch - g->epoch);
 	if (g->epoch == g->user_epoch) {
 		g->state = FW_G_READY;
 		fw_grp_arm(card, g, FW_NEVER);
 		fw_grp_complete(card, g, 0, g->alg | (u64)fw_alg_param(g, g->alg) << 32);
+		return;
+	}
+	if (g->host_trials && !g->trial_op) {
+		/* The next epoch starts when its process enters it. */
+		fw_grp_arm(card, g, g->create_by);
 		return;
 	}
 	fw_grp_start(card, g, now);
@@ -548,7 +625,9 @@ static int fw_grp_check(struct fw_card *card, u32 port, const struct nicoff_op_g
 {
 	int ret;
 
-	if (op->reserved || (op->bcast_flags & ~NICOFF_BCAST_F_ALL) ||
+	if (op->reserved || (op->flags & ~NICOFF_GROUP_F_ALL) ||
+	    ((op->flags & NICOFF_GROUP_F_HOST_TRIALS) && op->algorithm != NICOFF_BARRIER_AUTO) ||
+	    (op->bcast_flags & ~NICOFF_BCAST_F_ALL) ||
 	    (op->bcast_channels && (op->bcast_channels < NICOFF_BCAST_MIN_CHANNELS ||
 				    op->bcast_channels > NICOFF_BCAST_MAX_CHANNELS)))
 		return -EINVAL;
@@ -608,8 +687,10 @@ static int fw_grp_create(struct fw_card *card, struct fw_port *port, const struc
 	g->comb_k = op->param ? op->param : FW_BAR_COMBINING_FANIN;
 	g->rounds = card->cfg.barrier_rounds;
 	ret = -ENOMEM;
+	g->host_trials = op->flags & NICOFF_GROUP_F_HOST_TRIALS;
 	if (alg == NICOFF_BARRIER_AUTO) {
-		g->round_ns = fwos_zalloc(card->host, g->rounds * sizeof(*g->round_ns));
+		g->round_ns = fwos_zalloc(card->host, (size_t)(FW_BAR_NALG - 1) *
+					  fw_grp_samples(g) * sizeof(*g->round_ns));
 		if (!g->round_ns)
 			goto fail;
 	}
@@ -640,7 +721,7 @@ static int fw_grp_create(struct fw_card *card, struct fw_port *port, const struc
 		goto fail;
 
 	if (alg == NICOFF_BARRIER_AUTO) {
-		g->decide_epoch = 1 + (u64)(FW_BAR_NALG - 1) * (FW_BAR_AUTO_WARM + g->rounds);
+		g->decide_epoch = 1 + (u64)(FW_BAR_NALG - 1) * fw_grp_trial_epochs(g);
 		g->user_epoch = g->decide_epoch + 2;
 	} else {
 		g->alg = alg;
@@ -706,6 +787,7 @@ int fw_barrier_cmd(struct fw_card *card, struct fw_port *port, const struct nico
 	if (!g)
 		return -ENOENT;
 	if (cmd->opcode == NICOFF_OP_GROUP_DESTROY) {
+		fw_grp_trial_done(card, g, -ECANCELED, 0);
 		fw_grp_complete(card, g, -ECANCELED, 0);
 		fw_grp_bury(card, g, true);
 		fw_complete(card, port->id, cmd->tag, cmd->opcode, 0, 0);
@@ -713,6 +795,14 @@ int fw_barrier_cmd(struct fw_card *card, struct fw_port *port, const struct nico
 	}
 	if (g->state == FW_G_FAILED)
 		return g->err;
+	if (g->state == FW_G_CREATING && g->host_trials && !g->trial_op) {
+		/* A trial epoch: it starts now if the one before is over. */
+		g->trial_op = true;
+		g->trial_tag = cmd->tag;
+		if (!g->running && g->epoch)
+			fw_grp_begin(card, g);
+		return 0;
+	}
 	if (g->running || g->host_op)
 		return -EBUSY;
 	g->host_op = true;
@@ -735,6 +825,7 @@ void fw_barrier_port_detach(struct fw_card *card, u32 port)
 
 		if (e->port == port && !e->zombie) {
 			g->host_op = false;
+			g->trial_op = false;
 			fw_grp_bury(card, g, false);
 		}
 	}
@@ -904,7 +995,11 @@ static void fw_grp_timer(struct fw_card *card, struct fw_timer *t, u64 now)
 		return;
 	}
 	if (!g->running) {
-		fw_grp_arm(card, g, FW_NEVER);
+		/* Host trials: its process has not entered the next epoch yet. */
+		if (g->state == FW_G_CREATING && now >= g->create_by)
+			fw_grp_fail(card, g, -ETIMEDOUT);
+		else
+			fw_grp_arm(card, g, g->state == FW_G_CREATING ? g->create_by : FW_NEVER);
 		return;
 	}
 	/*

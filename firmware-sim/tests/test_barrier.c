@@ -987,6 +987,217 @@ static void test_create_timeout(void **state)
 	t_finish(s);
 }
 
+/* ------------------------------------------------------- host trials -- */
+
+#define HT_N		4u
+#define HT_CANDIDATES	(FW_BAR_NALG - 1)
+
+struct ht_run {
+	struct sim *s;
+	struct sim_cfg cfg;
+	struct nicoff_member tab[HT_N];
+	u32 mr[HT_N];
+	u32 slow_rank;		/* its process enters late... */
+	u32 fast_alg;		/* ...every trial epoch but this candidate's */
+	u64 late_ns;
+	u32 trials[HT_N];	/* trial barriers completed */
+	u64 left[HT_N];		/* what the last one said */
+	bool created[HT_N];
+	u64 result[HT_N];
+	u32 bad_left;
+};
+
+/* The cards, and the member table registered on each; 0: group_create_ms as is. */
+static void ht_start(struct ht_run *h, u32 create_ms)
+{
+	u32 i;
+
+	sim_cfg_default(&h->cfg, HT_N);
+	if (create_ms)
+		h->cfg.fw.group_create_ms = create_ms;
+	h->s = sim_create(&h->cfg);
+	for (i = 0; i < HT_N; i++) {
+		h->tab[i].card = i;
+		h->tab[i].port = B_PORT;
+	}
+	for (i = 0; i < HT_N; i++)
+		h->mr[i] = t_port_mr(h->s, i, B_PORT, h->tab, sizeof(h->tab), 0, NULL);
+}
+
+static struct nicoff_cmd ht_create(const struct ht_run *h, u32 rank, u32 gid, u32 alg)
+{
+	struct nicoff_cmd c = t_group(NICOFF_OP_GROUP_CREATE, 100 + rank, gid, rank, HT_N,
+				      h->mr[rank], alg, 0);
+
+	c.group.flags = NICOFF_GROUP_F_HOST_TRIALS;
+	return c;
+}
+
+/* A trial epoch's candidate: visits of one untimed and a block of timed barriers, in turn. */
+static u32 ht_candidate(u64 epoch)
+{
+	return 1 + (u32)((epoch - 1) / (FW_BAR_TRIAL_BLOCK + 1) % HT_CANDIDATES);
+}
+
+static void ht_cqe(void *arg, u32 node, u32 port, const struct nicoff_cqe *cqe, u64 t)
+{
+	struct ht_run *h = arg;
+	struct nicoff_cmd c = t_group(NICOFF_OP_BARRIER, 7, B_GID, 0, 0, 0, 0, 0);
+	u64 next;
+
+	assert_int_equal(port, B_PORT);
+	assert_int_equal(cqe->status, 0);
+	if (cqe->opcode == NICOFF_OP_GROUP_CREATE) {
+		assert_int_equal(cqe->tag, 100 + node);
+		h->created[node] = true;
+		h->result[node] = cqe->result;
+		return;
+	}
+	assert_int_equal(cqe->opcode, NICOFF_OP_BARRIER);
+	assert_int_equal(cqe->tag, 7);
+	assert_false(h->created[node]);
+	if (h->trials[node] && cqe->result + 1 != h->left[node])
+		h->bad_left++;
+	h->trials[node]++;
+	h->left[node] = cqe->result;
+	if (!cqe->result)
+		return;
+	/* Trial epoch trials + 1 comes next; the slow process is late to most. */
+	next = h->trials[node] + 1;
+	sim_post_at(h->s, node, B_PORT, &c,
+		    node == h->slow_rank && ht_candidate(next) != h->fast_alg &&
+		    cqe->result > 2 ? t + h->late_ns : t);
+}
+
+/*
+ * Auto timed on the processes' barriers: one process enters late every
+ * trial barrier but those of one candidate, which the group then runs,
+ * whatever the cards would have chosen by themselves.  Each trial barrier
+ * says how many are left, down to 0; then the creation completes
+ * everywhere with the same choice, and the next barrier is the first.
+ */
+static void ht_choice(u32 fast_alg)
+{
+	struct sim_hooks hooks;
+	struct ht_run h = { .slow_rank = 2, .fast_alg = fast_alg, .late_ns = 300000 };
+	struct nicoff_cqe q;
+	u32 i, expect;
+
+	ht_start(&h, 0);
+	hooks = (struct sim_hooks){ ht_cqe, &h };
+	sim_set_hooks(h.s, &hooks);
+	for (i = 0; i < HT_N; i++) {
+		struct nicoff_cmd c = ht_create(&h, i, B_GID, NICOFF_BARRIER_AUTO);
+		struct nicoff_cmd b = t_group(NICOFF_OP_BARRIER, 7, B_GID, 0, 0, 0, 0, 0);
+
+		/* The first trial barrier may come while the creation runs. */
+		sim_post(h.s, i, B_PORT, &c);
+		sim_post(h.s, i, B_PORT, &b);
+	}
+	sim_run_idle(h.s, sim_now(h.s) + 100 * T_SEC);
+	sim_set_hooks(h.s, NULL);
+	/* Every candidate's visits, the choice, the fence. */
+	expect = HT_CANDIDATES * (FW_BAR_TRIAL_BLOCK + 1) *
+		 ((h.cfg.fw.barrier_rounds + FW_BAR_TRIAL_BLOCK - 1) / FW_BAR_TRIAL_BLOCK) + 2;
+	assert_int_equal(h.bad_left, 0);
+	for (i = 0; i < HT_N; i++) {
+		assert_true(h.created[i]);
+		assert_int_equal(h.trials[i], expect);
+		assert_int_equal(h.left[i], 0);
+		assert_int_equal(h.result[i], h.result[0]);
+	}
+	assert_int_equal((u32)h.result[0], fast_alg);
+	/* The group's own barriers count from 1. */
+	for (i = 0; i < HT_N; i++)
+		t_post(h.s, i, B_PORT, t_group(NICOFF_OP_BARRIER, 8, B_GID, 0, 0, 0, 0, 0));
+	for (i = 0; i < HT_N; i++) {
+		q = t_cqe(h.s, i, B_PORT, sim_now(h.s) + T_SEC);
+		assert_int_equal(q.status, 0);
+		assert_int_equal(q.result, 1);
+	}
+	t_finish(h.s);
+}
+
+static void test_host_trials(void **state)
+{
+	(void)state;
+	ht_choice(NICOFF_BARRIER_CENTRAL);
+	ht_choice(NICOFF_BARRIER_PAIRWISE);
+	ht_choice(NICOFF_BARRIER_TOURNAMENT);
+}
+
+/*
+ * The flag's rules: auto asked for by name only, no unknown flag; one
+ * trial barrier at a time; DESTROY ends the trial barrier and the
+ * creation; a process that never enters its trial barriers makes the
+ * creation time out.
+ */
+static void test_host_trials_rules(void **state)
+{
+	struct ht_run h = { 0 };
+	struct nicoff_cmd c;
+	struct nicoff_cqe q;
+	u32 i;
+
+	(void)state;
+	ht_start(&h, 200);
+	c = ht_create(&h, 0, 1, NICOFF_BARRIER_TREE);
+	sim_post(h.s, 0, B_PORT, &c);
+	t_expect(h.s, 0, B_PORT, 100, -EINVAL);
+	c = ht_create(&h, 0, 1, NICOFF_BARRIER_DEFAULT);
+	sim_post(h.s, 0, B_PORT, &c);
+	t_expect(h.s, 0, B_PORT, 100, -EINVAL);
+	c = ht_create(&h, 0, 1, NICOFF_BARRIER_AUTO);
+	c.group.flags |= 0x80;
+	sim_post(h.s, 0, B_PORT, &c);
+	t_expect(h.s, 0, B_PORT, 100, -EINVAL);
+
+	/* Group 2: a second trial barrier while one waits; then DESTROY. */
+	for (i = 0; i < HT_N; i++) {
+		c = ht_create(&h, i, 2, NICOFF_BARRIER_AUTO);
+		sim_post(h.s, i, B_PORT, &c);
+	}
+	/* Epoch 0 is over; the creation waits for the processes' barriers. */
+	sim_run_until(h.s, sim_now(h.s) + 50 * T_MS);
+	for (i = 0; i < HT_N; i++)
+		assert_int_equal(sim_cq_count(h.s, i, B_PORT), 0);
+	t_post(h.s, 0, B_PORT, t_group(NICOFF_OP_BARRIER, 7, 2, 0, 0, 0, 0, 0));
+	t_post(h.s, 0, B_PORT, t_group(NICOFF_OP_BARRIER, 9, 2, 0, 0, 0, 0, 0));
+	t_expect(h.s, 0, B_PORT, 9, -EBUSY);
+	for (i = 0; i < HT_N; i++) {
+		t_post(h.s, i, B_PORT, t_group(NICOFF_OP_GROUP_DESTROY, 11, 2, 0, 0, 0, 0, 0));
+		if (!i)
+			t_expect(h.s, i, B_PORT, 7, -ECANCELED);
+		t_expect(h.s, i, B_PORT, 100 + i, -ECANCELED);
+		t_expect(h.s, i, B_PORT, 11, 0);
+	}
+
+	/*
+	 * Group 3: every process enters the first trial barrier, member 3
+	 * never the second: the others' second waits for it, and the creation
+	 * fails when group_create_ms is up, the waiting barriers with it.
+	 */
+	for (i = 0; i < HT_N; i++) {
+		c = ht_create(&h, i, 3, NICOFF_BARRIER_AUTO);
+		sim_post(h.s, i, B_PORT, &c);
+		t_post(h.s, i, B_PORT, t_group(NICOFF_OP_BARRIER, 7, 3, 0, 0, 0, 0, 0));
+	}
+	for (i = 0; i < HT_N; i++) {
+		q = t_cqe(h.s, i, B_PORT, sim_now(h.s) + T_SEC);
+		assert_int_equal(q.tag, 7);
+		assert_int_equal(q.status, 0);
+		assert_true(q.result > 0);
+		if (i < HT_N - 1)
+			t_post(h.s, i, B_PORT, t_group(NICOFF_OP_BARRIER, 7, 3, 0, 0, 0, 0, 0));
+	}
+	for (i = 0; i < HT_N; i++) {
+		if (i < HT_N - 1)
+			t_expect(h.s, i, B_PORT, 7, -ETIMEDOUT);
+		t_expect(h.s, i, B_PORT, 100 + i, -ETIMEDOUT);
+	}
+	t_finish(h.s);
+}
+
 int main(void)
 {
 	const struct FWT_UNIT_TEST tests[] = {
@@ -1007,6 +1218,8 @@ int main(void)
 		cmocka_unit_test(test_size_limit),
 		cmocka_unit_test(test_card_group_members),
 		cmocka_unit_test(test_create_timeout),
+		cmocka_unit_test(test_host_trials),
+		cmocka_unit_test(test_host_trials_rules),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -275,7 +275,19 @@ struct nicoff_member {
  * Every member posts it; it completes, with the algorithm chosen in
  * result, once the group is usable.  NICOFF_OP_GROUP_DESTROY and
  * NICOFF_OP_BARRIER name the group by @group_id only.
+ *
+ * NICOFF_GROUP_F_HOST_TRIALS (with NICOFF_BARRIER_AUTO only): the
+ * candidates are timed on the members' own barriers, not on barriers the
+ * cards run by themselves, so that the time a process takes to see a
+ * barrier end and enter the next counts in the choice.  While the
+ * GROUP_CREATE is pending, every member posts BARRIERs on the group, one
+ * at a time; each completes with the number of such barriers still to
+ * come, and the GROUP_CREATE completes (with the choice) after the one
+ * that says 0.  They are not counted among the group's barriers.
  */
+#define NICOFF_GROUP_F_HOST_TRIALS	0x1u
+#define NICOFF_GROUP_F_ALL		0x1u
+
 struct nicoff_op_group {
 	__u32 group_id;
 	__u32 rank;
@@ -286,7 +298,8 @@ struct nicoff_op_group {
 	__u32 param;		/* tree degree or combining fan-in; 0: default */
 	__u32 bcast_channels;	/* NICOFF_BCAST_MIN/MAX_CHANNELS; 0: the card's default */
 	__u32 bcast_flags;	/* NICOFF_BCAST_F_* */
-	__u64 reserved;
+	__u32 flags;		/* NICOFF_GROUP_F_* */
+	__u32 reserved;
 };
 
 /*
