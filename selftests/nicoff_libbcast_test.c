@@ -13,7 +13,10 @@
  * untouched.  The non-blocking form posts every root's broadcast of a size
  * at once, each into a slot of its own, then tests one and waits for all.
  *
- * methods	N = 2, 3, 5: every method, root, size (0, 16 KiB, 16 KiB + 1, 1 MiB)
+ * methods	N = 2, 3, 5: every method, root, size (0, 16 KiB, 16 KiB + 1, 1 MiB);
+ *		at N = 3 and 5 the group is auto with NICOFF_GROUP_F_HOST_TRIALS
+ *		(the candidates timed on the members' own barriers while it is
+ *		created), and then runs the algorithm it chose
  */
 #include <errno.h>
 #include <stdint.h>
@@ -195,9 +198,20 @@ static int setup(struct shared *sh, struct member *me, const struct nicoff_membe
 		ret = nicoff_mr_reg(me->port, me->buf, (size_t)MAX_N * slot_bytes(),
 				    NICOFF_ACCESS_LOCAL_WRITE, &me->mr);
 	}
-	if (!ret)
+	if (!ret && me->n % 2) {
+		struct nicoff_group_attr ga = { .algorithm = NICOFF_BARRIER_AUTO,
+						.flags = NICOFF_GROUP_F_HOST_TRIALS };
+
+		ret = nicoff_group_create_attr(me->port, tab, me->n, me->rank, gid, &ga,
+					       &me->grp);
+		/* A choice among the six, the same everywhere (each checks its own). */
+		if (!ret && (nicoff_group_algorithm(me->grp) < 1 ||
+			     nicoff_group_algorithm(me->grp) >= NICOFF_BARRIER_MAX))
+			ret = -EPROTO;
+	} else if (!ret) {
 		ret = nicoff_group_create(me->port, tab, me->n, me->rank, gid,
 					  NICOFF_BARRIER_DEFAULT, 0, &me->grp);
+	}
 	if (!ret)
 		ret = nicoff_host_bcast_create(me->port, tab, me->n, me->rank, &me->hb);
 	if (ret)

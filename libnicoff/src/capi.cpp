@@ -55,12 +55,15 @@ bool port_config(const struct nicoff_port_attr *attr, nicoff::PortConfig &cfg) n
 }
 
 // A group's configuration from its C attributes (NULL: the defaults);
-// false for non-zero reserved fields.
+// false for non-zero reserved fields and flags it does not know or that do
+// not go with the algorithm.
 bool group_config(const struct nicoff_group_attr *attr, nicoff::GroupConfig &cfg) noexcept {
     if (!attr)
         return true;
-    if (attr->reserved[0] || attr->reserved[1])
+    if (attr->reserved0 || attr->reserved[0] || (attr->flags & ~NICOFF_GROUP_F_ALL) ||
+        ((attr->flags & NICOFF_GROUP_F_HOST_TRIALS) && attr->algorithm != NICOFF_BARRIER_AUTO))
         return false;
+    cfg.host_trials = attr->flags & NICOFF_GROUP_F_HOST_TRIALS;
     cfg.algorithm = attr->algorithm;
     cfg.param = attr->param;
     cfg.bcast_channels = attr->bcast_channels;

@@ -342,7 +342,12 @@ void Group::create(std::span<const nicoff_member> members) {
         nicoff_cmd c;
         nicoff_prep_group_create_bcast(&c, id_, rank_, size_, mr.handle(), 0, cfg_.algorithm,
                                        cfg_.param, cfg_.bcast_channels, cfg_.bcast_flags, 0);
-        q = run(c);
+        if (cfg_.algorithm == NICOFF_BARRIER_AUTO && cfg_.host_trials) {
+            c.group.flags = NICOFF_GROUP_F_HOST_TRIALS;
+            q = create_with_trials(c);
+        } else {
+            q = run(c);
+        }
         check_status(q, "GROUP_CREATE");
     } catch (...) {
         release();
@@ -350,6 +355,26 @@ void Group::create(std::span<const nicoff_member> members) {
     }
     alg_ = static_cast<std::uint32_t>(q.result);
     param_ = static_cast<std::uint32_t>(q.result >> 32);
+}
+
+// GROUP_CREATE with NICOFF_GROUP_F_HOST_TRIALS: the trial barriers, one at
+// a time while it is pending, until one says none is left; then its reply.
+// A failed creation fails the trial barrier waiting too: the creation's
+// reply tells why.
+nicoff_cqe Group::create_with_trials(const nicoff_cmd &cmd) {
+    post_for_reply(cmd);
+    for (;;) {
+        start_barrier();
+        await([this] { return waits_.barrier_done.has_value(); });
+        pending_ = false;
+        if (waits_.barrier_done->status || !waits_.barrier_done->result)
+            break;
+    }
+    await([this] { return waits_.reply.has_value(); });
+    waits_.want = 0;
+    if (!waits_.reply->status)
+        check_status(*waits_.barrier_done, "BARRIER");
+    return *waits_.reply;
 }
 
 // The port's dispatcher no longer knows the group.
@@ -458,12 +483,17 @@ void Group::post(const nicoff_cmd &cmd) {
                                    p);
 }
 
-nicoff_cqe Group::run(const nicoff_cmd &cmd) {
+// Posts cmd with a tag of its own, whose completion will be waits_.reply.
+void Group::post_for_reply(const nicoff_cmd &cmd) {
     nicoff_cmd c = cmd;
     c.tag = Dispatcher::tag(owner_, next_tag_++);
     waits_.want = c.tag;
     waits_.reply.reset();
     post(c);
+}
+
+nicoff_cqe Group::run(const nicoff_cmd &cmd) {
+    post_for_reply(cmd);
     await([this] { return waits_.reply.has_value(); });
     waits_.want = 0;
     return *waits_.reply;

@@ -204,14 +204,22 @@ NICOFF_API int nicoff_group_destroy(nicoff_group *group);
  * bcast_channels 0 (the card's default) or NICOFF_BCAST_MIN_CHANNELS to
  * NICOFF_BCAST_MAX_CHANNELS; bcast_flags NICOFF_BCAST_F_NOCRC (no CRC over
  * broadcast payloads), NICOFF_BCAST_F_P2P (the point-to-point tree, never
- * the fabric's multicast).  The card refuses other values (-EINVAL).
+ * the fabric's multicast).  The card refuses other values (-EINVAL), as
+ * the call does flags other than below.
  */
 struct nicoff_group_attr {
     uint32_t algorithm; /* NICOFF_BARRIER_* or NICOFF_BARRIER_DEFAULT */
     uint32_t param;     /* tree degree or combining fan-in; 0: the default */
     uint32_t bcast_channels;
     uint32_t bcast_flags;
-    uint64_t reserved[2]; /* must be zero */
+    /*
+     * NICOFF_GROUP_F_HOST_TRIALS, with NICOFF_BARRIER_AUTO only: the call
+     * times the candidates on this process's own barriers before it
+     * returns (nicoff::GroupConfig::host_trials).
+     */
+    uint32_t flags;
+    uint32_t reserved0;   /* must be zero */
+    uint64_t reserved[1]; /* must be zero */
 };
 NICOFF_API int nicoff_group_create_attr(nicoff_port *port, const struct nicoff_member *members,
                                         uint32_t size, uint32_t rank, uint32_t group_id,

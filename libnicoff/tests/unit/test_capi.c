@@ -195,6 +195,23 @@ static void test_null_bcast(void **state) {
     memset(&attr, 0, sizeof(attr));
     assert_int_equal(nicoff_group_create_attr(NULL, &m, 1, 0, 1, &attr, &g), -EINVAL);
     assert_int_equal(nicoff_group_create_job_attr(NULL, NULL, NULL, &g), -EINVAL);
+    /* Attributes refused before the port is looked at (it is not one). */
+    {
+        nicoff_port *bogus = (nicoff_port *)(uintptr_t)0x7777;
+
+        attr.flags = NICOFF_GROUP_F_HOST_TRIALS;
+        attr.algorithm = NICOFF_BARRIER_TREE;
+        assert_int_equal(nicoff_group_create_attr(bogus, &m, 1, 0, 1, &attr, &g), -EINVAL);
+        attr.algorithm = NICOFF_BARRIER_DEFAULT;
+        assert_int_equal(nicoff_group_create_attr(bogus, &m, 1, 0, 1, &attr, &g), -EINVAL);
+        attr.algorithm = NICOFF_BARRIER_AUTO;
+        attr.flags = NICOFF_GROUP_F_ALL + 1;
+        assert_int_equal(nicoff_group_create_attr(bogus, &m, 1, 0, 1, &attr, &g), -EINVAL);
+        attr.flags = NICOFF_GROUP_F_HOST_TRIALS;
+        attr.reserved0 = 1;
+        assert_int_equal(nicoff_group_create_attr(bogus, &m, 1, 0, 1, &attr, &g), -EINVAL);
+        memset(&attr, 0, sizeof(attr));
+    }
     assert_ptr_equal(g, (nicoff_group *)(uintptr_t)0x4444);
     assert_int_equal(nicoff_group_broadcast(NULL, NULL, 0, 8, 0), -EINVAL);
     assert_int_equal(nicoff_group_broadcast_buf(NULL, buf, sizeof(buf), 0), -EINVAL);

@@ -20,7 +20,11 @@
 //                            a central sense-reversing counter: what a user
 //                            of one machine would pick); --shm 0: not run
 //   <alg>/card/shm           ratio: card latency over shm latency
-//   auto/card                chosen: the algorithm auto picked (its number)
+//   auto/card                chosen: the algorithm auto picked (its number);
+//                            --auto-trials card (the library's default)
+//                            times the candidates on barriers the cards run
+//                            by themselves, host on the processes' own
+//                            barriers while the group is created
 //   auto_pick/card           picks_best, picks_best_pct: with --auto-repeats
 //                            K, K fresh auto groups (each created as a
 //                            program would) and how many of their choices
@@ -113,12 +117,14 @@ struct ProcParams {
     double seconds;
     std::chrono::microseconds spin;
     bool shm;
+    bool host_trials; // --auto-trials host
     std::vector<std::uint32_t> card_algs, host_algs;
 };
 
 // One rank's work: every configuration in the same order as every rank.
 void rank_main(Shared *sh, const ProcParams &pp, std::uint32_t rank, std::uint32_t gid_base) {
     Rank me(rank, pp.n, pp.cards, pp.spin);
+    me.gc.host_trials = pp.host_trials;
     // Rank 0's record of each configuration, over its slices.
     std::vector<std::vector<double>> samples(nconfigs);
     std::vector<std::uint64_t> total_ns(nconfigs), done(nconfigs);
@@ -384,6 +390,9 @@ void run(Context &ctx) {
     pp.shm = o.u64("shm") != 0;
     pp.auto_repeats = static_cast<std::uint32_t>(o.u64("auto-repeats"));
     pp.rounds = static_cast<std::uint32_t>(o.u64("rounds"));
+    if (o.str("auto-trials") != "host" && o.str("auto-trials") != "card")
+        throw std::invalid_argument("--auto-trials: host or card");
+    pp.host_trials = o.str("auto-trials") == "host";
     if (pp.rounds < 1 || pp.rounds > max_rounds)
         throw std::invalid_argument("--rounds: 1.." + std::to_string(max_rounds));
     if (pp.auto_repeats > max_auto_repeats)
@@ -446,6 +455,9 @@ const SuiteRegistrar reg{{
          "fresh auto groups per N whose choice is judged against the timed algorithms "
          "(case auto_pick; at most 128)",
          "0"},
+        {"auto-trials",
+         "auto's candidates timed on the processes' barriers (host) or on the cards' own (card)",
+         "card"},
         spin_option(),
         cards_option(),
         {"cards-algs", "one-process runs: algorithms", "dissemination,pairwise,auto"},
