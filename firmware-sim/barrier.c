@@ -33,11 +33,12 @@
  * of what the sender heard, an all-reduce) tells everyone.  One more
  * dissemination barrier follows, so that nobody gets a message of the
  * chosen algorithm before it knows the choice.  With
- * NICOFF_GROUP_F_HOST_TRIALS these barriers are the processes' own
- * (BARRIER commands posted while the creation is pending, one epoch each,
- * the candidates taken in turn): the time a process takes to see one end
- * and enter the next, which the cards' own trials leave out and which is
- * most of a barrier as a program sees it, then weighs in the choice.
+ * NICOFF_GROUP_F_HOST_TRIALS the cards' trials are followed by the
+ * processes' own barriers (BARRIER commands posted while the creation is
+ * pending, one epoch each, the candidates taken in turn): the time a
+ * process takes to see one end and enter the next, which the cards'
+ * trials leave out and which is most of a barrier as a program sees it,
+ * can then overrule the cards' pick.
  *
  * A destroyed group, or one whose port went away, lingers for dead_ns as
  * a zombie that only answers NACKs, so that peers finishing their last
@@ -64,6 +65,14 @@ struct fw_bpeer {
 	u32 port;
 };
 
+/* Host trials (NICOFF_GROUP_F_HOST_TRIALS): apart, so that groups stay small. */
+struct fw_htrials {
+	u64 from;			/* their first epoch */
+	u64 tag;			/* of the BARRIER that waits for its epoch */
+	bool op;			/* one waits */
+	u64 times[FW_BAR_NALG];
+};
+
 struct fw_group {
 	struct fw_gent e;		/* port, id, zombie: in the card's table */
 	u32 rank;
@@ -71,12 +80,9 @@ struct fw_group {
 	u8 state;			/* enum fw_gstate */
 	bool running;			/* an epoch is in progress */
 	bool host_op;			/* a command waits for the epoch's end */
-	bool host_trials;		/* auto: the trials are the host's barriers */
-	bool trial_op;			/* host trials: a BARRIER waits for its epoch */
 	u8 cmd_opcode;
 	s32 err;			/* why it failed */
 	u64 cmd_tag;
-	u64 trial_tag;
 
 	u32 want;			/* algorithm asked for, AUTO included */
 	u32 alg;			/* the one of host barriers; 0 until decided */
@@ -113,9 +119,17 @@ struct fw_group {
 	u64 srtt;			/* smoothed duration of its barriers */
 	u64 create_by;
 	u64 t_mark;			/* auto: end of the previous barrier */
-	u64 *round_ns;			/* auto: the timed barriers, by candidate */
-	u64 times[FW_BAR_NALG];
+	u64 *round_ns;			/* auto: the timed barriers' intervals */
+	u64 times[FW_BAR_NALG];		/* auto: the cards' trials */
+	struct fw_htrials *ht;		/* auto: host trials, or NULL */
 };
+
+/*
+ * Groups are many (64 per port, and their zombies): one stays within a
+ * 512-byte allocation (limits.md counts 3 KiB per group with everything it
+ * holds).  Auto's records while it is created are allocated apart.
+ */
+FW_STATIC_ASSERT(sizeof(struct fw_group) <= 512, "struct fw_group outgrew 512 bytes");
 
 struct fw_bcard {
 	struct fw_gtab groups;
@@ -157,6 +171,7 @@ static void fw_grp_release(struct fw_card *card, struct fw_group *g)
 	}
 	fwos_free(card->host, g->peers);
 	fwos_free(card->host, g->round_ns);
+	fwos_free(card->host, g->ht);
 	fwos_free(card->host, g);
 }
 
@@ -181,62 +196,67 @@ static const struct fw_bpeer *fw_grp_peer(const struct fw_group *g, u32 rank)
 }
 
 /*
- * Host trials visit each candidate for one barrier that is not timed (the
- * processes leave the previous algorithm's barrier at different times:
- * a tree's root first) and FW_BAR_TRIAL_BLOCK timed ones, the candidates
- * in turn, as often as barrier_rounds asks: so that a process held up for
- * a while (a busy CPU) slows all of them alike.  The cards' own trials run
- * each candidate's FW_BAR_AUTO_WARM + barrier_rounds barriers in a row.
+ * The cards' own trials run each candidate's FW_BAR_AUTO_WARM +
+ * barrier_rounds barriers in a row.  Host trials, after them, visit each
+ * candidate for one barrier that is not timed (the processes leave the
+ * previous algorithm's barrier at different times: a tree's root first)
+ * and FW_BAR_TRIAL_BLOCK timed ones, the candidates in turn, as often as
+ * barrier_rounds asks: so that a process held up for a while (a busy CPU)
+ * slows all of them alike.
  */
 static u32 fw_grp_visits(const struct fw_group *g)
 {
 	return (g->rounds + FW_BAR_TRIAL_BLOCK - 1) / FW_BAR_TRIAL_BLOCK;
 }
 
-/* Timed barriers per candidate. */
-static u32 fw_grp_samples(const struct fw_group *g)
+/* Timed host trial barriers per candidate. */
+static u32 fw_grp_host_samples(const struct fw_group *g)
 {
-	return g->host_trials ? fw_grp_visits(g) * FW_BAR_TRIAL_BLOCK : g->rounds;
-}
-
-/* Trial epochs per candidate. */
-static u32 fw_grp_trial_epochs(const struct fw_group *g)
-{
-	return g->host_trials ? fw_grp_visits(g) * (FW_BAR_TRIAL_BLOCK + 1) :
-	       FW_BAR_AUTO_WARM + g->rounds;
+	return g->ht ? fw_grp_visits(g) * FW_BAR_TRIAL_BLOCK : 0;
 }
 
 /*
- * Auto's trial epoch @e (1 to decide_epoch - 1): its candidate, and in
- * *@sample which of the candidate's timed barriers it is, -1 if none.
+ * Auto's trial epoch @e (1 to decide_epoch - 1): its candidate, in *@host
+ * whether it is a host trial, and in *@sample which of the candidate's
+ * timed barriers (of the cards' or of the hosts') it is, -1 if none.
  */
-static u32 fw_grp_trial(const struct fw_group *g, u64 e, s32 *sample)
+static u32 fw_grp_trial(const struct fw_group *g, u64 e, bool *host, s32 *sample)
 {
-	const u32 n = FW_BAR_NALG - 1, per = fw_grp_trial_epochs(g);
-	u64 t = e - 1, visit;
+	const u32 n = FW_BAR_NALG - 1, per = FW_BAR_AUTO_WARM + g->rounds;
+	u64 t, visit;
 	u32 pos;
 
-	if (!g->host_trials) {
+	*host = g->ht && e >= g->ht->from;
+	if (!*host) {
+		t = e - 1;
 		pos = (u32)(t % per);
 		*sample = pos >= FW_BAR_AUTO_WARM ? (s32)(pos - FW_BAR_AUTO_WARM) : -1;
 		return 1 + (u32)(t / per);
 	}
+	t = e - g->ht->from;
 	visit = t / (FW_BAR_TRIAL_BLOCK + 1);
 	pos = (u32)(t % (FW_BAR_TRIAL_BLOCK + 1));
 	*sample = pos ? (s32)((visit / n) * FW_BAR_TRIAL_BLOCK + pos - 1) : -1;
 	return 1 + (u32)(visit % n);
 }
 
+/* Whether epoch @e starts only when its process enters it. */
+static bool fw_grp_waits_host(const struct fw_group *g, u64 e)
+{
+	return g->ht && e >= g->ht->from;
+}
+
 /* The schedule of epoch @e, NULL while it is not known yet. */
 static const struct fw_bsched *fw_grp_sched(const struct fw_group *g, u64 e)
 {
 	s32 sample;
+	bool host;
 
 	if (e >= g->user_epoch)
 		return g->alg ? g->sched[g->alg] : NULL;
 	if (g->want != NICOFF_BARRIER_AUTO || !e || e >= g->decide_epoch)
 		return g->sched[NICOFF_BARRIER_DISSEMINATION];
-	return g->sched[fw_grp_trial(g, e, &sample)];
+	return g->sched[fw_grp_trial(g, e, &host, &sample)];
 }
 
 /* What this member adds to the value of epoch @e: rank 0's choice. */
@@ -304,11 +324,11 @@ static void fw_grp_complete(struct fw_card *card, struct fw_group *g, s32 status
 /* Host trials: the BARRIER of the trial epoch ends, @left more to come. */
 static void fw_grp_trial_done(struct fw_card *card, struct fw_group *g, s32 status, u64 left)
 {
-	if (!g->trial_op)
+	if (!g->ht || !g->ht->op)
 		return;
-	g->trial_op = false;
+	g->ht->op = false;
 	if (!g->e.zombie)
-		fw_complete(card, g->e.port, g->trial_tag, NICOFF_OP_BARRIER, status, left);
+		fw_complete(card, g->e.port, g->ht->tag, NICOFF_OP_BARRIER, status, left);
 }
 
 static void fw_grp_fail(struct fw_card *card, struct fw_group *g, s32 err)
@@ -332,15 +352,33 @@ static void fw_grp_clear(struct fw_group *g, u64 e)
 	g->acc[i] = 0;
 }
 
-/* Auto, rank 0: the fastest candidate, ties to the lower number. */
-static u32 fw_grp_best(const struct fw_group *g)
+/* The fastest candidate of @times, ties to the lower number. */
+static u32 fw_grp_best(const u64 *times)
 {
 	u32 a, best = NICOFF_BARRIER_DISSEMINATION;
 
 	for (a = 1; a < FW_BAR_NALG; a++)
-		if (g->times[a] < g->times[best] || (g->times[a] == g->times[best] && a < best))
+		if (times[a] < times[best] || (times[a] == times[best] && a < best))
 			best = a;
 	return best;
+}
+
+/*
+ * Auto, rank 0: the cards' pick, unless the host trials time another
+ * candidate faster than it by more than FW_BAR_HOST_MARGIN_PCT.  The
+ * cards' trials are steady but blind to the processes; the hosts' see
+ * them but are noisy (in the VM, candidates within the margin swap places
+ * from run to run): they overrule only a clear difference.
+ */
+static u32 fw_grp_decide(const struct fw_group *g)
+{
+	u32 pick = fw_grp_best(g->times), h;
+
+	if (!g->ht)
+		return pick;
+	h = fw_grp_best(g->ht->times);
+	return g->ht->times[pick] * 100 > g->ht->times[h] * (100 + FW_BAR_HOST_MARGIN_PCT) ?
+	       h : pick;
 }
 
 static void fw_grp_start(struct fw_card *card, struct fw_group *g, u64 now);
@@ -378,19 +416,26 @@ static void fw_grp_epoch_done(struct fw_card *card, struct fw_group *g, u64 now)
 		return;
 	}
 	if (g->want == NICOFF_BARRIER_AUTO && e && e < g->decide_epoch) {
-		u32 n = fw_grp_samples(g);
 		s32 sample;
+		bool host;
+		u32 n;
 		u64 *ns;
 
-		a = fw_grp_trial(g, e, &sample);
-		ns = g->round_ns + (size_t)(a - 1) * n;
+		a = fw_grp_trial(g, e, &host, &sample);
+		n = host ? fw_grp_host_samples(g) : g->rounds;
+		/*
+		 * The cards' trials time one candidate after another: its
+		 * samples take the first g->rounds, each in turn.  The
+		 * hosts' come in turn: each has its own after those.
+		 */
+		ns = g->round_ns + (host ? g->rounds + (size_t)(a - 1) * n : 0);
 		if (sample >= 0)
 			ns[sample] = now - g->t_mark;
 		g->t_mark = now;
 		if (sample == (s32)n - 1)
-			g->times[a] = fw_bar_trial_ns(ns, n);
+			(host ? g->ht->times : g->times)[a] = fw_bar_trial_ns(ns, n);
 		if (e + 1 == g->decide_epoch)
-			g->decision = fw_grp_best(g);
+			g->decision = fw_grp_decide(g);
 	} else if (g->want == NICOFF_BARRIER_AUTO && e == g->decide_epoch) {
 		a = (u32)(g->last_val & 0xff);
 		if (!a || a >= FW_BAR_NALG || !g->sched[a])
@@ -404,15 +449,20 @@ static void fw_grp_epoch_done(struct fw_card *card, struct fw_group *g, u64 now)
 			}
 		}
 	}
-	if (g->host_trials && e)
+	if (fw_grp_waits_host(g, e))
 		fw_grp_trial_done(card, g, 0, g->user_epoch - g->epoch);
 	if (g->epoch == g->user_epoch) {
 		g->state = FW_G_READY;
+		/* Auto's trial records are of no more use. */
+		fwos_free(card->host, g->round_ns);
+		g->round_ns = NULL;
+		fwos_free(card->host, g->ht);
+		g->ht = NULL;
 		fw_grp_arm(card, g, FW_NEVER);
 		fw_grp_complete(card, g, 0, g->alg | (u64)fw_alg_param(g, g->alg) << 32);
 		return;
 	}
-	if (g->host_trials && !g->trial_op) {
+	if (fw_grp_waits_host(g, g->epoch) && !g->ht->op) {
 		/* The next epoch starts when its process enters it. */
 		fw_grp_arm(card, g, g->create_by);
 		return;
@@ -687,10 +737,15 @@ static int fw_grp_create(struct fw_card *card, struct fw_port *port, const struc
 	g->comb_k = op->param ? op->param : FW_BAR_COMBINING_FANIN;
 	g->rounds = card->cfg.barrier_rounds;
 	ret = -ENOMEM;
-	g->host_trials = op->flags & NICOFF_GROUP_F_HOST_TRIALS;
+	if (op->flags & NICOFF_GROUP_F_HOST_TRIALS) {
+		g->ht = fwos_zalloc(card->host, sizeof(*g->ht));
+		if (!g->ht)
+			goto fail;
+	}
 	if (alg == NICOFF_BARRIER_AUTO) {
-		g->round_ns = fwos_zalloc(card->host, (size_t)(FW_BAR_NALG - 1) *
-					  fw_grp_samples(g) * sizeof(*g->round_ns));
+		size_t n = g->rounds + (size_t)(FW_BAR_NALG - 1) * fw_grp_host_samples(g);
+
+		g->round_ns = fwos_zalloc(card->host, n * sizeof(*g->round_ns));
 		if (!g->round_ns)
 			goto fail;
 	}
@@ -721,7 +776,13 @@ static int fw_grp_create(struct fw_card *card, struct fw_port *port, const struc
 		goto fail;
 
 	if (alg == NICOFF_BARRIER_AUTO) {
-		g->decide_epoch = 1 + (u64)(FW_BAR_NALG - 1) * fw_grp_trial_epochs(g);
+		/* The cards' trials, then the hosts' if asked for. */
+		g->decide_epoch = 1 + (u64)(FW_BAR_NALG - 1) * (FW_BAR_AUTO_WARM + g->rounds);
+		if (g->ht) {
+			g->ht->from = g->decide_epoch;
+			g->decide_epoch += (u64)(FW_BAR_NALG - 1) * fw_grp_visits(g) *
+					   (FW_BAR_TRIAL_BLOCK + 1);
+		}
 		g->user_epoch = g->decide_epoch + 2;
 	} else {
 		g->alg = alg;
@@ -795,11 +856,11 @@ int fw_barrier_cmd(struct fw_card *card, struct fw_port *port, const struct nico
 	}
 	if (g->state == FW_G_FAILED)
 		return g->err;
-	if (g->state == FW_G_CREATING && g->host_trials && !g->trial_op) {
+	if (g->state == FW_G_CREATING && g->ht && !g->ht->op) {
 		/* A trial epoch: it starts now if the one before is over. */
-		g->trial_op = true;
-		g->trial_tag = cmd->tag;
-		if (!g->running && g->epoch)
+		g->ht->op = true;
+		g->ht->tag = cmd->tag;
+		if (!g->running && fw_grp_waits_host(g, g->epoch))
 			fw_grp_begin(card, g);
 		return 0;
 	}
@@ -825,7 +886,8 @@ void fw_barrier_port_detach(struct fw_card *card, u32 port)
 
 		if (e->port == port && !e->zombie) {
 			g->host_op = false;
-			g->trial_op = false;
+			if (g->ht)
+				g->ht->op = false;
 			fw_grp_bury(card, g, false);
 		}
 	}

@@ -62,6 +62,8 @@ void fw_sort_u64(u64 *a, u32 n);
 
 /* Auto: timed barriers per block of fw_bar_trial_ns(). */
 #define FW_BAR_TRIAL_BLOCK	4u
+/* Auto with host trials: by how much (%) they must beat the cards' pick to overrule it. */
+#define FW_BAR_HOST_MARGIN_PCT	10u
 /*
  * Auto: a candidate's time per barrier from the intervals @ns[0..n) between
  * its timed barriers, in order (@ns is overwritten): the median of the

@@ -999,6 +999,7 @@ struct ht_run {
 	u32 mr[HT_N];
 	u32 slow_rank;		/* its process enters late... */
 	u32 fast_alg;		/* ...every trial epoch but this candidate's */
+	u32 flags;		/* GROUP_CREATE's */
 	u64 late_ns;
 	u32 trials[HT_N];	/* trial barriers completed */
 	u64 left[HT_N];		/* what the last one said */
@@ -1029,14 +1030,14 @@ static struct nicoff_cmd ht_create(const struct ht_run *h, u32 rank, u32 gid, u3
 	struct nicoff_cmd c = t_group(NICOFF_OP_GROUP_CREATE, 100 + rank, gid, rank, HT_N,
 				      h->mr[rank], alg, 0);
 
-	c.group.flags = NICOFF_GROUP_F_HOST_TRIALS;
+	c.group.flags = h->flags;
 	return c;
 }
 
-/* A trial epoch's candidate: visits of one untimed and a block of timed barriers, in turn. */
-static u32 ht_candidate(u64 epoch)
+/* The k-th host trial's candidate: visits of one untimed and a block of timed barriers, in turn. */
+static u32 ht_candidate(u64 k)
 {
-	return 1 + (u32)((epoch - 1) / (FW_BAR_TRIAL_BLOCK + 1) % HT_CANDIDATES);
+	return 1 + (u32)((k - 1) / (FW_BAR_TRIAL_BLOCK + 1) % HT_CANDIDATES);
 }
 
 static void ht_cqe(void *arg, u32 node, u32 port, const struct nicoff_cqe *cqe, u64 t)
@@ -1062,7 +1063,7 @@ static void ht_cqe(void *arg, u32 node, u32 port, const struct nicoff_cqe *cqe, 
 	h->left[node] = cqe->result;
 	if (!cqe->result)
 		return;
-	/* Trial epoch trials + 1 comes next; the slow process is late to most. */
+	/* Host trial trials + 1 comes next; the slow process is late to most. */
 	next = h->trials[node] + 1;
 	sim_post_at(h->s, node, B_PORT, &c,
 		    node == h->slow_rank && ht_candidate(next) != h->fast_alg &&
@@ -1070,18 +1071,19 @@ static void ht_cqe(void *arg, u32 node, u32 port, const struct nicoff_cqe *cqe, 
 }
 
 /*
- * Auto timed on the processes' barriers: one process enters late every
- * trial barrier but those of one candidate, which the group then runs,
- * whatever the cards would have chosen by themselves.  Each trial barrier
- * says how many are left, down to 0; then the creation completes
- * everywhere with the same choice, and the next barrier is the first.
+ * An auto group of HT_N members, with @flags; with host trials, one
+ * process enters every host trial barrier @late_ns late but those of
+ * @fast_alg.  Each trial barrier says how many are left, down to 0; then
+ * the creation completes everywhere with the same choice, which it
+ * returns, and the next barrier is the first.
  */
-static void ht_choice(u32 fast_alg)
+static u32 ht_choice(u32 flags, u32 fast_alg, u64 late_ns)
 {
 	struct sim_hooks hooks;
-	struct ht_run h = { .slow_rank = 2, .fast_alg = fast_alg, .late_ns = 300000 };
+	struct ht_run h = { .slow_rank = 2, .fast_alg = fast_alg, .late_ns = late_ns,
+			    .flags = flags };
 	struct nicoff_cqe q;
-	u32 i, expect;
+	u32 i, expect = 0;
 
 	ht_start(&h, 0);
 	hooks = (struct sim_hooks){ ht_cqe, &h };
@@ -1090,15 +1092,18 @@ static void ht_choice(u32 fast_alg)
 		struct nicoff_cmd c = ht_create(&h, i, B_GID, NICOFF_BARRIER_AUTO);
 		struct nicoff_cmd b = t_group(NICOFF_OP_BARRIER, 7, B_GID, 0, 0, 0, 0, 0);
 
-		/* The first trial barrier may come while the creation runs. */
+		/* The first trial barrier may come while the cards' trials run. */
 		sim_post(h.s, i, B_PORT, &c);
-		sim_post(h.s, i, B_PORT, &b);
+		if (flags)
+			sim_post(h.s, i, B_PORT, &b);
 	}
 	sim_run_idle(h.s, sim_now(h.s) + 100 * T_SEC);
 	sim_set_hooks(h.s, NULL);
 	/* Every candidate's visits, the choice, the fence. */
-	expect = HT_CANDIDATES * (FW_BAR_TRIAL_BLOCK + 1) *
-		 ((h.cfg.fw.barrier_rounds + FW_BAR_TRIAL_BLOCK - 1) / FW_BAR_TRIAL_BLOCK) + 2;
+	if (flags)
+		expect = HT_CANDIDATES * (FW_BAR_TRIAL_BLOCK + 1) *
+			 ((h.cfg.fw.barrier_rounds + FW_BAR_TRIAL_BLOCK - 1) /
+			  FW_BAR_TRIAL_BLOCK) + 2;
 	assert_int_equal(h.bad_left, 0);
 	for (i = 0; i < HT_N; i++) {
 		assert_true(h.created[i]);
@@ -1106,7 +1111,7 @@ static void ht_choice(u32 fast_alg)
 		assert_int_equal(h.left[i], 0);
 		assert_int_equal(h.result[i], h.result[0]);
 	}
-	assert_int_equal((u32)h.result[0], fast_alg);
+	assert_true((u32)h.result[0] >= 1 && (u32)h.result[0] < FW_BAR_NALG);
 	/* The group's own barriers count from 1. */
 	for (i = 0; i < HT_N; i++)
 		t_post(h.s, i, B_PORT, t_group(NICOFF_OP_BARRIER, 8, B_GID, 0, 0, 0, 0, 0));
@@ -1116,14 +1121,41 @@ static void ht_choice(u32 fast_alg)
 		assert_int_equal(q.result, 1);
 	}
 	t_finish(h.s);
+	return (u32)h.result[0];
 }
 
+/*
+ * Host trials after the cards' own: the cards' pick stands when the
+ * processes' barriers show no clear difference (none, or less than
+ * FW_BAR_HOST_MARGIN_PCT), and gives way to a candidate that they time
+ * clearly faster (one process late to all the others' barriers).
+ */
 static void test_host_trials(void **state)
 {
+	static const u32 fast[] = { NICOFF_BARRIER_CENTRAL, NICOFF_BARRIER_PAIRWISE,
+				    NICOFF_BARRIER_TOURNAMENT };
+	u32 card_pick, i, overruled = 0;
+
 	(void)state;
-	ht_choice(NICOFF_BARRIER_CENTRAL);
-	ht_choice(NICOFF_BARRIER_PAIRWISE);
-	ht_choice(NICOFF_BARRIER_TOURNAMENT);
+	card_pick = ht_choice(0, 0, 0);
+	assert_int_equal(ht_choice(NICOFF_GROUP_F_HOST_TRIALS, 0, 0), card_pick);
+	/*
+	 * Central a little faster for the processes: with the others'
+	 * barriers entered 700 ns late, rank 0's host trials time the cards'
+	 * pick (pairwise) at 2,040 ns and central at 2,036, within the margin,
+	 * so the pick stands; 2 us late (2,518 against 2,036) overrules it.
+	 */
+	assert_int_not_equal(card_pick, NICOFF_BARRIER_CENTRAL);
+	assert_int_equal(ht_choice(NICOFF_GROUP_F_HOST_TRIALS, NICOFF_BARRIER_CENTRAL, 700),
+			 card_pick);
+	assert_int_equal(ht_choice(NICOFF_GROUP_F_HOST_TRIALS, NICOFF_BARRIER_CENTRAL, 2000),
+			 NICOFF_BARRIER_CENTRAL);
+	for (i = 0; i < T_ARRAY_SIZE(fast); i++) {
+		assert_int_equal(ht_choice(NICOFF_GROUP_F_HOST_TRIALS, fast[i], 300000), fast[i]);
+		overruled += fast[i] != card_pick;
+	}
+	/* At least two of the three differ from the cards' pick. */
+	assert_true(overruled >= 2);
 }
 
 /*
@@ -1134,7 +1166,7 @@ static void test_host_trials(void **state)
  */
 static void test_host_trials_rules(void **state)
 {
-	struct ht_run h = { 0 };
+	struct ht_run h = { .flags = NICOFF_GROUP_F_HOST_TRIALS };
 	struct nicoff_cmd c;
 	struct nicoff_cqe q;
 	u32 i;

@@ -276,10 +276,11 @@ struct nicoff_member {
  * result, once the group is usable.  NICOFF_OP_GROUP_DESTROY and
  * NICOFF_OP_BARRIER name the group by @group_id only.
  *
- * NICOFF_GROUP_F_HOST_TRIALS (with NICOFF_BARRIER_AUTO only): the
- * candidates are timed on the members' own barriers, not on barriers the
- * cards run by themselves, so that the time a process takes to see a
- * barrier end and enter the next counts in the choice.  While the
+ * NICOFF_GROUP_F_HOST_TRIALS (with NICOFF_BARRIER_AUTO only): after the
+ * barriers the cards run by themselves, the candidates are timed again on
+ * the members' own barriers, so that the time a process takes to see a
+ * barrier end and enter the next counts in the choice: a candidate they
+ * time clearly faster than the cards' pick replaces it.  While the
  * GROUP_CREATE is pending, every member posts BARRIERs on the group, one
  * at a time; each completes with the number of such barriers still to
  * come, and the GROUP_CREATE completes (with the choice) after the one

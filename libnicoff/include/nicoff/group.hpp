@@ -89,12 +89,13 @@ struct GroupConfig {
     // NICOFF_BCAST_F_NOCRC (no CRC over broadcast payloads), NICOFF_BCAST_F_P2P
     // (always the point-to-point tree, never the fabric's multicast).
     std::uint32_t bcast_flags = 0;
-    // With NICOFF_BARRIER_AUTO: true times the candidates on this process's
-    // own barriers (NICOFF_GROUP_F_HOST_TRIALS), which the constructor runs
-    // before it returns (about 120), so that waking up to see a barrier end
-    // and entering the next weigh in the choice as they do in a program.
-    // false: the cards time barriers they run by themselves.  Neither picks
-    // better over all in a 2-vCPU VM (Documentation/barrier.md).
+    // With NICOFF_BARRIER_AUTO: true times the candidates again on this
+    // process's own barriers after the cards' trials
+    // (NICOFF_GROUP_F_HOST_TRIALS), which the constructor runs before it
+    // returns (about 120), so that waking up to see a barrier end and
+    // entering the next weigh in the choice as they do in a program: one
+    // they time clearly faster overrules the cards' pick.  false: only the
+    // cards' trials (Documentation/barrier.md).
     bool host_trials = false;
 };
 

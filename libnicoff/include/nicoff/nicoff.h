@@ -213,9 +213,9 @@ struct nicoff_group_attr {
     uint32_t bcast_channels;
     uint32_t bcast_flags;
     /*
-     * NICOFF_GROUP_F_HOST_TRIALS, with NICOFF_BARRIER_AUTO only: the call
-     * times the candidates on this process's own barriers before it
-     * returns (nicoff::GroupConfig::host_trials).
+     * NICOFF_GROUP_F_HOST_TRIALS, with NICOFF_BARRIER_AUTO only: after the
+     * cards' trials, the call times the candidates again on this process's
+     * own barriers before it returns (nicoff::GroupConfig::host_trials).
      */
     uint32_t flags;
     uint32_t reserved0;   /* must be zero */
