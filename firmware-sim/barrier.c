@@ -67,7 +67,6 @@ struct fw_bpeer {
 
 /* Host trials (NICOFF_GROUP_F_HOST_TRIALS): apart, so that groups stay small. */
 struct fw_htrials {
-	u64 from;			/* their first epoch */
 	u64 tag;			/* of the BARRIER that waits for its epoch */
 	bool op;			/* one waits */
 	u64 times[FW_BAR_NALG];
@@ -209,6 +208,18 @@ static u32 fw_grp_visits(const struct fw_group *g)
 	return (g->rounds + FW_BAR_TRIAL_BLOCK - 1) / FW_BAR_TRIAL_BLOCK;
 }
 
+/* The first host trial epoch: after epoch 0 and the cards' trials. */
+static u64 fw_grp_host_from(const struct fw_group *g)
+{
+	return 1 + (u64)(FW_BAR_NALG - 1) * (FW_BAR_AUTO_WARM + g->rounds);
+}
+
+/* Whether epoch @e is a host trial's (or after): it starts when its process enters it. */
+static bool fw_grp_waits_host(const struct fw_group *g, u64 e)
+{
+	return g->ht && e >= fw_grp_host_from(g);
+}
+
 /* Timed host trial barriers per candidate. */
 static u32 fw_grp_host_samples(const struct fw_group *g)
 {
@@ -226,24 +237,18 @@ static u32 fw_grp_trial(const struct fw_group *g, u64 e, bool *host, s32 *sample
 	u64 t, visit;
 	u32 pos;
 
-	*host = g->ht && e >= g->ht->from;
+	*host = fw_grp_waits_host(g, e);
 	if (!*host) {
 		t = e - 1;
 		pos = (u32)(t % per);
 		*sample = pos >= FW_BAR_AUTO_WARM ? (s32)(pos - FW_BAR_AUTO_WARM) : -1;
 		return 1 + (u32)(t / per);
 	}
-	t = e - g->ht->from;
+	t = e - fw_grp_host_from(g);
 	visit = t / (FW_BAR_TRIAL_BLOCK + 1);
 	pos = (u32)(t % (FW_BAR_TRIAL_BLOCK + 1));
 	*sample = pos ? (s32)((visit / n) * FW_BAR_TRIAL_BLOCK + pos - 1) : -1;
 	return 1 + (u32)(visit % n);
-}
-
-/* Whether epoch @e starts only when its process enters it. */
-static bool fw_grp_waits_host(const struct fw_group *g, u64 e)
-{
-	return g->ht && e >= g->ht->from;
 }
 
 /* The schedule of epoch @e, NULL while it is not known yet. */
@@ -777,12 +782,9 @@ static int fw_grp_create(struct fw_card *card, struct fw_port *port, const struc
 
 	if (alg == NICOFF_BARRIER_AUTO) {
 		/* The cards' trials, then the hosts' if asked for. */
-		g->decide_epoch = 1 + (u64)(FW_BAR_NALG - 1) * (FW_BAR_AUTO_WARM + g->rounds);
-		if (g->ht) {
-			g->ht->from = g->decide_epoch;
-			g->decide_epoch += (u64)(FW_BAR_NALG - 1) * fw_grp_visits(g) *
-					   (FW_BAR_TRIAL_BLOCK + 1);
-		}
+		g->decide_epoch = fw_grp_host_from(g) + (u64)(FW_BAR_NALG - 1) *
+				  fw_grp_host_samples(g) / FW_BAR_TRIAL_BLOCK *
+				  (FW_BAR_TRIAL_BLOCK + 1);
 		g->user_epoch = g->decide_epoch + 2;
 	} else {
 		g->alg = alg;
